@@ -1,0 +1,163 @@
+"""Units: SI prefixes, dtype sizes, formatting and parsing of quantities.
+
+Every quantity in scalebook is a plain float in SI base units — seconds, bytes, bytes/s, FLOPs,
+FLOPs/s (book front matter, "Units"). This module converts between those floats and the strings a
+person reads or types ("197 TFLOP/s", "194 us", "1.3 GB").
+
+Decimal prefixes (k, M, G, T, P, E = 1e3 … 1e18) are the book's default; binary prefixes (KiB, MiB,
+GiB, TiB) are accepted when parsing because students write them, and the checker uses the
+difference between the two (a factor of 1.074 for G) to recognise a GB/GiB slip.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+
+# --- prefixes -------------------------------------------------------------------------------------
+
+SI_PREFIXES: dict[str, float] = {
+    "": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+    "m": 1e-3, "u": 1e-6, "µ": 1e-6, "μ": 1e-6, "n": 1e-9, "p": 1e-12,
+}
+BINARY_PREFIXES: dict[str, float] = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
+
+KB, MB, GB, TB = 1e3, 1e6, 1e9, 1e12
+KiB, MiB, GiB, TiB = 2.0**10, 2.0**20, 2.0**30, 2.0**40
+US, MS = 1e-6, 1e-3
+
+# --- dtypes ---------------------------------------------------------------------------------------
+
+#: Bytes per element (book front matter: bf16 = 2, fp32 = 4, int8/fp8 = 1, int4 = 1/2).
+DTYPE_BYTES: dict[str, float] = {
+    "fp32": 4.0, "f32": 4.0, "float32": 4.0,
+    "bf16": 2.0, "bfloat16": 2.0, "fp16": 2.0, "f16": 2.0, "float16": 2.0,
+    "fp8": 1.0, "int8": 1.0, "i8": 1.0,
+    "int4": 0.5, "fp4": 0.5,
+}
+_CANONICAL = {"f32": "fp32", "float32": "fp32", "bfloat16": "bf16", "f16": "fp16", "float16": "fp16", "i8": "int8"}
+
+
+def canonical_dtype(dtype: str) -> str:
+    """Return the canonical short name of `dtype` ("bfloat16" → "bf16"), or raise ValueError."""
+    if not isinstance(dtype, str) or dtype.lower() not in DTYPE_BYTES:
+        known = ", ".join(sorted({_CANONICAL.get(k, k) for k in DTYPE_BYTES}))
+        raise ValueError(f"unknown dtype {dtype!r}; known dtypes: {known}")
+    d = dtype.lower()
+    return _CANONICAL.get(d, d)
+
+
+def dtype_bytes(dtype: str) -> float:
+    """Bytes per element of `dtype` (e.g. 2.0 for "bf16", 0.5 for "int4")."""
+    return DTYPE_BYTES[canonical_dtype(dtype)]
+
+
+# --- validation -----------------------------------------------------------------------------------
+
+
+def require_positive(**values: float) -> None:
+    """Raise ValueError naming the first argument that is not a finite real number > 0.
+
+    >>> require_positive(B=8, D=0)
+    Traceback (most recent call last):
+    ValueError: D must be a positive number, got 0
+    """
+    for name, v in values.items():
+        ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v)) and v > 0
+        if not ok:
+            raise ValueError(f"{name} must be a positive number, got {v!r}")
+
+
+# --- formatting -----------------------------------------------------------------------------------
+
+_FORMAT_PREFIXES = [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
+_SMALL_PREFIXES = [(1.0, ""), (1e-3, "m"), (1e-6, "u"), (1e-9, "n"), (1e-12, "p")]
+
+
+def format_si(value: float, unit: str = "", digits: int = 3) -> str:
+    """Format `value` with an SI prefix and `digits` significant figures.
+
+    >>> format_si(1.97e14, "FLOP/s")
+    '197 TFLOP/s'
+    >>> format_si(1.01e-3, "s")
+    '1.01 ms'
+    """
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g} {unit}".strip()
+    a = abs(value)
+    table = _FORMAT_PREFIXES if a >= 1 else _SMALL_PREFIXES
+    for scale, prefix in table:
+        if a >= scale * (1 - 1e-12):
+            break
+    else:
+        scale, prefix = table[-1]
+    return f"{value / scale:.{digits}g} {prefix}{unit}".strip()
+
+
+def format_time(seconds: float) -> str:
+    """'1.01 ms', '194 us', '2.5 s'."""
+    return format_si(seconds, "s")
+
+
+def format_bytes(n: float) -> str:
+    """Decimal bytes: '1.3 GB'."""
+    return format_si(n, "B")
+
+
+def format_flops(rate: float) -> str:
+    """A FLOPs/s rate: '197 TFLOP/s'."""
+    return format_si(rate, "FLOP/s")
+
+
+# --- parsing --------------------------------------------------------------------------------------
+
+#: Base units understood by `parse_quantity`, mapped to (canonical unit, factor).
+_BASE_UNITS: dict[str, tuple[str, float]] = {
+    "s": ("s", 1.0), "sec": ("s", 1.0), "second": ("s", 1.0), "seconds": ("s", 1.0),
+    "B": ("B", 1.0), "byte": ("B", 1.0), "bytes": ("B", 1.0),
+    "b": ("B", 1 / 8), "bit": ("B", 1 / 8), "bits": ("B", 1 / 8),
+    "B/s": ("B/s", 1.0), "Bps": ("B/s", 1.0), "bytes/s": ("B/s", 1.0),
+    "bit/s": ("B/s", 1 / 8), "bps": ("B/s", 1 / 8), "b/s": ("B/s", 1 / 8),
+    "FLOP": ("FLOP", 1.0), "FLOPs": ("FLOP", 1.0), "FLOPS": ("FLOP", 1.0), "flop": ("FLOP", 1.0), "flops": ("FLOP", 1.0),
+    "OP": ("FLOP", 1.0), "OPs": ("FLOP", 1.0),
+    "FLOP/s": ("FLOP/s", 1.0), "FLOPs/s": ("FLOP/s", 1.0), "flop/s": ("FLOP/s", 1.0), "flops/s": ("FLOP/s", 1.0),
+    "OP/s": ("FLOP/s", 1.0), "OPs/s": ("FLOP/s", 1.0),
+    "FLOPs/byte": ("FLOP/B", 1.0), "FLOP/B": ("FLOP/B", 1.0), "OPs/byte": ("FLOP/B", 1.0),
+    "tokens": ("", 1.0), "token": ("", 1.0),
+    "": ("", 1.0),
+}
+_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+_QTY = re.compile(rf"^\s*({_NUMBER})\s*([A-Za-zµμ/]*)\s*$")
+_TIME_WORDS = {"ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9, "ps": 1e-12, "min": 60.0, "h": 3600.0,
+               "hr": 3600.0, "hours": 3600.0, "days": 86400.0, "day": 86400.0}
+
+
+def parse_quantity(text: str) -> tuple[float, str]:
+    """Parse "194 us", "1.3 GB", "2 GiB", "197 TFLOP/s" into (value in SI base units, base unit).
+
+    >>> parse_quantity("194 us")
+    (0.000194, 's')
+    >>> parse_quantity("1.5 KiB")
+    (1536.0, 'B')
+
+    Raises ValueError with the accepted forms when the text cannot be read.
+    """
+    m = _QTY.match(str(text))
+    if not m:
+        raise ValueError(f"cannot read {text!r} as a quantity; write a number and a unit, e.g. '194 us', '1.3 GB', "
+                         "'197 TFLOP/s'")
+    number, unit = float(m.group(1)), m.group(2)
+    if unit in _TIME_WORDS:
+        return number * _TIME_WORDS[unit], "s"
+    if unit in _BASE_UNITS:
+        base, f = _BASE_UNITS[unit]
+        return number * f, base
+    for prefix, scale in list(BINARY_PREFIXES.items()) + list(SI_PREFIXES.items()):
+        if prefix and unit.startswith(prefix) and unit[len(prefix):] in _BASE_UNITS:
+            base, f = _BASE_UNITS[unit[len(prefix):]]
+            if base == "":
+                break
+            return number * scale * f, base
+    raise ValueError(f"unknown unit {unit!r} in {text!r}; use s/ms/us, B/KB/MB/GB (or KiB/MiB/GiB), B/s, FLOPs, "
+                     "FLOP/s with an SI prefix (k, M, G, T, P)")

@@ -94,6 +94,7 @@ MATMUL_MODES: dict[str, tuple[str, str, str]] = {
     "bf16": ("bf16", "bf16", "bf16"),
     "int8": ("int8", "int8", "int8"),
     "int8-weights": ("bf16", "int8", "bf16"),  # int8 weights, bf16 activations and compute (ch1.q2)
+    "fp32": ("fp32", "fp32", "fp32"),  # what a CPU measures best (chapter 1's "predict, then measure")
 }
 
 

@@ -88,9 +88,13 @@ def _close(value: float, want: float, q: Question) -> bool:
 
 
 def _slip_hint(ratio: float) -> str | None:
-    """Name a common slip when answer/expected is a telltale factor (≈ within 3%)."""
-    def near(x):
-        return x > 0 and abs(ratio / x - 1) < 0.03
+    """Name a common slip when answer/expected is a telltale factor.
+
+    Whole factors (2, 4, 8, 1000, …) match within 3%; the small ones (GB vs GiB = 1.074, (N−1)/N)
+    within 0.5%, so that they do not shadow each other.
+    """
+    def near(x, tol=0.03):
+        return x > 0 and abs(ratio / x - 1) < tol
 
     for k, name in ((1e3, "1000"), (1e6, "a million"), (1e9, "1e9"), (1e12, "1e12")):
         if near(k) or near(1 / k):
@@ -104,10 +108,10 @@ def _slip_hint(ratio: float) -> str | None:
     if near(4) or near(0.25):
         return "off by a factor of 4: bytes per element (fp32 = 4, int8 = 1) or a second factor of 2?"
     for g in (2**30 / 1e9, (2**30 / 1e9) ** 2, 2**40 / 1e12):
-        if near(g) or near(1 / g):
+        if near(g, 0.005) or near(1 / g, 0.005):
             return "off by ~7%: GB (1e9 bytes) vs GiB (2^30 bytes)?"
     for n in range(3, 65):
-        if near((n - 1) / n) or near(n / (n - 1)):
+        if near((n - 1) / n, 0.002) or near(n / (n - 1), 0.002):
             return f"close: is a factor (N−1)/N missing or extra (N = {n})?"
     return None
 

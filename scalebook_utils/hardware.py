@@ -107,7 +107,9 @@ def _tpu(name, generation, bf16, int8, hbm, hbm_bw, ici, dims, pod, host, *, pci
          vmem=None, price=None, notes=(), extra_sources=None) -> ChipSpec:
     sources = {
         "peak_flops_per_s": CH2_CHIPS, "hbm_bytes": CH2_CHIPS, "hbm_bandwidth_bytes_per_s": CH2_CHIPS,
-        "ici_link_bandwidth_oneway_bytes_per_s": CH2_ICI, "pod_shape": CH2_CHIPS, "host_shape": CH2_CHIPS,
+        "ici_link_bandwidth_oneway_bytes_per_s": CH2_ICI, "pod_shape": CH2_CHIPS,
+        "ici_torus_dims": "book ch. 2 'Networking' (2D torus: v2, v3, v5e, v6e; 3D: v4, v5p; TPU7x from its "
+                          "4x4x576 pod shape)", "host_shape": CH2_CHIPS,
         "pcie_bandwidth_bytes_per_s": pcie_src, "dcn_bandwidth_bytes_per_s": dcn_src,
         "ici_hop_latency_s": CH2_TEXT + " (≈1 µs per hop)", "tensorcores_per_chip": CH2_TEXT,
         "mxu_size": CH2_TEXT + " (128×128 before v6e, 256×256 from v6e)",

@@ -1,0 +1,566 @@
+"""Helpers for the real-browser tests: a hermetic JupyterLab server and a locked-down Chromium.
+
+Used by ``tests/test_browser.py``; later chapters reuse ``run_notebook_and_drive_slider``.
+
+* ``LabServer`` starts ``python -m jupyterlab`` from the interpreter running the tests (the project's
+  venv) on 127.0.0.1 with a free port and ``--ServerApp.port_retries=0``, a random token, no browser,
+  in its own process group, with temporary Jupyter config/data/runtime/settings/workspaces dirs and
+  IPython dir, so nothing in ``~/.jupyter`` or ``~/.ipython`` matters. Announcements, update checks
+  and the PyPI extension manager are off (nothing tries the network), autosave is off (running a
+  notebook never rewrites the file on disk), and ``window.jupyterapp`` is exposed so the test can
+  read notebook state. ``stop()`` kills the whole process group (SIGTERM, then SIGKILL) and
+  removes the temporary dirs.
+* ``chromium_page`` launches Debian's ``/usr/bin/chromium`` through Playwright (no downloaded
+  browser) headless with a fresh profile dir, and aborts every request that is not for
+  127.0.0.1/localhost; the aborted URLs are kept on ``page.scalebook_blocked``.
+* ``run_notebook_and_drive_slider`` opens a notebook, waits for its kernel, clears outputs, runs
+  all cells through the menu Run → Run All Cells, waits for a widget's one-line text marker, moves
+  the IntSlider with the given description from the keyboard, and waits for the marker to change.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
+SCREENSHOT_DIR = Path("/tmp")
+
+# JupyterLab user settings written into the temporary settings dir.
+LAB_USER_SETTINGS = {
+    # No news feed, no update check: nothing asks the network, and no "receive news?" toast.
+    "@jupyterlab/apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+    # Never write the notebook under test back to disk.
+    "@jupyterlab/docmanager-extension/plugin": {"autosave": False},
+}
+
+
+def log(msg: str) -> None:
+    print(f"[browser {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --------------------------------------------------------------------------------------------------
+# JupyterLab server
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class LabServer:
+    root_dir: Path
+    startup_timeout: float = 120.0
+    port: int = 0
+    token: str = field(default_factory=lambda: secrets.token_hex(16))
+    proc: subprocess.Popen | None = None
+    tmp: Path | None = None
+    log_path: Path | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, path: str) -> str:
+        """URL of ``path`` (e.g. ``lab/tree/notebooks/x.ipynb``) with the token."""
+        quoted = urllib.parse.quote(path.lstrip("/"))
+        return f"{self.base_url}/{quoted}?token={self.token}"
+
+    def _write_config(self) -> dict[str, str]:
+        assert self.tmp is not None
+        cfg, data, runtime = self.tmp / "config", self.tmp / "data", self.tmp / "runtime"
+        settings, workspaces = cfg / "lab" / "user-settings", cfg / "lab" / "workspaces"
+        ipython = self.tmp / "ipython"
+        for d in (cfg, data, runtime, settings, workspaces, ipython):
+            d.mkdir(parents=True, exist_ok=True)
+        server_config = {
+            "ServerApp": {"open_browser": False, "allow_remote_access": False},
+            "LabApp": {
+                "news_url": None,
+                "check_for_updates_class": "jupyterlab.handlers.announcements.NeverCheckForUpdate",
+                "extension_manager": "readonly",
+                "expose_app_in_browser": True,
+                "user_settings_dir": str(settings),
+                "workspaces_dir": str(workspaces),
+            },
+        }
+        (cfg / "jupyter_server_config.json").write_text(json.dumps(server_config, indent=1))
+        for plugin, values in LAB_USER_SETTINGS.items():
+            f = settings / f"{plugin}.jupyterlab-settings"
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_text(json.dumps(values))
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("JUPYTER", "JPY_")) and k not in ("IPYTHONDIR", "BROWSER")
+        }
+        env.update(
+            JUPYTER_CONFIG_DIR=str(cfg),
+            JUPYTER_DATA_DIR=str(data),
+            JUPYTER_RUNTIME_DIR=str(runtime),
+            JUPYTERLAB_SETTINGS_DIR=str(settings),
+            JUPYTERLAB_WORKSPACES_DIR=str(workspaces),
+            IPYTHONDIR=str(ipython),
+            JUPYTER_PLATFORM_DIRS="1",
+            PYDEVD_DISABLE_FILE_VALIDATION="1",
+            PYTHONUNBUFFERED="1",
+        )
+        return env
+
+    def start(self) -> "LabServer":
+        self.tmp = Path(tempfile.mkdtemp(prefix="scalebook-lab-"))
+        env = self._write_config()
+        last_error = ""
+        for _attempt in range(3):  # only retried when the chosen port was taken meanwhile
+            self.port = free_port()
+            self.log_path = self.tmp / f"server-{self.port}.log"
+            cmd = [
+                sys.executable, "-m", "jupyterlab",
+                "--no-browser",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={self.port}",
+                "--ServerApp.port_retries=0",
+                f"--ServerApp.root_dir={self.root_dir}",
+                f"--IdentityProvider.token={self.token}",
+                "--ServerApp.terminals_enabled=False",
+            ]  # fmt: skip
+            if hasattr(os, "geteuid") and os.geteuid() == 0:
+                cmd.append("--allow-root")  # CI runs as root
+            with open(self.log_path, "wb") as logf:
+                self.proc = subprocess.Popen(
+                    cmd,
+                    cwd=self.tmp,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=logf,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            log(f"jupyter lab pid={self.proc.pid} port={self.port} root={self.root_dir}")
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < self.startup_timeout:
+                if self.proc.poll() is not None:
+                    last_error = self.log_tail()
+                    break
+                if self._answers():
+                    log(f"jupyter lab answers after {time.monotonic() - t0:.1f}s")
+                    return self
+                time.sleep(0.25)
+            else:
+                tail = self.log_tail()
+                self.stop()
+                raise RuntimeError(f"jupyter lab did not answer in {self.startup_timeout}s:\n{tail}")
+            if "already in use" not in last_error and "Address already" not in last_error:
+                break
+        tail = last_error
+        self.stop()
+        raise RuntimeError(f"jupyter lab exited early:\n{tail}")
+
+    def _answers(self) -> bool:
+        try:
+            with urllib.request.urlopen(
+                f"{self.base_url}/api/status?token={self.token}", timeout=2
+            ) as r:
+                return r.status == 200
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def log_tail(self, n: int = 60) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return "(no server log)"
+        lines = self.log_path.read_text(errors="replace").splitlines()
+        return "\n".join(lines[-n:])
+
+    def stop(self) -> None:
+        """Kill the server's process group (kernels included); remove the temporary dirs."""
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            pgid = proc.pid  # start_new_session=True: the server leads its own group
+            for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
+                try:
+                    os.killpg(pgid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    proc.wait(timeout=wait)
+                except subprocess.TimeoutExpired:
+                    continue
+                # the leader is gone; make sure no kernel of the group survives it
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pgid, signal.SIGKILL)
+                break
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+        if self.tmp is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
+
+
+@contextlib.contextmanager
+def lab_server(root_dir: str | os.PathLike) -> Iterator[LabServer]:
+    server = LabServer(Path(root_dir).resolve())
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+
+
+# --------------------------------------------------------------------------------------------------
+# Chromium
+# --------------------------------------------------------------------------------------------------
+
+
+def _is_loopback(url: str) -> bool:
+    parsed = urllib.parse.urlparse(url)
+    if parsed.scheme in ("data", "blob", "about"):
+        return True
+    return (parsed.hostname or "") in LOOPBACK_HOSTS
+
+
+@contextlib.contextmanager
+def chromium_page(viewport=(1400, 1000)):
+    """Yield a Playwright page in headless Debian Chromium; non-loopback requests are aborted."""
+    from playwright.sync_api import sync_playwright
+
+    profile = Path(tempfile.mkdtemp(prefix="scalebook-chromium-"))
+    blocked: list[str] = []
+    problems: list[str] = []
+
+    def route(r):
+        if _is_loopback(r.request.url):
+            r.continue_()
+        else:
+            blocked.append(r.request.url)
+            r.abort()
+
+    try:
+        with sync_playwright() as p:
+            ctx = p.chromium.launch_persistent_context(
+                str(profile),
+                executable_path=CHROMIUM,
+                headless=True,
+                args=CHROMIUM_ARGS,
+                viewport={"width": viewport[0], "height": viewport[1]},
+                service_workers="block",  # so that every request goes through the route below
+                timeout=60_000,
+            )
+            try:
+                ctx.route("**/*", route)
+                page = ctx.pages[0] if ctx.pages else ctx.new_page()
+                page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
+                page.on(
+                    "console",
+                    lambda m: problems.append(f"console.{m.type}: {m.text}")
+                    if m.type == "error" else None,
+                )  # fmt: skip
+                page.scalebook_blocked = blocked  # type: ignore[attr-defined]
+                page.scalebook_problems = problems  # type: ignore[attr-defined]
+                yield page
+            finally:
+                ctx.close()
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+        if blocked:
+            log(f"aborted {len(blocked)} non-loopback request(s): {blocked[:10]}")
+
+
+def screenshot(page, name: str) -> Path | None:
+    path = SCREENSHOT_DIR / f"browser-{name}.png"
+    try:
+        page.screenshot(path=str(path), timeout=15_000)
+    except Exception as e:  # a screenshot must never hide the real failure
+        log(f"screenshot {path} failed: {e}")
+        return None
+    log(f"screenshot {path}")
+    return path
+
+
+# --------------------------------------------------------------------------------------------------
+# Driving a notebook
+# --------------------------------------------------------------------------------------------------
+
+# State of the current notebook, read from the JupyterLab app (exposed by expose_app_in_browser).
+_NOTEBOOK_STATE_JS = """
+() => {
+  const app = window.jupyterapp;
+  if (!app) return {app: false};
+  const w = app.shell.currentWidget;
+  if (!w || !w.content || !w.sessionContext || !w.content.model) return {app: true, notebook: false};
+  const kernel = w.sessionContext.session && w.sessionContext.session.kernel;
+  const cells = Array.from(w.content.model.cells);
+  const code = cells.filter(c => c.type === 'code');
+  const errors = [];
+  for (const c of code) {
+    for (const o of c.outputs.toJSON()) {
+      if (o.output_type === 'error') errors.push(`${o.ename}: ${o.evalue}`);
+    }
+  }
+  return {
+    app: true, notebook: true, path: w.context.path,
+    ready: w.context.isReady && w.sessionContext.isReady,
+    kernel: kernel ? kernel.status : null,
+    kernelName: kernel ? kernel.name : null,
+    nCode: code.length,
+    nExecuted: code.filter(c => c.executionCount !== null).length,
+    nRunning: code.filter(c => c.executionState === 'running').length,
+    nPromptStar: document.querySelectorAll('.jp-InputArea-prompt').length === 0 ? 0 :
+      Array.from(document.querySelectorAll('.jp-InputArea-prompt'))
+        .filter(e => e.textContent.includes('*')).length,
+    errors,
+    dialog: document.querySelector('.jp-Dialog') ? document.querySelector('.jp-Dialog').textContent : null,
+  };
+}
+"""
+
+# Lines of rendered stdout/plain-text outputs that start with a prefix (markdown and code excluded).
+_MARKER_LINES_JS = """
+(prefix) => {
+  const found = [];
+  for (const el of document.querySelectorAll('.jp-OutputArea-output.jp-RenderedText')) {
+    for (const line of el.textContent.split('\\n')) {
+      const t = line.trim();
+      if (t.startsWith(prefix)) found.push(t);
+    }
+  }
+  return found;
+}
+"""
+
+
+def notebook_state(page) -> dict:
+    return page.evaluate(_NOTEBOOK_STATE_JS)
+
+
+def marker_lines(page, prefix: str) -> list[str]:
+    return page.evaluate(_MARKER_LINES_JS, prefix)
+
+
+def wait_until(predicate, timeout: float, what: str, interval: float = 0.25, describe=None):
+    """Poll ``predicate()`` until it returns a truthy value; raise with ``describe()`` on timeout."""
+    t0 = time.monotonic()
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() - t0 > timeout:
+            detail = describe() if describe else ""
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}. {detail}")
+        time.sleep(interval)
+
+
+def open_notebook(page, server: LabServer, path: str, timeout: float = 120.0) -> dict:
+    """Open ``path`` (relative to the server root) in JupyterLab; wait for an idle kernel."""
+    page.goto(server.url(f"lab/tree/{path}"), wait_until="domcontentloaded", timeout=90_000)
+    state: dict = {}
+
+    def kernel_idle():
+        nonlocal state
+        state = notebook_state(page)
+        if state.get("dialog"):
+            raise AssertionError(f"unexpected JupyterLab dialog: {state['dialog']!r}")
+        return (
+            state.get("notebook")
+            and state.get("path") == path
+            and state.get("ready")
+            and state.get("kernel") == "idle"
+        )
+
+    wait_until(kernel_idle, timeout, f"notebook {path} with an idle kernel", describe=lambda: state)
+    page.locator(".jp-Notebook").first.wait_for(state="visible", timeout=30_000)
+    return state
+
+
+def run_all_cells(page) -> None:
+    """Edit → Clear Outputs of All Cells (command), then Run → Run All Cells through the menu bar.
+
+    Clearing first means every output seen afterwards comes from this run, not from outputs (or
+    saved widget state) stored in the file.
+    """
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+    # Focus the notebook so that the menu command applies to it.
+    page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    item = page.locator(".lm-Menu-item", has_text=re.compile(r"^Run All Cells"))
+    item.first.wait_for(state="visible", timeout=10_000)
+    item.first.click()
+
+
+def wait_run_all_done(page, marker_prefix: str, timeout: float) -> str:
+    """Wait until the kernel is idle with every code cell executed; return the marker line."""
+    state: dict = {}
+
+    def done():
+        nonlocal state
+        state = notebook_state(page)
+        if state.get("dialog"):
+            raise AssertionError(f"unexpected JupyterLab dialog: {state['dialog']!r}")
+        if state.get("errors"):
+            raise AssertionError(f"a cell raised: {state['errors']}")
+        finished = (
+            state.get("kernel") == "idle"
+            and state.get("nRunning") == 0
+            and state.get("nPromptStar") == 0
+            and state.get("nExecuted") == state.get("nCode")
+        )
+        lines = marker_lines(page, marker_prefix)
+        if finished and not lines:
+            raise AssertionError(f"all cells ran but no output line starts with {marker_prefix!r}")
+        return finished and lines[0]
+
+    return wait_until(done, timeout, "Run All Cells to finish", interval=0.5, describe=lambda: state)
+
+
+def slider_handle(page, description: str):
+    """The noUiSlider handle of the ipywidgets slider whose description label is ``description``."""
+    slider = page.locator(".widget-slider").filter(
+        has=page.locator(".widget-label", has_text=re.compile(rf"^\s*{re.escape(description)}\s*$"))
+    )
+    return slider.locator(".noUi-handle")
+
+
+def move_slider(page, description: str, timeout: float = 30.0) -> tuple[str, str]:
+    """Focus the slider's handle and press End (Home when it already sits at its maximum)."""
+    handle = slider_handle(page, description)
+    count = handle.count()
+    assert count == 1, f"expected one slider described {description!r}, found {count}"
+    handle.scroll_into_view_if_needed(timeout=10_000)
+    before = handle.get_attribute("aria-valuenow")
+    at_max = before is not None and before == handle.get_attribute("aria-valuemax")
+    handle.focus()
+    handle.press("Home" if at_max else "End")
+    wait_until(
+        lambda: handle.get_attribute("aria-valuenow") != before,
+        timeout,
+        f"slider {description!r} to move from {before}",
+    )
+    return before or "", handle.get_attribute("aria-valuenow") or ""
+
+
+def marker_value(line: str, key: str = "B") -> str | None:
+    m = re.search(rf"\b{re.escape(key)}=([^\s|→,]+)", line)
+    return m.group(1) if m else None
+
+
+def run_notebook_and_drive_slider(
+    page,
+    server: LabServer,
+    path: str,
+    marker_prefix: str,
+    slider_description: str,
+    *,
+    name: str = "notebook",
+    run_timeout: float = 180.0,
+    change_timeout: float = 60.0,
+) -> tuple[str, str]:
+    """Open ``path``, Run All, wait for the marker, move the slider, wait for a new marker.
+
+    Returns the marker line before and after the slider moved. Screenshots go to
+    ``/tmp/browser-{name}-*.png`` (``-failure.png`` when something goes wrong).
+    """
+    stage = "open"
+    try:
+        t0 = time.monotonic()
+        open_notebook(page, server, path)
+        log(f"{path}: kernel idle after {time.monotonic() - t0:.1f}s")
+        screenshot(page, f"{name}-1-opened")
+
+        stage = "run-all"
+        t1 = time.monotonic()
+        run_all_cells(page)
+        before = wait_run_all_done(page, marker_prefix, run_timeout)
+        log(f"{path}: Run All done after {time.monotonic() - t1:.1f}s; marker {before!r}")
+        page.locator(".jp-OutputArea-output.jp-RenderedText", has_text=marker_prefix).first \
+            .scroll_into_view_if_needed(timeout=10_000)  # fmt: skip
+        screenshot(page, f"{name}-2-ran")
+
+        stage = "slider"
+        t2 = time.monotonic()
+        old_value = marker_value(before, slider_description)
+        s_before, s_after = move_slider(page, slider_description)
+        log(f"{path}: slider {slider_description} {s_before} -> {s_after}")
+
+        def changed():
+            for line in marker_lines(page, marker_prefix):
+                if marker_value(line, slider_description) not in (None, old_value):
+                    return line
+            return None
+
+        after = wait_until(
+            changed,
+            change_timeout,
+            f"the marker to show a {slider_description} other than {old_value}",
+            describe=lambda: f"markers now: {marker_lines(page, marker_prefix)}",
+        )
+        log(f"{path}: marker changed after {time.monotonic() - t2:.1f}s: {after!r}")
+        screenshot(page, f"{name}-3-slider-moved")
+        return before, after
+    except BaseException:
+        screenshot(page, f"{name}-failure")
+        log(f"failed at stage {stage!r}; server log tail:\n{server.log_tail(30)}")
+        problems = getattr(page, "scalebook_problems", [])
+        if problems:
+            log("browser console errors:\n  " + "\n  ".join(problems[-20:]))
+        raise
+
+
+# --------------------------------------------------------------------------------------------------
+# The self-contained harness notebook
+# --------------------------------------------------------------------------------------------------
+
+HARNESS_CELL = '''\
+import ipywidgets as widgets
+from IPython.display import display
+
+def view(B):
+    regime = "compute-bound" if B >= 240 else "memory-bound"
+    print(f"roofline explorer: B={B} → {regime} | T_math={B * 2.0:.1f} T_comms={480.0:.1f} | crossover B≈240")
+
+b = widgets.IntSlider(value=128, min=16, max=1024, step=16, description="B")
+display(widgets.VBox([b, widgets.interactive_output(view, {"B": b})]))
+'''
+
+
+def write_harness_notebook(directory: str | os.PathLike, name: str = "harness.ipynb") -> Path:
+    """A one-widget notebook that prints a roofline-explorer-style marker."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# Browser harness\nA slider `B` and its marker line."),
+        nbformat.v4.new_code_cell("print('setup done')"),
+        nbformat.v4.new_code_cell(HARNESS_CELL),
+    ]
+    path = Path(directory) / name
+    nbformat.write(nb, path)
+    return path

@@ -1,0 +1,42 @@
+"""The pure core imports no jax, matplotlib, ipywidgets or IPython (DESIGN §2: pure core, thin shell)."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "scalebook_utils"
+SHELL = {"jaxlab", "_compat", "plots", "widgets"}  # the modules allowed to import heavy UI/JAX libraries
+HEAVY = {"jax", "jaxlib", "matplotlib", "ipywidgets", "IPython"}
+CORE = sorted(p.stem for p in PKG.glob("*.py") if p.stem not in SHELL | {"__init__"})
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("module", CORE)
+def test_core_module_has_no_heavy_imports(module):
+    assert not (_imports(PKG / f"{module}.py") & HEAVY)
+
+
+def test_importing_the_core_loads_no_heavy_library():
+    code = ("import sys, scalebook_utils, " + ", ".join(f"scalebook_utils.{m}" for m in CORE) + "\n"
+            f"print(sorted(m for m in {sorted(HEAVY)!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_core_is_what_we_think():
+    for expected in ("units", "hardware", "roofline", "questions", "check", "grading"):
+        if (PKG / f"{expected}.py").exists():
+            assert expected in CORE

@@ -1,0 +1,75 @@
+import dataclasses
+
+import pytest
+
+from scalebook_utils import hardware
+from scalebook_utils.hardware import CHIPS, ChipSpec, get_chip
+
+DESIGN_NAMES = ["tpu-v3", "tpu-v4p", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu7x",
+                "v100", "a100", "h100", "h200", "b200", "gb200"]
+
+
+def test_registry_has_every_chip_of_the_design():
+    assert sorted(CHIPS) == sorted(DESIGN_NAMES)
+
+
+@pytest.mark.parametrize("name", DESIGN_NAMES)
+def test_every_number_has_a_source(name):
+    chip = get_chip(name)
+    for f in dataclasses.fields(ChipSpec):
+        value = getattr(chip, f.name)
+        if f.name in ("name", "vendor", "generation", "sources", "notes") or value is None:
+            continue
+        assert chip.sources.get(f.name), f"{name}.{f.name} has no source"
+
+
+@pytest.mark.parametrize("name", DESIGN_NAMES)
+def test_specs_are_positive_si_numbers(name):
+    c = get_chip(name)
+    assert c.hbm_bytes > 1e9 and c.hbm_bandwidth_bytes_per_s > 1e11
+    assert all(v > 1e13 for v in c.peak_flops_per_s.values())
+    assert c.critical_intensity(c.supported_dtypes[0]) > 50
+
+
+def test_lookup_is_case_insensitive_and_has_aliases():
+    assert get_chip("TPU-V5E") is get_chip("v5e") is CHIPS["tpu-v5e"]
+    assert get_chip(get_chip("h100")).name == "h100"
+
+
+def test_unknown_chip_lists_known_names():
+    with pytest.raises(KeyError) as info:
+        get_chip("tpu-v9")
+    msg = str(info.value)
+    assert msg.startswith("unknown chip 'tpu-v9'")
+    for name in DESIGN_NAMES:
+        assert name in msg
+    with pytest.raises(ValueError):  # also a ValueError, for callers validating input
+        get_chip("tpu-v9")
+
+
+def test_unsupported_dtype_is_a_clear_error():
+    with pytest.raises(ValueError, match=r"v100 has no bf16 .*supported compute dtypes on v100: fp16"):
+        get_chip("v100").peak_flops("bf16")
+    with pytest.raises(ValueError, match="no fp4"):
+        get_chip("tpu-v5e").peak_flops("fp4")
+    with pytest.raises(ValueError, match="unknown dtype"):
+        get_chip("tpu-v5e").peak_flops("int3")
+
+
+def test_chip_specs_are_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        get_chip("tpu-v5e").hbm_bytes = 1
+
+
+def test_version_differences_are_recorded():
+    assert any("8.1e11" in n for n in get_chip("tpu-v5e").notes)
+    assert any("9.1e14" in n for n in get_chip("tpu-v6e").notes)
+    assert any("3.4e12" in n for n in get_chip("h100").notes)
+    assert any("9 TB/s" in n for n in get_chip("b200").notes)
+
+
+def test_chip_names_by_kind():
+    assert hardware.chip_names("tpu") == DESIGN_NAMES[:6] or set(hardware.chip_names("tpu")) == set(DESIGN_NAMES[:6])
+    assert set(hardware.chip_names("gpu")) == set(DESIGN_NAMES[6:])
+    with pytest.raises(ValueError, match="kind"):
+        hardware.chip_names("fpga")

@@ -1,0 +1,85 @@
+"""The `scalebook` command. `scalebook grade SUB.ipynb... --against exercises/NN_slug.ipynb`.
+
+Thin: argument parsing and printing; the work is in `scalebook_utils.grading`.
+Exit status: 0 when grading ran (students who fail are results, not errors); 2 for misuse (a missing
+or corrupt file, a submission for another exercise, an --against that is not an exercise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import grading
+
+_GRADE_EPILOG = """\
+Each submission runs in a fresh kernel in its own temporary folder; the submission file is never
+written. Grading runs the students' code: grade untrusted submissions inside a container or VM.
+
+output: a table per submission and a line "alice.ipynb: 21/24" (default); --json: a list of
+{"submission", "passed", "total", "questions": [{"qid", "passed", "detail"}]}; --csv: columns
+submission,qid,passed,detail with passed = 1 or 0.
+
+exit status: 0 when grading ran, 2 for misuse (missing or corrupt file, wrong exercise)."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="scalebook",
+        description="Tools for the scalebook notebooks (companion to 'How to Scale Your Model').")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    g = sub.add_parser(
+        "grade", help="grade submitted exercise notebooks with nbval",
+        description="Grade submitted exercise notebooks against the exercise they answer.",
+        epilog=_GRADE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    g.add_argument("submissions", nargs="+", metavar="SUBMISSION", help="a student's .ipynb file")
+    g.add_argument("--against", required=True, metavar="EXERCISE.ipynb",
+                   help="the exercise notebook, e.g. exercises/01_rooflines.ipynb")
+    fmt = g.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    fmt.add_argument("--csv", action="store_true", help="print CSV instead of a table")
+    g.add_argument("--timeout", type=float, default=grading.DEFAULT_TIMEOUT_PER_CELL, metavar="SECONDS",
+                   help="time limit per cell (default %(default)g)")
+    g.add_argument("--memory-limit", type=float, default=grading.DEFAULT_MEMORY_LIMIT_BYTES / 2**30,
+                   metavar="GiB", help="memory limit of the kernel (RLIMIT_DATA; default %(default)g; 0: none)")
+    g.add_argument("--jobs", type=int, default=1, metavar="N", help="grade N submissions at once (default 1)")
+    return p
+
+
+def _progress(result: grading.SubmissionResult) -> None:
+    print(f"graded {grading.summary_line(result)} ({result.seconds:.0f} s)", file=sys.stderr, flush=True)
+
+
+def _grade(args, parser) -> int:
+    if args.timeout <= 0:
+        parser.error("--timeout must be positive")
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
+    try:
+        results = grading.grade(
+            args.submissions, args.against, timeout_per_cell=args.timeout,
+            memory_limit_bytes=int(args.memory_limit * 2**30) or None, jobs=args.jobs,
+            progress=_progress if sys.stderr.isatty() else None)
+    except grading.GradingError as exc:
+        print(f"scalebook grade: error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(grading.results_to_json(results))
+    elif args.csv:
+        sys.stdout.write(grading.results_to_csv(results))
+    else:
+        print(grading.format_results_table(results))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "grade":
+        return _grade(args, parser)
+    parser.print_help()
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

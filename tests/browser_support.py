@@ -6,13 +6,16 @@ Used by ``tests/test_browser.py``; later chapters reuse ``run_notebook_and_drive
   venv) on 127.0.0.1 with a free port and ``--ServerApp.port_retries=0``, a random token, no browser,
   in its own process group, with temporary Jupyter config/data/runtime/settings/workspaces dirs and
   IPython dir, so nothing in ``~/.jupyter`` or ``~/.ipython`` matters. Announcements, update checks
-  and the PyPI extension manager are off (nothing tries the network), autosave is off (running a
-  notebook never rewrites the file on disk), and ``window.jupyterapp`` is exposed so the test can
-  read notebook state. ``stop()`` kills the whole process group (SIGTERM, then SIGKILL) and
-  removes the temporary dirs.
+  and the PyPI extension manager are off (nothing tries the network), autosave is off and
+  checkpoints go to the temp dir (running a notebook writes nothing under the served root), and
+  ``window.jupyterapp`` is exposed so the test can read notebook state. ``stop()`` kills the
+  server's process group (SIGTERM, then SIGKILL), then any kernel left (kernels get sessions of
+  their own), and removes the temporary dirs. The server also gets SIGTERM if the test process
+  dies (PR_SET_PDEATHSIG), so a killed pytest leaves no server behind.
 * ``chromium_page`` launches Debian's ``/usr/bin/chromium`` through Playwright (no downloaded
-  browser) headless with a fresh profile dir, and aborts every request that is not for
-  127.0.0.1/localhost; the aborted URLs are kept on ``page.scalebook_blocked``.
+  browser) headless with a fresh profile dir (and HOME) in a temp dir, and aborts every request
+  that is not for 127.0.0.1/localhost; the aborted URLs are kept on ``page.scalebook_blocked``,
+  and any save/rename/delete request to the contents API on ``page.scalebook_writes``.
 * ``run_notebook_and_drive_slider`` opens a notebook, waits for its kernel, clears outputs, runs
   all cells through the menu Run → Run All Cells, waits for a widget's one-line text marker, moves
   the IntSlider with the given description from the keyboard, and waits for the marker to change.
@@ -49,6 +52,9 @@ CHROMIUM_ARGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    # also keep crash reports out of ~/.config/chromium (HOME is the temp profile's parent too)
+    "--disable-breakpad",
+    "--disable-crash-reporter",
 ]
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 SCREENSHOT_DIR = Path("/tmp")
@@ -59,6 +65,9 @@ LAB_USER_SETTINGS = {
     "@jupyterlab/apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
     # Never write the notebook under test back to disk.
     "@jupyterlab/docmanager-extension/plugin": {"autosave": False},
+    # Attach every cell to the DOM (the default "contentVisibility" lets off-screen cells change
+    # size when scrolled to, so a scrolled-to output can move away before a screenshot).
+    "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
 }
 
 
@@ -105,6 +114,9 @@ class LabServer:
             d.mkdir(parents=True, exist_ok=True)
         server_config = {
             "ServerApp": {"open_browser": False, "allow_remote_access": False},
+            # JupyterLab checkpoints a notebook when it opens it: keep that out of the repo
+            # (an absolute checkpoint_dir replaces NOTEBOOK_DIR/.ipynb_checkpoints).
+            "FileCheckpoints": {"checkpoint_dir": str(self.tmp / "checkpoints")},
             "LabApp": {
                 "news_url": None,
                 "check_for_updates_class": "jupyterlab.handlers.announcements.NeverCheckForUpdate",
@@ -138,10 +150,17 @@ class LabServer:
         return env
 
     def start(self) -> "LabServer":
+        """Start the server and wait until it answers; on any failure (or interrupt) stop it."""
+        try:
+            return self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> "LabServer":
         self.tmp = Path(tempfile.mkdtemp(prefix="scalebook-lab-"))
         env = self._write_config()
-        last_error = ""
-        for _attempt in range(3):  # only retried when the chosen port was taken meanwhile
+        for _attempt in range(3):  # retried only when the chosen port was taken meanwhile
             self.port = free_port()
             self.log_path = self.tmp / f"server-{self.port}.log"
             cmd = [
@@ -165,25 +184,23 @@ class LabServer:
                     stdout=logf,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
+                    preexec_fn=_die_with_parent,
                 )
             log(f"jupyter lab pid={self.proc.pid} port={self.port} root={self.root_dir}")
             t0 = time.monotonic()
-            while time.monotonic() - t0 < self.startup_timeout:
-                if self.proc.poll() is not None:
-                    last_error = self.log_tail()
-                    break
+            while self.proc.poll() is None:
                 if self._answers():
                     log(f"jupyter lab answers after {time.monotonic() - t0:.1f}s")
                     return self
+                if time.monotonic() - t0 > self.startup_timeout:
+                    raise RuntimeError(
+                        f"jupyter lab did not answer in {self.startup_timeout:.0f}s:\n"
+                        + self.log_tail()
+                    )
                 time.sleep(0.25)
-            else:
-                tail = self.log_tail()
-                self.stop()
-                raise RuntimeError(f"jupyter lab did not answer in {self.startup_timeout}s:\n{tail}")
-            if "already in use" not in last_error and "Address already" not in last_error:
+            tail = self.log_tail()
+            if "already in use" not in tail:
                 break
-        tail = last_error
-        self.stop()
         raise RuntimeError(f"jupyter lab exited early:\n{tail}")
 
     def _answers(self) -> bool:
@@ -202,28 +219,85 @@ class LabServer:
         return "\n".join(lines[-n:])
 
     def stop(self) -> None:
-        """Kill the server's process group (kernels included); remove the temporary dirs."""
+        """Kill the server's process group, then any kernel it left; remove the temporary dirs.
+
+        Kernels run in sessions of their own (jupyter_client starts them so), so they are not in
+        the server's group: SIGTERM lets the server shut them down; whatever survives is killed.
+        """
         proc, self.proc = self.proc, None
         if proc is not None:
+            kernels = _descendants(proc.pid)
             pgid = proc.pid  # start_new_session=True: the server leads its own group
-            for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
-                try:
+            for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(pgid, sig)
-                except ProcessLookupError:
-                    break
                 try:
                     proc.wait(timeout=wait)
+                    break
                 except subprocess.TimeoutExpired:
                     continue
-                # the leader is gone; make sure no kernel of the group survives it
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pgid, signal.SIGKILL)
-                break
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=5)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGKILL)  # stragglers of the server's own group
+            for p in kernels:
+                _kill_tree(p)
         if self.tmp is not None:
             shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp = None
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGTERM when the test process dies, however it dies.
+
+    So a killed pytest (CI timeout, SIGKILL) leaves no JupyterLab server behind; the server then
+    shuts its kernels down (and ipykernel also exits when its parent goes).
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except Exception:
+            pass
+
+
+def _proc_stat(pid: int | str) -> tuple[int, int] | None:
+    """(parent pid, start time) of a process from /proc, or None when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(fields[1]), int(fields[19])
+
+
+def _descendants(pid: int) -> list[tuple[int, int]]:
+    """(pid, start time) of every descendant of ``pid`` (kernels and what they started)."""
+    if not Path("/proc").is_dir():
+        return []
+    kids: dict[int, list[tuple[int, int]]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and (st := _proc_stat(d.name)) is not None:
+            kids.setdefault(st[0], []).append((int(d.name), st[1]))
+    out, todo = [], [pid]
+    while todo:
+        for child in kids.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child[0])
+    return out
+
+
+def _kill_tree(proc: tuple[int, int]) -> None:
+    """SIGKILL a leftover process (and its group when it leads one) if it is still the same one."""
+    pid, started = proc
+    st = _proc_stat(pid)
+    if st is None or st[1] != started:
+        return  # gone, or the pid now belongs to someone else
+    try:
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 @contextlib.contextmanager
@@ -252,9 +326,18 @@ def chromium_page(viewport=(1400, 1000)):
     """Yield a Playwright page in headless Debian Chromium; non-loopback requests are aborted."""
     from playwright.sync_api import sync_playwright
 
-    profile = Path(tempfile.mkdtemp(prefix="scalebook-chromium-"))
+    tmp = Path(tempfile.mkdtemp(prefix="scalebook-chromium-"))
+    profile = tmp / "profile"
+    # Chromium (and Debian's launcher) write under $HOME/.config and $HOME/.cache: keep it in tmp.
+    env = dict(os.environ, HOME=str(tmp), XDG_CONFIG_HOME=str(tmp / "config"),
+               XDG_CACHE_HOME=str(tmp / "cache"))  # fmt: skip
     blocked: list[str] = []
     problems: list[str] = []
+    writes: list[str] = []  # requests that would change a file under the server root
+
+    def on_request(req):
+        if req.method in ("PUT", "PATCH", "DELETE") and "/api/contents" in req.url:
+            writes.append(f"{req.method} {req.url.split('?')[0]}")
 
     def route(r):
         if _is_loopback(r.request.url):
@@ -268,6 +351,7 @@ def chromium_page(viewport=(1400, 1000)):
             ctx = p.chromium.launch_persistent_context(
                 str(profile),
                 executable_path=CHROMIUM,
+                env=env,
                 headless=True,
                 args=CHROMIUM_ARGS,
                 viewport={"width": viewport[0], "height": viewport[1]},
@@ -283,13 +367,15 @@ def chromium_page(viewport=(1400, 1000)):
                     lambda m: problems.append(f"console.{m.type}: {m.text}")
                     if m.type == "error" else None,
                 )  # fmt: skip
+                page.on("request", on_request)
                 page.scalebook_blocked = blocked  # type: ignore[attr-defined]
+                page.scalebook_writes = writes  # type: ignore[attr-defined]
                 page.scalebook_problems = problems  # type: ignore[attr-defined]
                 yield page
             finally:
                 ctx.close()
     finally:
-        shutil.rmtree(profile, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
         if blocked:
             log(f"aborted {len(blocked)} non-loopback request(s): {blocked[:10]}")
 
@@ -318,9 +404,12 @@ _NOTEBOOK_STATE_JS = """
   if (!w || !w.content || !w.sessionContext || !w.content.model) return {app: true, notebook: false};
   const kernel = w.sessionContext.session && w.sessionContext.session.kernel;
   const cells = Array.from(w.content.model.cells);
-  const code = cells.filter(c => c.type === 'code');
+  // JupyterLab does not send empty code cells to the kernel: they never get a count.
+  const code = cells.filter(c => c.type === 'code' && c.sharedModel.getSource().trim() !== '');
+  const tags = c => (c.getMetadata && c.getMetadata('tags')) || [];
   const errors = [];
   for (const c of code) {
+    if (tags(c).includes('raises-exception')) continue;  // Run All goes on past these too
     for (const o of c.outputs.toJSON()) {
       if (o.output_type === 'error') errors.push(`${o.ename}: ${o.evalue}`);
     }
@@ -342,11 +431,15 @@ _NOTEBOOK_STATE_JS = """
 }
 """
 
-# Lines of rendered stdout/plain-text outputs that start with a prefix (markdown and code excluded).
+# Where a widget's text marker can be: printed text in an output area (the usual case: the view
+# prints it into an interactive_output), or an HTML/Label widget. Markdown and code are excluded.
+MARKER_SELECTOR = ".jp-OutputArea-output.jp-RenderedText, .widget-html-content, .widget-label"
+
+# Lines inside MARKER_SELECTOR elements that start with a prefix.
 _MARKER_LINES_JS = """
-(prefix) => {
+([prefix, selector]) => {
   const found = [];
-  for (const el of document.querySelectorAll('.jp-OutputArea-output.jp-RenderedText')) {
+  for (const el of document.querySelectorAll(selector)) {
     for (const line of el.textContent.split('\\n')) {
       const t = line.trim();
       if (t.startsWith(prefix)) found.push(t);
@@ -362,7 +455,7 @@ def notebook_state(page) -> dict:
 
 
 def marker_lines(page, prefix: str) -> list[str]:
-    return page.evaluate(_MARKER_LINES_JS, prefix)
+    return page.evaluate(_MARKER_LINES_JS, [prefix, MARKER_SELECTOR])
 
 
 def wait_until(predicate, timeout: float, what: str, interval: float = 0.25, describe=None):
@@ -440,19 +533,34 @@ def wait_run_all_done(page, marker_prefix: str, timeout: float) -> str:
     return wait_until(done, timeout, "Run All Cells to finish", interval=0.5, describe=lambda: state)
 
 
-def slider_handle(page, description: str):
-    """The noUiSlider handle of the ipywidgets slider whose description label is ``description``."""
-    slider = page.locator(".widget-slider").filter(
-        has=page.locator(".widget-label", has_text=re.compile(rf"^\s*{re.escape(description)}\s*$"))
+def slider_handle(page, description: str, marker_prefix: str | None = None):
+    """The noUiSlider handle of the ipywidgets slider whose description label is ``description``.
+
+    With ``marker_prefix``, only sliders in the code cell whose output shows the marker count,
+    so a notebook may have other sliders with the same label in other cells.
+    """
+    label = page.locator(
+        ".widget-label", has_text=re.compile(rf"^\s*{re.escape(description)}\s*$")
     )
-    return slider.locator(".noUi-handle")
+    scope = page
+    if marker_prefix is not None:
+        scope = page.locator(".jp-CodeCell").filter(
+            has=page.locator(MARKER_SELECTOR, has_text=marker_prefix)
+        )
+    return scope.locator(".widget-slider").filter(has=label).locator(".noUi-handle")
 
 
-def move_slider(page, description: str, timeout: float = 30.0) -> tuple[str, str]:
+def move_slider(
+    page, description: str, marker_prefix: str | None = None, timeout: float = 30.0
+) -> tuple[str, str]:
     """Focus the slider's handle and press End (Home when it already sits at its maximum)."""
-    handle = slider_handle(page, description)
+    handle = slider_handle(page, description, marker_prefix)
     count = handle.count()
-    assert count == 1, f"expected one slider described {description!r}, found {count}"
+    assert count == 1, (
+        f"expected one slider described {description!r}"
+        + (f" in the cell printing {marker_prefix!r}" if marker_prefix else "")
+        + f", found {count}"
+    )
     handle.scroll_into_view_if_needed(timeout=10_000)
     before = handle.get_attribute("aria-valuenow")
     at_max = before is not None and before == handle.get_attribute("aria-valuemax")
@@ -464,6 +572,49 @@ def move_slider(page, description: str, timeout: float = 30.0) -> tuple[str, str
         f"slider {description!r} to move from {before}",
     )
     return before or "", handle.get_attribute("aria-valuenow") or ""
+
+
+# What the code cell showing a marker displays: per output, its MIME type, text length and number of
+# loaded images. Used to let rendering settle (images appear a little after the kernel is idle).
+_MARKER_CELL_SIGNATURE_JS = """
+([prefix, selector]) => {
+  const cell = Array.from(document.querySelectorAll('.jp-CodeCell')).find(c =>
+    Array.from(c.querySelectorAll(selector)).some(e => e.textContent.includes(prefix)));
+  if (!cell) return null;
+  return Array.from(cell.querySelectorAll('.jp-OutputArea-output')).map(o => [
+    o.getAttribute('data-mime-type'), o.textContent.length,
+    Array.from(o.querySelectorAll('img')).filter(i => i.complete && i.naturalWidth > 0).length,
+  ]);
+}
+"""
+
+
+def wait_rendered(page, prefix: str, quiet: float = 1.0, timeout: float = 15.0) -> bool:
+    """Wait for an idle kernel and for the marker's cell to stop changing for ``quiet`` seconds.
+
+    Only for screenshots that show the finished picture: returns False (and logs) on timeout.
+    """
+    t0 = time.monotonic()
+    last, since = None, time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        sig = (
+            notebook_state(page).get("kernel"),
+            page.evaluate(_MARKER_CELL_SIGNATURE_JS, [prefix, MARKER_SELECTOR]),
+        )
+        if sig != last:
+            last, since = sig, time.monotonic()
+        elif sig[0] == "idle" and time.monotonic() - since >= quiet:
+            return True
+        time.sleep(0.1)
+    log(f"outputs of the cell printing {prefix!r} still changing after {timeout:.0f}s")
+    return False
+
+
+def show_marker(page, prefix: str) -> None:
+    """Scroll the notebook so that the marker line is in the middle of the screen."""
+    page.locator(MARKER_SELECTOR, has_text=prefix).first.evaluate(
+        "el => el.scrollIntoView({block: 'center'})"
+    )
 
 
 def marker_value(line: str, key: str = "B") -> str | None:
@@ -479,8 +630,9 @@ def run_notebook_and_drive_slider(
     slider_description: str,
     *,
     name: str = "notebook",
-    run_timeout: float = 180.0,
-    change_timeout: float = 60.0,
+    open_timeout: float = 60.0,
+    run_timeout: float = 150.0,
+    change_timeout: float = 30.0,
 ) -> tuple[str, str]:
     """Open ``path``, Run All, wait for the marker, move the slider, wait for a new marker.
 
@@ -490,7 +642,7 @@ def run_notebook_and_drive_slider(
     stage = "open"
     try:
         t0 = time.monotonic()
-        open_notebook(page, server, path)
+        open_notebook(page, server, path, timeout=open_timeout)
         log(f"{path}: kernel idle after {time.monotonic() - t0:.1f}s")
         screenshot(page, f"{name}-1-opened")
 
@@ -499,14 +651,14 @@ def run_notebook_and_drive_slider(
         run_all_cells(page)
         before = wait_run_all_done(page, marker_prefix, run_timeout)
         log(f"{path}: Run All done after {time.monotonic() - t1:.1f}s; marker {before!r}")
-        page.locator(".jp-OutputArea-output.jp-RenderedText", has_text=marker_prefix).first \
-            .scroll_into_view_if_needed(timeout=10_000)  # fmt: skip
+        wait_rendered(page, marker_prefix)
+        show_marker(page, marker_prefix)
         screenshot(page, f"{name}-2-ran")
 
         stage = "slider"
         t2 = time.monotonic()
         old_value = marker_value(before, slider_description)
-        s_before, s_after = move_slider(page, slider_description)
+        s_before, s_after = move_slider(page, slider_description, marker_prefix)
         log(f"{path}: slider {slider_description} {s_before} -> {s_after}")
 
         def changed():
@@ -522,7 +674,12 @@ def run_notebook_and_drive_slider(
             describe=lambda: f"markers now: {marker_lines(page, marker_prefix)}",
         )
         log(f"{path}: marker changed after {time.monotonic() - t2:.1f}s: {after!r}")
+        wait_rendered(page, marker_prefix)  # the view's figure comes after the marker line
+        show_marker(page, marker_prefix)
         screenshot(page, f"{name}-3-slider-moved")
+        problems = getattr(page, "scalebook_problems", [])
+        log(f"{path}: {len(problems)} browser console error(s)" + "".join(
+            f"\n  {p}" for p in problems[:10]))
         return before, after
     except BaseException:
         screenshot(page, f"{name}-failure")

@@ -6,7 +6,6 @@ Helpers live in ``tests/browser_support.py``. Screenshots: ``/tmp/browser-*.png`
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -46,18 +45,14 @@ def harness_root():
 
 @pytest.fixture
 def harness_server(harness_root):
-    server = bs.LabServer(harness_root)
-    server.start()
-    yield server
-    server.stop()
+    with bs.lab_server(harness_root) as server:  # stopped (killpg) however the test ends
+        yield server
 
 
 @pytest.fixture
 def repo_server():
-    server = bs.LabServer(REPO)
-    server.start()
-    yield server
-    server.stop()
+    with bs.lab_server(REPO) as server:
+        yield server
 
 
 def _check_markers(before: str, after: str) -> None:
@@ -77,19 +72,18 @@ def test_browser_harness_slider(harness_server, page):
     assert before.startswith("roofline explorer: B=128 ")
     assert after.startswith("roofline explorer: B=1024 → compute-bound")
     bs.log(f"harness test body took {time.monotonic() - t0:.1f}s")
+    assert page.scalebook_writes == [], page.scalebook_writes
 
 
 @pytest.mark.timeout(240)
 def test_chapter1_roofline_explorer(repo_server, page):
     """Chapter 1: Run All in JupyterLab, then move the roofline explorer's B slider."""
-    nb_path = REPO / CHAPTER1
-    assert nb_path.exists(), f"{CHAPTER1} is missing"
-    digest = hashlib.sha256(nb_path.read_bytes()).hexdigest()
+    assert (REPO / CHAPTER1).exists(), f"{CHAPTER1} is missing"
     t0 = time.monotonic()
     before, after = bs.run_notebook_and_drive_slider(
-        page, repo_server, CHAPTER1, MARKER, "B", name="ch1", run_timeout=200
+        page, repo_server, CHAPTER1, MARKER, "B", name="ch1"
     )
     _check_markers(before, after)
     bs.log(f"chapter-1 test body took {time.monotonic() - t0:.1f}s")
-    # Running the notebook in the browser must not rewrite it (autosave is off in the harness).
-    assert hashlib.sha256(nb_path.read_bytes()).hexdigest() == digest, f"{CHAPTER1} was rewritten"
+    # Running the notebook in the browser must not write it back (autosave is off in the harness).
+    assert page.scalebook_writes == [], page.scalebook_writes

@@ -1,7 +1,8 @@
 """The ONE place where scalebook deals with differences between JAX versions.
 
 Supported: jax 0.4.35 (the oldest, tested by `make test-oldest-jax`) up to 0.10.x (tested with
-0.10.2). Nothing else in scalebook branches on the JAX version; `jaxlab` calls these helpers.
+0.10.2; tests/test_jaxlab.py also passed on jax 0.11.2 with CUDA, on an H200). Nothing else in
+scalebook branches on the JAX version; `jaxlab` calls these helpers.
 
 Differences handled here (oldest behaviour → newest behaviour):
 
@@ -18,8 +19,9 @@ Differences handled here (oldest behaviour → newest behaviour):
    (old; deprecated later) → `jax.shard_map(f, mesh=, in_specs=, out_specs=, check_vma=)` (new).
    `shard_map(f, mesh=, in_specs=, out_specs=, check=)` picks the function and the keyword.
 5. `lax.all_gather` into a replicated out_spec: new versions need `to="invarying"` (the result is
-   the same on every device); old versions have no `to` and treat the result as replicated.
-   `all_gather_invariant` hides that.
+   the same on every device); old versions have no `to`, and their `check_rep` checker does not
+   know the result is replicated, so it rejects such code. `all_gather_invariant` adds `to=` where
+   it exists, and `shard_map(check=None)` (the default) turns the old checker off.
 6. Setting a mesh as context: `with mesh:` (old) → `jax.sharding.use_mesh` (0.5/0.6) →
    `jax.set_mesh` (new; `use_mesh` is gone). `use_mesh(mesh)` returns the right context manager.
 7. `jax.block_until_ready(tree)` is used when present; otherwise every leaf's
@@ -64,8 +66,8 @@ def check_jax_version(version: str | None = None) -> bool:
     """True when `version` (default: the installed one) is in the supported range; warns when too old."""
     v = parse_version(version or jax.__version__)
     if v < MIN_JAX:
-        warnings.warn(f"scalebook supports jax {SUPPORTED_JAX[0]} ({SUPPORTED_JAX[1]}); found {version or jax.__version__}. "
-                      "Some helpers may fail.", RuntimeWarning, stacklevel=2)
+        warnings.warn(f"scalebook supports jax {SUPPORTED_JAX[0]} ({SUPPORTED_JAX[1]}); "
+                      f"found {version or jax.__version__}. Some helpers may fail.", RuntimeWarning, stacklevel=2)
         return False
     return True
 
@@ -213,14 +215,19 @@ def _shard_map_impl():
     return fn, key
 
 
-def shard_map(f, *, mesh, in_specs, out_specs, check: bool = True):
+def shard_map(f, *, mesh, in_specs, out_specs, check: bool | None = None):
     """shard_map that runs on every supported JAX.
 
     New: `jax.shard_map(f, mesh=, in_specs=, out_specs=, check_vma=check)`.
     Old: `jax.experimental.shard_map.shard_map(f, mesh, in_specs, out_specs, check_rep=check)`.
-    `check` is the replication / varying-manual-axes check; turn it off for code the checker rejects.
+    `check` is the replication check (varying-manual-axes check in new JAX). None (the default)
+    means "on where it understands the book's collectives": on with `check_vma`, off with the old
+    `check_rep`, which cannot see that an all_gather result is replicated (difference 5) and so
+    rejects correct textbook code. The check only guards against wrong out_specs; results are the same.
     """
     fn, key = _shard_map_impl()
+    if check is None:
+        check = key == "check_vma"
     return fn(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, **{key: check})
 
 
@@ -228,7 +235,7 @@ def all_gather_invariant(x, axis_name, *, axis: int = 0, tiled: bool = False):
     """`lax.all_gather` whose result counts as replicated over `axis_name` (for a replicated out_spec).
 
     New JAX tracks whether values vary across mesh axes and needs `to="invarying"`; old JAX has no
-    `to` argument and already treats an all_gather result as replicated.
+    `to` argument (its checker is off under `shard_map(check=None)`, see difference 5).
     """
     from jax import lax
     if "to" in inspect.signature(lax.all_gather).parameters:

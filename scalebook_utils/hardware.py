@@ -73,7 +73,7 @@ class ChipSpec:
     @property
     def kind(self) -> str:
         """"tpu" or "gpu"."""
-        return "tpu" if self.vendor == "google" else "gpu"
+        return "tpu" if self.vendor == "google" else "measured" if self.vendor == "measured" else "gpu"
 
     @property
     def supported_dtypes(self) -> tuple[str, ...]:

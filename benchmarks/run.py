@@ -1,0 +1,338 @@
+"""scalebook benchmarks: speed and fidelity, printed as plain-text tables (`make bench`).
+
+Sections (run all, or one with --only NAME):
+  coldstart  a fresh `python -c` doing what a chapter notebook's setup cell does (imports,
+             jaxlab.use_simulated_devices(8), jaxlab.runtime()): wall seconds, and where they go.
+  widget     the roofline explorer: model evaluation (`widgets.explorer_readout`) and redraw
+             (`widgets.render_explorer` drawn on an Agg canvas), median of N, separately.
+  notebooks  each notebooks/*.ipynb and solutions/*.ipynb executed with nbclient from a temporary
+             copy (the originals are never written): seconds each.
+  matmul     book ch. 1 "predict, then measure": calibrate this machine (jaxlab.calibrate), then
+             predicted T_lower = max(2BDF / C, (BD + DF + BF)·4 / W) vs measured time of X[B,D] @ W[D,F]
+             for square and skinny shapes, and the median predicted / measured ratio.
+
+--quick: fewer repeats, a quick calibration, smaller sweeps. The tables are also written to
+benchmarks/out/latest.txt (gitignored).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "out" / "latest.txt"
+SECTIONS = ("coldstart", "widget", "notebooks", "matmul")
+
+if str(ROOT) not in sys.path:  # run from a checkout without an install
+    sys.path.insert(0, str(ROOT))
+
+
+# --- output helpers --------------------------------------------------------------------------------
+
+
+def table(headers: list[str], rows: list[list], right: set[int] | None = None) -> str:
+    """Aligned plain-text table; columns in `right` (default: all but the first) are right-aligned."""
+    right = set(range(1, len(headers))) if right is None else right
+    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+
+    def fmt(r):
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+
+    lines = [fmt(cells[0]), "  ".join("-" * w for w in widths)]
+    lines += [fmt(r) for r in cells[1:]]
+    return "\n".join(lines)
+
+
+def section(title: str, body: str, notes: list[str] | None = None) -> str:
+    out = [f"== {title} ==", body]
+    out += [f"note: {n}" for n in (notes or [])]
+    return "\n".join(out) + "\n"
+
+
+def _us(s: float) -> str:
+    return f"{s * 1e6:,.1f}"
+
+
+def _ms(s: float) -> str:
+    return f"{s * 1e3:,.1f}"
+
+
+def _clean_env() -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
+    env.setdefault("MPLBACKEND", "Agg")
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+# --- (a) notebook set-up cell cold start -----------------------------------------------------------
+
+_SETUP_CODE = textwrap.dedent("""
+    import json, time
+    t0 = time.perf_counter()
+    stages, skipped = {}, []
+    def stage(name, t):
+        stages[name] = time.perf_counter() - t
+    t = time.perf_counter(); import scalebook_utils, math; stage("import scalebook_utils", t)
+    t = time.perf_counter(); import jax, jax.numpy as jnp; stage("import jax", t)
+    t = time.perf_counter(); from scalebook_utils import hardware, roofline, units; stage("import core modules", t)
+    t = time.perf_counter(); from scalebook_utils import jaxlab; stage("import jaxlab", t)
+    for mod in ("plots", "widgets"):
+        t = time.perf_counter()
+        try:
+            __import__("scalebook_utils." + mod)
+            stage("import " + mod, t)
+        except ImportError as e:
+            skipped.append(f"{mod}: {e}")
+    t = time.perf_counter(); n = jaxlab.use_simulated_devices(8); stage("use_simulated_devices(8)", t)
+    t = time.perf_counter(); r = jaxlab.runtime(); line = jaxlab.describe_runtime(r); stage("runtime()", t)
+    stages["total (in process)"] = time.perf_counter() - t0
+    print("RESULT" + json.dumps({"stages": stages, "skipped": skipped, "n": n, "runtime": line}))
+""")
+
+
+def bench_coldstart(quick: bool) -> str:
+    runs = 2 if quick else 5
+    walls, per_stage, skipped, info = [], {}, [], ""
+    for _ in range(runs):
+        t = time.perf_counter()
+        p = subprocess.run([sys.executable, "-c", _SETUP_CODE], capture_output=True, text=True, cwd=ROOT,
+                           env=_clean_env(), timeout=300)
+        wall = time.perf_counter() - t
+        if p.returncode != 0 or "RESULT" not in p.stdout:
+            return section("notebook set-up cell: cold start", "FAILED:\n" + p.stderr[-2000:])
+        res = json.loads(p.stdout.split("RESULT", 1)[1])
+        walls.append(wall)
+        for k, v in res["stages"].items():
+            per_stage.setdefault(k, []).append(v)
+        skipped, info = res["skipped"], f"{res['runtime']} (simulated devices: {res['n']})"
+    rows = [["fresh `python -c` (process start → exit)", f"{statistics.median(walls):.2f}", f"{min(walls):.2f}"]]
+    rows += [[f"  {k}", f"{statistics.median(v):.2f}", f"{min(v):.2f}"] for k, v in per_stage.items()]
+    notes = [f"{runs} runs; median and min wall seconds", info]
+    notes += [f"skipped (module not present yet) — {s}" for s in skipped]
+    return section("notebook set-up cell: cold start", table(["stage", "median s", "min s"], rows), notes)
+
+
+# --- (b) roofline widget update ---------------------------------------------------------------------
+
+
+def bench_widget(quick: bool) -> str:
+    title = "roofline explorer widget: update time"
+    try:
+        from scalebook_utils import widgets
+    except ImportError as e:
+        return section(title, "skipped", [f"scalebook_utils.widgets is not importable: {e}"])
+    missing = [n for n in ("explorer_readout", "render_explorer") if not hasattr(widgets, n)]
+    if missing:
+        return section(title, "skipped", [f"scalebook_utils.widgets lacks {', '.join(missing)}"])
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    n = 10 if quick else 40
+    Bs = [1, 16, 64, 128, 240, 256, 512, 1024, 2048, 4096]
+    args = dict(chip="tpu-v5e", mode="bf16", D=8192, F=8192)
+    widgets.explorer_readout(B=256, **args)  # warm caches / imports
+    FigureCanvasAgg(widgets.render_explorer(B=256, **args)).draw()
+
+    t_read, t_render, t_draw = [], [], []
+    for i in range(n):
+        B = Bs[i % len(Bs)]
+        t = time.perf_counter()
+        widgets.explorer_readout(B=B, **args)
+        t_read.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        fig = widgets.render_explorer(B=B, **args)
+        t1 = time.perf_counter()
+        FigureCanvasAgg(fig).draw()
+        t2 = time.perf_counter()
+        t_render.append(t1 - t)
+        t_draw.append(t2 - t1)
+    tot = [a + b + c for a, b, c in zip(t_read, t_render, t_draw)]
+    rows = [["model evaluation (explorer_readout)", _ms(statistics.median(t_read)), _ms(min(t_read))],
+            ["redraw: build figure (render_explorer)", _ms(statistics.median(t_render)), _ms(min(t_render))],
+            ["redraw: rasterise on Agg canvas", _ms(statistics.median(t_draw)), _ms(min(t_draw))],
+            ["one slider step, total", _ms(statistics.median(tot)), _ms(min(tot))]]
+    return section(title, table(["step", "median ms", "min ms"], rows),
+                   [f"{n} updates over B in {Bs}, chip tpu-v5e bf16, D = F = 8192; excludes the browser round trip"])
+
+
+# --- (c) notebook execution ------------------------------------------------------------------------
+
+
+def bench_notebooks(quick: bool) -> str:
+    title = "notebook execution (nbclient, temporary copies)"
+    paths = [p for folder in ("notebooks", "solutions") for p in sorted(glob.glob(str(ROOT / folder / "*.ipynb")))]
+    if not paths:
+        return section(title, "skipped", ["no notebooks/*.ipynb or solutions/*.ipynb yet"])
+    try:
+        import nbformat
+        from jupyter_client.manager import KernelManager
+        from nbclient import NotebookClient
+    except ImportError as e:
+        return section(title, "skipped", [f"nbclient/nbformat missing: {e}"])
+    rows, notes = [], []
+    cell_timeout = 300 if quick else 600
+    for path in paths:
+        rel = os.path.relpath(path, ROOT)
+        with tempfile.TemporaryDirectory(prefix="scalebook-bench-") as tmp:
+            # a copy, in a scratch folder that is also the kernel's working directory
+            copy = Path(tmp) / Path(rel).parent.name / Path(rel).name
+            copy.parent.mkdir(parents=True)
+            shutil.copyfile(path, copy)
+            nb = nbformat.read(copy, as_version=4)
+            n_code = sum(c.cell_type == "code" for c in nb.cells)
+            # IPC sockets in the scratch folder instead of TCP ports: kernels started at the same time
+            # by other processes (tests, other benchmarks) cannot collide with this one.
+            km = KernelManager(kernel_name="python3", transport="ipc", ip=str(Path(tmp) / "kernel"))
+            starts, cell_s = {}, {}
+
+            def on_start(cell, cell_index, **_):
+                starts[cell_index] = time.perf_counter()
+
+            def on_done(cell, cell_index, **_):
+                cell_s[cell_index] = time.perf_counter() - starts.get(cell_index, time.perf_counter())
+
+            client = NotebookClient(nb, km=km, timeout=cell_timeout, kernel_name="python3",
+                                    resources={"metadata": {"path": str(copy.parent)}},
+                                    on_cell_start=on_start, on_cell_executed=on_done)
+            t = time.perf_counter()
+            status = "ok"
+            try:
+                client.execute()
+            except Exception as e:  # noqa: BLE001 - report, don't stop the benchmark
+                status = f"error: {type(e).__name__}"
+                first = str(e).strip().splitlines()
+                notes.append(f"{rel}: {type(e).__name__}: {first[-1] if first else ''}"[:300])
+            finally:
+                if km.has_kernel:  # nbclient leaves a kernel manager it was given running
+                    km.shutdown_kernel(now=True)
+            wall = time.perf_counter() - t
+        slow = max(cell_s, key=cell_s.get) if cell_s else None
+        slowest = f"#{slow}: {cell_s[slow]:.1f}" if slow is not None else "-"
+        rows.append([rel, n_code, f"{wall:.1f}", f"{sum(cell_s.values()):.1f}", slowest, status])
+    total = sum(float(r[2]) for r in rows)
+    rows.append(["total", sum(r[1] for r in rows), f"{total:.1f}", f"{sum(float(r[3]) for r in rows):.1f}", "", ""])
+    notes.append("seconds: wall time including kernel start-up and shutdown; in cells: the sum over cells; "
+                 "slowest: cell index and its seconds. The originals are never written")
+    return section(title, table(["notebook", "code cells", "seconds", "in cells", "slowest cell", "status"], rows,
+                                right={1, 2, 3, 4}), notes)
+
+
+# --- (d) predicted vs measured matmuls -------------------------------------------------------------
+
+
+def bench_matmul(quick: bool) -> str:
+    title = "matmul: roofline prediction vs measurement on this machine (book ch. 1)"
+    from scalebook_utils import jaxlab
+    from scalebook_utils.roofline import matmul_roofline
+    from scalebook_utils.units import format_flops, format_si
+
+    squares = (128, 256, 512, 1024) if quick else (128, 256, 512, 1024, 2048)
+    DF = 1024 if quick else 2048
+    skinny_B = (1, 8, 32, 128, 512) if quick else (1, 8, 32, 128, 512, 1024)
+    shapes = [(n, n, n) for n in squares] + [(b, DF, DF) for b in skinny_B] + [(4096 if not quick else 2048, 256, 256)]
+    # Rounds of (calibrate, measure every shape); keep the best of each across rounds, so that the
+    # calibration and the measurements see the same mix of quiet and busy moments on a shared machine.
+    rounds = 1 if quick else 3
+    cals, best = [], {}
+    for _ in range(rounds):
+        cals.append(jaxlab.calibrate(quick=quick))
+        for m in jaxlab.measure_matmuls(shapes, repeats=3 if quick else 5):
+            key = (m.B, m.D, m.F)
+            if key not in best or m.seconds < best[key].seconds:
+                best[key] = m
+    top_c = max(cals, key=lambda c: c.flops_per_s)
+    top_w = max(cals, key=lambda c: c.bytes_per_s)
+    details = dict(top_c.details)
+    details.update({k: v for k, v in top_w.details.items()
+                    if k.startswith("bandwidth") or k == "bytes_per_s_no_donation"})
+    details["wall_seconds"] = sum(c.details["wall_seconds"] for c in cals)
+    cal = jaxlab.Calibration(flops_per_s=top_c.flops_per_s, bytes_per_s=top_w.bytes_per_s, dtype=top_c.dtype,
+                             backend=top_c.backend, details=details)
+    chip = cal.as_chip()
+    rows_p = jaxlab.predict_vs_measure(cal, shapes, measurements=[best[s] for s in shapes])
+    rows = []
+    for r in rows_p:
+        rl = matmul_roofline(r.B, r.D, r.F, chip=chip, mode=cal.mode)
+        rows.append([r.B, r.D, r.F, f"{rl.intensity:.1f}", rl.bound, _us(r.predicted_s), _us(r.measured_s),
+                     f"{r.ratio:.2f}"])
+    med = jaxlab.median_ratio(rows_p)
+    big = [r for r in rows_p if min(r.B, r.D, r.F) >= 512]
+    cal_rows = [["peak matmul FLOP/s (C)", format_flops(cal.flops_per_s), cal.details["matmul_method"]],
+                ["memory bandwidth (W)", format_si(cal.bytes_per_s, "B/s"), cal.details["bandwidth_method"]],
+                ["  without donation", format_si(cal.details["bytes_per_s_no_donation"], "B/s"),
+                 "fresh output buffer each call (page faults)"],
+                ["critical intensity C/W", f"{cal.critical_intensity:.1f} FLOPs/byte", ""],
+                ["calibration wall time", f"{cal.details['wall_seconds']:.1f} s",
+                 f"quick={quick}, {rounds} round(s): best C and best W over rounds; per round "
+                 f"C = {', '.join(format_flops(c.flops_per_s) for c in cals)}, "
+                 f"W = {', '.join(format_si(c.bytes_per_s, 'B/s') for c in cals)}"]]
+    body = table(["calibration", "value", "how"], cal_rows, right={1}) + "\n\n"
+    body += table(["B", "D", "F", "intensity", "roofline says", "predicted µs", "measured µs", "pred/meas"], rows,
+                  right=set(range(8)) - {4})
+    notes = [f"median predicted/measured ratio: {med:.2f} over {len(rows_p)} shapes",
+             (f"median for shapes with every dim ≥ 512: {jaxlab.median_ratio(big):.2f} over {len(big)}" if big
+              else "no shape with every dim ≥ 512"),
+             "ratio < 1: slower than the roofline's lower bound (overheads, a poor kernel for that shape); "
+             "> 1: faster than the calibrated peak (the calibration ran while the machine was busier)",
+             f"measured: best over {rounds} round(s) of best-of-N jit(jnp.dot) float32; "
+             f"load average now {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"]
+    return section(title, body, notes)
+
+
+# --- main ------------------------------------------------------------------------------------------
+
+BENCHES = {"coldstart": bench_coldstart, "widget": bench_widget, "notebooks": bench_notebooks, "matmul": bench_matmul}
+
+
+def header(args) -> str:
+    try:
+        import jax
+        jv = jax.__version__
+    except ImportError:  # pragma: no cover
+        jv = "not installed"
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (f"scalebook benchmarks — {time.strftime('%Y-%m-%d %H:%M:%S')}\n"
+            f"python {platform.python_version()} · jax {jv} · {platform.machine()} · {os.cpu_count()} CPUs · "
+            f"load average {load:.2f} · flags: quick={args.quick} only={args.only or 'all'}\n")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", choices=SECTIONS, help="run one section")
+    ap.add_argument("--quick", action="store_true", help="fewer repeats, smaller sweeps")
+    ap.add_argument("--out", type=Path, default=OUT,
+                    help=f"where to write the tables (default {OUT.relative_to(ROOT)})")
+    args = ap.parse_args(argv)
+
+    parts = [header(args)]
+    print(parts[0], flush=True)
+    for name in ([args.only] if args.only else SECTIONS):
+        t = time.perf_counter()
+        try:
+            text = BENCHES[name](args.quick)
+        except Exception as e:  # noqa: BLE001 - one broken section must not hide the others
+            text = section(name, f"FAILED: {type(e).__name__}: {e}")
+        text += f"({name}: {time.perf_counter() - t:.1f} s)\n"
+        print(text, flush=True)
+        parts.append(text)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(parts))
+    print(f"written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,525 @@
+"""jaxlab: the JAX side of scalebook — runtime detection, simulated devices, timing, cost analysis,
+and an empirical roofline of the machine you are on.
+
+This is the only scalebook module (with `_compat`, where JAX version differences live) that imports
+jax. Everything it measures is returned in SI base units: seconds, FLOPs, bytes, FLOPs/s, bytes/s.
+
+Book chapters:
+- ch. 1 (rooflines): `calibrate` measures this machine's peak FLOPs/s and memory bandwidth — the two
+  constants of the roofline model — and `predict_vs_measure` compares the roofline prediction
+  T_lower = max(2·B·D·F / C, bytes / W) with measured matmul times.
+- ch. 3, 5, 10 (sharding, training, JAX): `use_simulated_devices` gives 8 CPU devices for meshes;
+  `make_mesh` / `shard_map` work on every supported JAX; `cost_analysis` / `compiled_hlo_text`
+  show what XLA compiled (FLOPs are per device; which collectives appear).
+- ch. 9 (profiling): `time_fn` is a best-of-N wall-clock timer that waits for the results.
+
+Typical setup cell::
+
+    from scalebook_utils import jaxlab
+    jaxlab.use_simulated_devices(8)      # before anything else touches JAX
+    print(jaxlab.describe_runtime())
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable, NamedTuple, Sequence
+
+import jax
+import jax.numpy as jnp
+
+from . import _compat
+from ._compat import SUPPORTED_JAX, all_gather_invariant, shard_map, use_mesh  # noqa: F401  (re-exported)
+from .hardware import ChipSpec, get_chip
+from .roofline import matmul_roofline
+from .units import canonical_dtype
+
+# --- runtime --------------------------------------------------------------------------------------
+
+#: device_kind patterns (lower-cased, regex) → scalebook chip name; the first match wins, so the more
+#: specific patterns come first. A None value means "recognised, but not a chip of the book".
+_DEVICE_KIND_PATTERNS: tuple[tuple[str, str | None], ...] = (
+    (r"tpu\s*v?7|ironwood", "tpu7x"),
+    (r"tpu\s*v6\s*(lite|e)?\b", "tpu-v6e"),     # Colab/Cloud report v6e as "TPU v6 lite"
+    (r"tpu\s*v5\s*(lite|e)\b", "tpu-v5e"),      # "TPU v5 lite" (v5e)
+    (r"tpu\s*v5p?\b", "tpu-v5p"),               # "TPU v5" / "TPU v5p"
+    (r"tpu\s*v4\s*(lite|i)\b", None),           # v4i: an inference chip the book does not cover
+    (r"tpu\s*v4p?\b", "tpu-v4p"),
+    (r"tpu\s*v3\b", "tpu-v3"),
+    (r"\bgb200\b", "gb200"),
+    (r"\bb200\b", "b200"),
+    (r"\bh200\b", "h200"),
+    (r"\bh100\b", "h100"),                      # SXM, PCIe and NVL all map to the book's (SXM) H100
+    (r"\ba100\b", "a100"),
+    (r"\bv100\b", "v100"),
+)
+
+
+def chip_from_device_kind(device_kind: str) -> str | None:
+    """Scalebook chip name for a JAX `device.device_kind` string, or None (CPU, unknown chips).
+
+    'TPU v5 lite' → 'tpu-v5e', 'TPU v5p' → 'tpu-v5p', 'TPU v6 lite' → 'tpu-v6e', 'TPU v4' → 'tpu-v4p',
+    'NVIDIA H100 80GB HBM3' → 'h100', 'NVIDIA A100-SXM4-40GB' → 'a100', 'cpu' → None.
+    """
+    kind = str(device_kind).strip().lower()
+    for pattern, name in _DEVICE_KIND_PATTERNS:
+        if re.search(pattern, kind):
+            return name
+    return None
+
+
+@dataclass(frozen=True)
+class RuntimeInfo:
+    """What this Python process runs JAX on.
+
+    backend: 'cpu', 'gpu' or 'tpu' (JAX's default backend); device_kind: e.g. 'cpu', 'TPU v5 lite',
+    'NVIDIA H100 80GB HBM3'; n_devices: devices of the default backend; chip: the scalebook chip name
+    (see `chip_from_device_kind`), None on CPU; n_cpu_devices: CPU devices (the simulated ones).
+    """
+
+    backend: str
+    device_kind: str
+    n_devices: int
+    on_colab: bool
+    jax_version: str
+    chip: str | None
+    n_cpu_devices: int = 0
+
+
+def _on_colab() -> bool:
+    return "google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ
+
+
+def runtime() -> RuntimeInfo:
+    """Detect the backend, its devices and the matching book chip. Initialises JAX's backends, so
+    call `use_simulated_devices` first."""
+    backend = jax.default_backend()
+    backend = {"cuda": "gpu", "rocm": "gpu"}.get(backend, backend)
+    devs = jax.devices()
+    kind = devs[0].device_kind
+    try:
+        n_cpu = len(jax.devices("cpu"))
+    except RuntimeError:  # pragma: no cover - CPU backend disabled via JAX_PLATFORMS
+        n_cpu = 0
+    return RuntimeInfo(backend=backend, device_kind=kind, n_devices=len(devs), on_colab=_on_colab(),
+                       jax_version=jax.__version__, chip=None if backend == "cpu" else chip_from_device_kind(kind),
+                       n_cpu_devices=n_cpu)
+
+
+def describe_runtime(info: RuntimeInfo | None = None) -> str:
+    """One line, e.g. 'JAX 0.10.2 · cpu · 8 × cpu devices · no accelerator (book chips are simulated) · local'."""
+    r = info or runtime()
+    where = "Colab" if r.on_colab else "local"
+    if r.backend == "cpu":
+        chip = "no accelerator (book chips are modelled, not measured)"
+    elif r.chip:
+        chip = f"book chip '{r.chip}'"
+    else:
+        chip = "a chip scalebook has no spec for"
+    extra = f" + {r.n_cpu_devices} CPU devices" if r.backend != "cpu" and r.n_cpu_devices > 1 else ""
+    return f"JAX {r.jax_version} · {r.backend} · {r.n_devices} × {r.device_kind}{extra} · {chip} · {where}"
+
+
+# --- simulated devices and meshes -----------------------------------------------------------------
+
+
+def use_simulated_devices(n: int = 8) -> int:
+    """Make JAX expose `n` CPU devices (for meshes and sharding demos); returns the CPU device count.
+
+    Must run before JAX runs anything (first thing in a notebook's setup cell). Calling it again
+    with the same `n` is harmless; with a different `n` after JAX has started it raises a
+    RuntimeError that says to restart the kernel. On a TPU/GPU runtime the accelerator stays the
+    default backend; the simulated devices are `jax.devices('cpu')`. Timings on simulated devices say
+    nothing about interconnects (they all share this machine's memory).
+    """
+    _compat.set_cpu_device_count(n)
+    return _compat.cpu_device_count()
+
+
+def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *, cpu: bool | None = None):
+    """A device mesh with Auto axes (the book's auto-sharding style) on every supported JAX.
+
+    cpu=None uses the default backend when it has enough devices, otherwise the (simulated) CPU
+    devices; cpu=True always uses CPU devices. e.g. make_mesh((2, 4), ('X', 'Y')).
+    """
+    n = math.prod(axis_shapes)
+    if cpu is None:
+        cpu = len(jax.devices()) < n
+    devices = None
+    if cpu:
+        cpus = jax.devices("cpu")
+        if len(cpus) < n:
+            raise RuntimeError(f"a {tuple(axis_shapes)} mesh needs {n} devices but JAX has {len(cpus)} CPU devices; "
+                               f"call jaxlab.use_simulated_devices({n}) first "
+                               "(then restart the kernel if JAX already ran)")
+        devices = cpus[:n]
+    return _compat.make_mesh_auto(axis_shapes, axis_names, devices=devices)
+
+
+# --- timing ---------------------------------------------------------------------------------------
+
+
+def time_fn(f: Callable, *args, warmup: int = 1, repeats: int = 5, min_time: float = 0.005) -> float:
+    """Best-of-`repeats` wall-clock seconds for one call of f(*args), waiting for every output array.
+
+    Each repeat calls f back to back until at least `min_time` seconds have passed and counts
+    elapsed / calls (so microsecond-scale ops are averaged over many calls); the minimum over repeats
+    is the least noisy estimate on a shared machine. `warmup` calls first (compilation happens there
+    if f is jitted). Outputs may be any pytree. Does not jit f: pass `jax.jit(f)` to time compiled code.
+    """
+    if repeats < 1:
+        raise ValueError("repeats must be ≥ 1")
+    for _ in range(max(warmup, 0)):
+        _compat.block_until_ready(f(*args))
+    best = math.inf
+    for _ in range(repeats):
+        calls = 0
+        t0 = time.perf_counter()
+        while True:
+            _compat.block_until_ready(f(*args))
+            calls += 1
+            elapsed = time.perf_counter() - t0
+            if elapsed >= min_time:
+                break
+        best = min(best, elapsed / calls)
+    return best
+
+
+# --- compiled programs ----------------------------------------------------------------------------
+
+
+def _compiled(f: Callable, *args):
+    return jax.jit(f).lower(*args).compile()
+
+
+def cost_analysis(f: Callable, *args) -> dict[str, float]:
+    """XLA's cost estimate of jit(f)(*args): `jax.jit(f).lower(*args).compile().cost_analysis()`.
+
+    Normalised to one dict of floats on every JAX version; always has 'flops' and 'bytes accessed'
+    (0.0 when the backend gives none). FLOPs and bytes are per device. On CPU, for X[m, k] @ W[k, n]
+    'flops' is exactly 2·m·k·n (book ch. 1: A[256, 512] @ B[512, 1024] → 268,435,456; JAX 0.4.35 to
+    0.11.2). On GPU, XLA adds a few FLOPs per output element for the epilogue (H200, JAX 0.11.2:
+    f32[256,512] @ f32[512,1024] → 2mkn + 3·m·n; bf16 → 2mkn + 4·m·n), so compare with a tolerance there.
+    """
+    d = _compat.cost_analysis_dict(_compiled(f, *args))
+    d.setdefault("flops", 0.0)
+    d.setdefault("bytes accessed", 0.0)
+    return d
+
+
+def compiled_hlo_text(f: Callable, *args) -> str:
+    """The optimised HLO that XLA compiled for jit(f)(*args) (look for all-reduce, all-gather, …)."""
+    return _compiled(f, *args).as_text()
+
+
+#: Collective ops as they appear in compiled HLO text.
+HLO_COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")
+
+
+def hlo_collectives(f: Callable, *args) -> dict[str, int]:
+    """How many of each collective op the compiled program contains, e.g. {'all-reduce': 1}.
+
+    Counts instructions (`all-reduce(`, `all-reduce-start(`), not their uses. Note: the CPU compiler
+    never emits reduce-scatter from automatic sharding (all-reduce + dynamic-slice instead).
+    """
+    text = compiled_hlo_text(f, *args)
+    out = {}
+    for op in HLO_COLLECTIVES:
+        n = len(re.findall(rf"=\s*\S+\s+{op}(?:-start)?\(", text))
+        if n:
+            out[op] = n
+    return out
+
+
+# --- calibration: the roofline constants of this machine (book ch. 1) ------------------------------
+
+
+def _jnp_dtype(dtype: str):
+    d = canonical_dtype(dtype)
+    table = {"fp32": jnp.float32, "bf16": jnp.bfloat16, "fp16": jnp.float16}
+    if d not in table:
+        raise ValueError(f"calibration and matmul timing support float32, bfloat16 and float16, not {dtype!r}")
+    return table[d]
+
+
+def _memory_bytes(backend: str) -> float:
+    """Device memory (accelerators) or physical RAM (CPU) in bytes; 0.0 when unknown."""
+    if backend != "cpu":
+        try:
+            stats = jax.devices()[0].memory_stats() or {}
+            return float(stats.get("bytes_limit", 0.0))
+        except Exception:  # pragma: no cover
+            return 0.0
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover
+        return 0.0
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """This machine's measured roofline constants.
+
+    flops_per_s: best matmul FLOPs/s in `dtype` (C); bytes_per_s: best memory bandwidth, read + write
+    bytes per second (W); backend: 'cpu' | 'gpu' | 'tpu'; details: how they were measured.
+    """
+
+    flops_per_s: float
+    bytes_per_s: float
+    dtype: str
+    backend: str
+    details: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def mode(self) -> str:
+        """Canonical dtype ('fp32', 'bf16'): the `roofline.MATMUL_MODES` key for this calibration."""
+        return canonical_dtype(self.dtype)
+
+    @property
+    def critical_intensity(self) -> float:
+        """α = C / W in FLOPs per byte: matmuls with higher intensity are compute-bound here (ch. 1)."""
+        return self.flops_per_s / self.bytes_per_s
+
+    def as_chip(self) -> ChipSpec:
+        """A `ChipSpec` (vendor 'measured') for `roofline.matmul_roofline(..., chip=cal.as_chip(), mode=cal.mode)`."""
+        kind = self.details.get("device_kind", self.backend)
+        how_c = self.details.get("matmul_method", "jaxlab.calibrate matmul")
+        how_w = self.details.get("bandwidth_method", "jaxlab.calibrate array update")
+        return ChipSpec(
+            name=f"measured-{self.backend}", vendor="measured", generation=str(kind),
+            peak_flops_per_s={self.mode: float(self.flops_per_s)},
+            hbm_bytes=float(self.details.get("memory_bytes", 0.0)),
+            hbm_bandwidth_bytes_per_s=float(self.bytes_per_s),
+            sources={"peak_flops_per_s": f"measured: {how_c}", "hbm_bandwidth_bytes_per_s": f"measured: {how_w}",
+                     "hbm_bytes": "os.sysconf / device memory_stats"},
+            notes=("Measured by scalebook_utils.jaxlab.calibrate on this machine; noisy, best of several runs.",))
+
+
+def _best_chain(step: Callable, state, inner: int, repeats: int):
+    """Best seconds per step of `state = step(state)` run `inner` times back to back, then waited for.
+
+    On accelerators, dispatch is asynchronous: chaining `inner` calls before one wait hides the
+    per-call launch and sync latency (tens of µs), which would otherwise count as compute or
+    memory time. On CPU, inner = 1 (the best single call is the least disturbed one).
+    Returns (seconds per step, final state).
+    """
+    best = math.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            state = step(state)
+        _compat.block_until_ready(state)
+        best = min(best, (time.perf_counter() - t0) / inner)
+    return best, state
+
+
+def _bandwidth(n_bytes: int, dtype, repeats: int, inner: int) -> tuple[float, float, int]:
+    """(seconds of the donated in-place update, seconds of the out-of-place version, bytes of the array)."""
+    itemsize = jnp.dtype(dtype).itemsize
+    n = n_bytes // itemsize
+    # y: dtype[n]; y ← −y with the input buffer donated, so XLA updates in place (n read + n written).
+    # Negation is exact in every dtype; a multiply by (1 + ε) rounds to × 1 in bf16 and XLA removes it.
+    step = jax.jit(lambda y: -y, donate_argnums=0)
+    y = _compat.block_until_ready(step(jnp.ones((n,), dtype)))
+    t_donated, y = _best_chain(step, y, inner, repeats)
+    # the same op writing a fresh output buffer each call (what code without donation sees)
+    fresh = jax.jit(lambda x: -x)
+    t_fresh, y = _best_chain(fresh, y, inner, max(2, repeats // 2))
+    del y
+    return t_donated, t_fresh, n * itemsize
+
+
+def calibrate(quick: bool = True, dtype: str = "float32") -> Calibration:
+    """Measure this machine's matmul FLOPs/s and memory bandwidth (book ch. 1 §"predict, then measure").
+
+    Compute: C = max over N of 2·N³ / t for a jitted X[N, N] @ W[N, N] in `dtype`, t the best of
+    several runs (CPU: N ∈ {512, 1024} quick, {512, 1024, 2048} full; accelerators: {4096, 8192} /
+    {4096, 8192, 16384}). The maximum over sizes is the peak: on a CPU, mid-sized matmuls that fit
+    the caches run fastest; the per-size numbers are in details['matmul_flops_per_s_by_N'].
+    Bandwidth: W = 2·n_bytes / t for y ← −y over an n_bytes array whose buffer is donated (so the
+    update is in place: n_bytes read + n_bytes written, no fresh allocation); CPU 64 MiB quick,
+    256 MiB full; accelerators 256 MiB / 1 GiB. The out-of-place version (a fresh output buffer
+    every call) is in details['bytes_per_s_no_donation'] — on CPU it is several times slower,
+    because the new pages must be faulted in.
+    On accelerators each timing chains 10 calls before waiting, to hide launch latency.
+    quick=True takes a few seconds on a 2-core CPU; quick=False is steadier and takes longer.
+    Precision: on GPUs a float32 matmul uses TF32 tensor cores by default and on TPUs bf16 passes,
+    so a float32 calibration there is not an fp32 peak; use dtype='bfloat16' to compare with the
+    book's bf16 peaks.
+    """
+    jdt = _jnp_dtype(dtype)
+    backend = {"cuda": "gpu", "rocm": "gpu"}.get(jax.default_backend(), jax.default_backend())
+    accel = backend != "cpu"
+    Ns = ((4096, 8192) if quick else (4096, 8192, 16384)) if accel else ((512, 1024) if quick else (512, 1024, 2048))
+    mm_repeats = 5 if quick else 10
+    inner = 10 if accel else 1
+    bw_bytes = (256 if quick else 1024) * 2**20 if accel else (64 if quick else 256) * 2**20
+    bw_repeats = 5 if quick else 12
+
+    t_start = time.perf_counter()
+    mm = jax.jit(jnp.dot)
+    by_n = {}
+    for N in Ns:
+        kx, kw = jax.random.split(jax.random.PRNGKey(N))
+        x = jax.random.normal(kx, (N, N), jdt)  # x: dtype[N, N]
+        w = jax.random.normal(kw, (N, N), jdt)  # w: dtype[N, N]
+        _compat.block_until_ready(mm(x, w))     # compile and warm up
+        t, _ = _best_chain(lambda _prev: mm(x, w), None, inner, mm_repeats)
+        by_n[N] = 2.0 * N**3 / t
+        del x, w
+    N = max(by_n, key=by_n.get)
+    flops_per_s = by_n[N]
+    t_mm = 2.0 * N**3 / flops_per_s
+
+    t_bw, t_fresh, nb = _bandwidth(bw_bytes, jdt, bw_repeats, inner)
+    bytes_per_s = 2.0 * nb / t_bw
+
+    chain = f", {inner} calls chained per timing" if inner > 1 else ""
+    details = {
+        "device_kind": jax.devices()[0].device_kind,
+        "matmul_N": N, "matmul_seconds": t_mm, "matmul_repeats": mm_repeats, "matmul_flops_per_s_by_N": by_n,
+        "matmul_method": (f"best of {mm_repeats}{chain} (max over N in {list(Ns)}, best N={N}): "
+                          f"jit(jnp.dot) {canonical_dtype(dtype)}[N,N] @ [N,N], 2N³ FLOPs"),
+        "bandwidth_array_bytes": nb, "bandwidth_seconds": t_bw, "bandwidth_repeats": bw_repeats,
+        "bandwidth_method": (f"best of {bw_repeats}{chain}: donated in-place y ← −y over {nb / 2**20:.0f} MiB "
+                             "(read + write)"),
+        "bytes_per_s_no_donation": 2.0 * nb / t_fresh,
+        "memory_bytes": _memory_bytes(backend),
+        "quick": quick, "wall_seconds": time.perf_counter() - t_start, "jax_version": jax.__version__,
+    }
+    return Calibration(flops_per_s=flops_per_s, bytes_per_s=bytes_per_s, dtype=str(dtype), backend=backend,
+                       details=details)
+
+
+# --- matmul timing and the roofline prediction -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MatmulMeasurement:
+    """One timed X[B, D] @ W[D, F]: seconds (best of N), flops = 2·B·D·F, bytes = (BD + DF + BF)·itemsize."""
+
+    B: int
+    D: int
+    F: int
+    seconds: float
+    flops: float
+    bytes: float
+
+    @property
+    def flops_per_s(self) -> float:
+        return self.flops / self.seconds
+
+    @property
+    def intensity(self) -> float:
+        """FLOPs per byte of HBM/DRAM traffic (inputs read once, output written once)."""
+        return self.flops / self.bytes
+
+
+def measure_matmuls(shapes: Sequence[tuple[int, int, int]], dtype: str = "float32", repeats: int = 5,
+                    min_time: float = 0.005, chain: int | None = None) -> list[MatmulMeasurement]:
+    """Time jit(X @ W) for each (B, D, F) in `shapes`: seconds per matmul, best of `repeats`.
+
+    chain=1 (the default on CPU): `time_fn`, waiting for every call. chain=k > 1 (the default, 10,
+    on GPU/TPU): k calls dispatched back to back, one wait, time / k — the kernel's throughput
+    without the per-call launch-and-sync latency (tens of µs on a GPU), which the roofline does not
+    model. Small matmuls stay overhead-bound either way (Python dispatch costs µs per call).
+    """
+    if chain is None:
+        chain = 1 if jax.default_backend() == "cpu" else 10
+    jdt = _jnp_dtype(dtype)
+    itemsize = jnp.dtype(jdt).itemsize
+    mm = jax.jit(jnp.dot)
+    key = jax.random.PRNGKey(1)
+    out = []
+    for B, D, F in shapes:
+        B, D, F = int(B), int(D), int(F)
+        key, kx, kw = jax.random.split(key, 3)
+        x = jax.random.normal(kx, (B, D), jdt)  # x: dtype[B, D]
+        w = jax.random.normal(kw, (D, F), jdt)  # w: dtype[D, F]
+        if chain <= 1:
+            t = time_fn(mm, x, w, warmup=1, repeats=repeats, min_time=min_time)
+        else:
+            _compat.block_until_ready(mm(x, w))  # compile and warm up
+            t, _ = _best_chain(lambda _prev: mm(x, w), None, chain, repeats)
+        out.append(MatmulMeasurement(B=B, D=D, F=F, seconds=t, flops=2.0 * B * D * F,
+                                     bytes=float((B * D + D * F + B * F) * itemsize)))
+        del x, w
+    return out
+
+
+class PredictionRow(NamedTuple):
+    """(B, D, F, predicted_s, measured_s, ratio) with ratio = predicted_s / measured_s (≤ 1 expected:
+    the roofline's T_lower is a lower bound)."""
+
+    B: int
+    D: int
+    F: int
+    predicted_s: float
+    measured_s: float
+    ratio: float
+
+
+def predict_vs_measure(calibration: Calibration | None, shapes: Sequence[tuple[int, int, int]], *,
+                       chip: ChipSpec | str | None = None, mode: str | None = None, dtype: str | None = None,
+                       repeats: int = 5, measurements: Sequence[MatmulMeasurement] | None = None
+                       ) -> list[PredictionRow]:
+    """Roofline prediction T_lower = max(2BDF / C, (BD + DF + BF)·s / W) against the measured time.
+
+    chip=None: C and W from `calibration` (`calibration.as_chip()`, mode 'fp32' for a float32
+    calibration). chip='runtime': the book's spec of the accelerator JAX runs on
+    (`hardware.get_chip(runtime().chip)`, mode 'bf16', timed in bfloat16); any other chip name or
+    ChipSpec is used as given. Pass `measurements` to reuse timings instead of measuring again.
+    Book ch. 1: large matmuls should land near 1; small ones are dominated by overheads.
+    """
+    if chip is None:
+        if calibration is None:
+            raise ValueError("pass a Calibration (jaxlab.calibrate()) or chip=")
+        spec = calibration.as_chip()
+        mode = mode or calibration.mode
+        dtype = dtype or calibration.dtype
+    else:
+        if isinstance(chip, str) and chip == "runtime":
+            name = runtime().chip
+            if name is None:
+                raise ValueError("chip='runtime' needs a TPU/GPU that scalebook knows; this runtime is "
+                                 f"{describe_runtime()}")
+            chip = name
+        spec = get_chip(chip)
+        mode = mode or "bf16"
+        dtype = dtype or ("bfloat16" if mode == "bf16" else mode)
+    meas = list(measurements) if measurements is not None else measure_matmuls(shapes, dtype, repeats=repeats)
+    rows = []
+    for m in meas:
+        pred = matmul_roofline(m.B, m.D, m.F, chip=spec, mode=mode).t_lower_s
+        rows.append(PredictionRow(m.B, m.D, m.F, pred, m.seconds, pred / m.seconds))
+    return rows
+
+
+def median_ratio(rows: Sequence[PredictionRow | tuple]) -> float:
+    """Median of predicted / measured over `rows` (the last field of each row)."""
+    if not rows:
+        raise ValueError("no rows")
+    return float(statistics.median(float(r[5]) for r in rows))
+
+
+def format_rows(rows: Sequence[PredictionRow | tuple]) -> str:
+    """An aligned plain-text table of prediction rows (times in µs)."""
+    lines = [f"{'B':>6} {'D':>6} {'F':>6} {'predicted µs':>13} {'measured µs':>12} {'ratio':>6}"]
+    for B, D, F, p, m, r in rows:
+        lines.append(f"{B:>6} {D:>6} {F:>6} {p * 1e6:>13.1f} {m * 1e6:>12.1f} {r:>6.2f}")
+    lines.append(f"median ratio (predicted / measured): {median_ratio(rows):.2f}")
+    return "\n".join(lines)
+
+
+__all__ = [
+    "SUPPORTED_JAX", "RuntimeInfo", "runtime", "describe_runtime", "chip_from_device_kind", "use_simulated_devices",
+    "make_mesh", "shard_map", "use_mesh", "all_gather_invariant", "time_fn", "cost_analysis", "compiled_hlo_text",
+    "hlo_collectives", "HLO_COLLECTIVES", "Calibration", "calibrate", "MatmulMeasurement", "measure_matmuls",
+    "PredictionRow", "predict_vs_measure", "median_ratio", "format_rows",
+]

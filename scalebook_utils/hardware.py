@@ -72,7 +72,7 @@ class ChipSpec:
 
     @property
     def kind(self) -> str:
-        """"tpu" or "gpu"."""
+        """"tpu", "gpu", or "measured" (a spec calibrated on this machine by jaxlab.calibrate)."""
         return "tpu" if self.vendor == "google" else "measured" if self.vendor == "measured" else "gpu"
 
     @property

@@ -137,7 +137,12 @@ def roofline_figure(peak_flops_per_s: float, bandwidths: Mapping[str, float],
             y = roofline.attainable_flops_per_s(inten, peak_flops_per_s, bw)
             ax.plot([inten], [y], marker="D", ms=7, color=color, mec="white", zorder=5)
         y_best = roofline.attainable_flops_per_s(inten, peak_flops_per_s, order[-1][1])
-        ax.annotate(f"{label}\n{inten:,.3g} FLOPs/byte", xy=(inten, y_best), xytext=(6, -26 - 22 * (j % 2)),
+        y_worst = roofline.attainable_flops_per_s(inten, peak_flops_per_s, order[0][1])
+        sc, pre = si_scale(y_best)
+        got = format_si(y_best, "FLOP/s") if math.isclose(y_best, y_worst) else \
+            f"{y_worst / sc:.3g}–{y_best / sc:.3g} {pre}FLOP/s"
+        ax.annotate(f"{label}\n{inten:,.3g} FLOPs/byte\n→ {got}", xy=(inten, y_best),
+                    xytext=(6, -44 - 30 * (j % 2)),
                     textcoords="offset points", fontsize=8.5, color=color,
                     bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none", alpha=0.8))
 
@@ -206,7 +211,8 @@ def achievable_flops_figure(D: float, F: float, chip: ChipSpec | str = "tpu-v5e"
 
     if B is not None:
         yb = float(roofline.achievable_flops_curve(np.array([float(B)]), D, F, spec, mode, exact)[0])
-        ax.plot([B], [yb / scale], marker="o", ms=9, color="#d62728", mec="white", zorder=5, gid="current-B")
+        ax.plot([B], [yb / scale], marker="o", ms=9, color="#d62728", mec="white", zorder=5, gid="current-B",
+                clip_on=False)
         right = math.log(max(B, 1)) > 0.7 * math.log(B_max)
         ax.annotate(f"B = {B:,.0f}: {format_si(yb, unit[len(prefix):])}\n({yb / peak:.0%} of peak)", xy=(B, yb / scale),
                     xytext=(-10 if right else 10, -36 if yb > 0.6 * peak else 8), textcoords="offset points",
@@ -239,7 +245,7 @@ def time_bars(t_math_s: float, t_comms_s: float, *, ax=None, figsize=(3.2, 2.6),
     colors = [REGION_COLORS["bandwidth-bound"], REGION_COLORS["compute-bound"]]
     bars = ax.barh([r"$T_\mathrm{comms}$", r"$T_\mathrm{math}$"], vals, color=colors, height=0.6, gid="time-bars")
     for bar, v, t in zip(bars, vals, [t_comms_s, t_math_s]):
-        ax.text(bar.get_width() * 0.03, bar.get_y() + bar.get_height() / 2,
+        ax.text(max(vals) * 0.03, bar.get_y() + bar.get_height() / 2,
                 format_si(t, "s").replace(" u", " µ"), va="center", ha="left", fontsize=9)
     ax.set_xlim(0, max(vals) * 1.1)
     ax.set_xlabel(f"time ({prefix}s)")

@@ -38,7 +38,11 @@ def _is_exercise(path: Path) -> bool:
 
 
 def _tidy(nb) -> None:
-    """Drop run-to-run noise: timing metadata, widget state and widget-view outputs."""
+    """Drop run-to-run noise: timing metadata, widget state and widget-view outputs.
+
+    nbclient must run with store_widget_state=True (with False, an Output widget's messages raise
+    KeyError inside nbclient); the state it stores is removed here.
+    """
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
@@ -48,9 +52,7 @@ def _tidy(nb) -> None:
         for out in cell.outputs:
             data = out.get("data")
             if data is not None and _WIDGET_VIEW in data:
-                data.pop(_WIDGET_VIEW)
-                if not data:
-                    continue
+                continue  # a live widget: its text fallback ("VBox(children=...") means nothing on GitHub
             outputs.append(out)
         cell.outputs = outputs
 
@@ -66,7 +68,7 @@ def execute(path: Path, timeout: int = CELL_TIMEOUT_S) -> tuple[bool, float, int
         warnings.simplefilter("ignore")
         nb = nbformat.read(str(path), as_version=4)
     client = NotebookClient(nb, timeout=timeout, kernel_name=KERNEL, record_timing=False,
-                            store_widget_state=False, extra_arguments=["--IPKernelApp.log_level=ERROR"],
+                            store_widget_state=True, extra_arguments=["--IPKernelApp.log_level=ERROR"],
                             resources={"metadata": {"path": str(path.resolve().parent)}})
     t0 = time.monotonic()
     try:

@@ -88,6 +88,22 @@ def _log_span(lo: float, hi: float) -> np.ndarray:
 # --- the classic roofline -------------------------------------------------------------------------
 
 
+def _intensity_axes(ax, xlim, ylim, ylabel: str, title: str) -> None:
+    """Log-log axes of a roofline: intensity (FLOPs/byte) across, throughput (FLOP/s) up."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    ax.xaxis.set_major_formatter(FuncFormatter(_plain_tick))
+    ax.yaxis.set_major_formatter(_si_tick())
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("arithmetic intensity (FLOPs/byte)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
+
+
 def roofline_figure(peak_flops_per_s: float, bandwidths: Mapping[str, float],
                     algorithms: Mapping[str, float] | None = None, *, ax=None, title: str | None = None,
                     intensity_range: tuple[float, float] | None = None, figsize=(8.0, 4.8)) -> Figure:
@@ -146,19 +162,9 @@ def roofline_figure(peak_flops_per_s: float, bandwidths: Mapping[str, float],
                     textcoords="offset points", fontsize=8.5, color=color,
                     bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none", alpha=0.8))
 
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
     y_lo = min(roofline.attainable_flops_per_s(lo, peak_flops_per_s, order[0][1]), peak_flops_per_s / 1e3)
-    ax.set_ylim(y_lo, peak_flops_per_s * 4)
-    ax.xaxis.set_major_formatter(FuncFormatter(_plain_tick))
-    ax.yaxis.set_major_formatter(_si_tick())
-    ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("arithmetic intensity (FLOPs/byte)")
-    ax.set_ylabel("attainable throughput (FLOP/s)")
-    ax.set_title(title or "Roofline: attainable FLOP/s vs arithmetic intensity")
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
+    _intensity_axes(ax, (lo, hi), (y_lo, peak_flops_per_s * 4), "attainable throughput (FLOP/s)",
+                    title or "Roofline: attainable FLOP/s vs arithmetic intensity")
     return fig
 
 
@@ -286,18 +292,9 @@ def measured_roofline_figure(calibration_peak: float, calibration_bw: float,
                 ax.annotate(lab, xy=(i, f), xytext=(5, -12 if k % 2 else 5), textcoords="offset points",
                             fontsize=7.5, color="0.2")
     ys = [p[1] for p in pts] + [calibration_peak]
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(min(min(ys) / 3, calibration_peak / 1e3), calibration_peak * 3)
-    ax.xaxis.set_major_formatter(FuncFormatter(_plain_tick))
-    ax.yaxis.set_major_formatter(_si_tick())
-    ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("arithmetic intensity (FLOPs/byte)")
-    ax.set_ylabel("measured throughput (FLOP/s)")
-    ax.set_title(title or "Predict, then measure: matmuls on this machine's calibrated roofline")
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
+    _intensity_axes(ax, (lo, hi), (min(min(ys) / 3, calibration_peak / 1e3), calibration_peak * 3),
+                    "measured throughput (FLOP/s)",
+                    title or "Predict, then measure: matmuls on this machine's calibrated roofline")
     return fig
 
 

@@ -1,0 +1,90 @@
+"""The answer registry: every checkable problem of the book, by its canonical id.
+
+Ids follow the book's numbering (see docs/conventions.md): `ch{N}.q{M}` for "Question M" of chapter
+N, a letter per number asked (`ch1.q1a`), `ch{N}.e{K}` for worked examples in the text, `pq` for pop
+quizzes, `iq` for in-text questions.
+
+`expected(qid)` *computes* each answer with the package — it never returns a pasted number. The
+book's printed values live in tests/test_book_numbers.py, which pins the package to the book.
+
+One module per chapter (`ch01.py`, `ch02.py`, …) registers its questions with `add()`; importing this
+package imports them all, in chapter order.
+
+Kinds:
+- "number":  a float in SI base units (seconds, bytes, FLOPs, FLOPs/s; tokens and counts as plain numbers)
+- "formula": a callable over the named variables, compared at sample points
+- "choice":  one of `options`
+- "code":    a function, run on `test_inputs` and compared with the reference
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..errors import UnknownNameError
+
+
+@dataclass(frozen=True)
+class Question:
+    """One checkable answer. `compute()` returns the expected value (or callable, or option)."""
+
+    qid: str
+    kind: str
+    asks: str
+    compute: Callable[[], Any]
+    unit: str = ""
+    variables: tuple[str, ...] = ()
+    domains: dict[str, tuple[float, float]] = field(default_factory=dict)
+    accept: tuple[float, float] | None = None
+    rtol: float = 0.03
+    options: tuple[str, ...] = ()
+    test_inputs: tuple = ()
+    note: str = ""
+
+    @property
+    def chapter(self) -> int:
+        return int(self.qid.split(".")[0][2:])
+
+    @property
+    def variable_name(self) -> str:
+        """The notebook variable that holds the answer: dots become underscores (ch1.q1a → ch1_q1a)."""
+        return self.qid.replace(".", "_")
+
+
+QUESTIONS: dict[str, Question] = {}
+
+_DIMS = {"B": (1.0, 4096.0), "D": (128.0, 16384.0), "F": (128.0, 65536.0), "N": (1.0, 1e6)}
+
+
+def add(qid: str, kind: str, asks: str, compute: Callable[[], Any], **kw) -> None:
+    if qid in QUESTIONS:
+        raise ValueError(f"duplicate question id {qid}")
+    if kind == "formula":
+        kw.setdefault("domains", {v: _DIMS[v] for v in kw["variables"]})
+    QUESTIONS[qid] = Question(qid=qid, kind=kind, asks=asks, compute=compute, **kw)
+
+
+def get_question(qid: str) -> Question:
+    """The `Question` for `qid`; raises UnknownNameError naming the id (and the chapter's ids)."""
+    if qid not in QUESTIONS:
+        chapter = str(qid).split(".")[0]
+        same = [q for q in QUESTIONS if q.startswith(chapter + ".")]
+        hint = f"; ids in {chapter}: {', '.join(same)}" if same else f"; chapters with questions: " \
+            f"{', '.join(sorted({q.split('.')[0] for q in QUESTIONS}))}"
+        raise UnknownNameError(f"unknown question id {qid!r}{hint}")
+    return QUESTIONS[qid]
+
+
+def expected(qid: str) -> Any:
+    """The expected answer of `qid`, computed with the package (float in SI units, callable, or option)."""
+    return get_question(qid).compute()
+
+
+def question_ids(chapter: int | None = None) -> list[str]:
+    """All ids, or one chapter's, in registry (book) order."""
+    return [q for q, Q in QUESTIONS.items() if chapter is None or Q.chapter == chapter]
+
+
+
+from . import ch01, ch02  # noqa: E402,F401  (register the chapters' questions, in order)

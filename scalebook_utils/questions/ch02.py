@@ -1,0 +1,1 @@
+"""Chapter 2 — TPUs (book ch. 2). Filled in below."""

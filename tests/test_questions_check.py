@@ -16,21 +16,28 @@ PROBLEMS = Path(__file__).resolve().parents[2] / "shared" / "book" / "PROBLEMS.m
 CH1_IDS = ["ch1.e1a", "ch1.e1b", "ch1.e2", "ch1.e3", "ch1.e4a", "ch1.e4b", "ch1.q1a", "ch1.q1b", "ch1.q1c",
            "ch1.q1d", "ch1.q1e", "ch1.q1f", "ch1.q1g", "ch1.q1h", "ch1.q1i", "ch1.q2", "ch1.q3a", "ch1.q3b",
            "ch1.q3c", "ch1.q4a", "ch1.q4b", "ch1.q5"]
+CH2_IDS = ["ch2.q1", "ch2.q2a", "ch2.q2b", "ch2.q2c", "ch2.q2d", "ch2.q2e", "ch2.q2f", "ch2.q2g", "ch2.q2h", "ch2.q3",
+           "ch2.q4a", "ch2.q4b", "ch2.q4c", "ch2.q5a", "ch2.q5b", "ch2.q6a", "ch2.q6b", "ch2.q6c", "ch2.q6d", "ch2.q6e",
+           "ch2.pq1"]
+IDS = {1: CH1_IDS, 2: CH2_IDS}
 
 
-def test_registry_holds_every_chapter1_id():
-    assert question_ids(1) == CH1_IDS
+@pytest.mark.parametrize("chapter", IDS)
+def test_registry_holds_every_id_of_the_chapter(chapter):
+    assert question_ids(chapter) == IDS[chapter]
 
 
 @pytest.mark.skipif(not PROBLEMS.exists(), reason="../shared/book/PROBLEMS.md not beside the project")
-def test_ch1_ids_match_problems_md():
-    ids = re.findall(r"^\| `(ch1\.[a-z0-9]+)` \|", PROBLEMS.read_text(), flags=re.M)
-    assert ids == CH1_IDS
+@pytest.mark.parametrize("chapter", IDS)
+def test_ids_match_problems_md(chapter):
+    ids = re.findall(rf"^\| `(ch{chapter}\.[a-z0-9]+)` \|", PROBLEMS.read_text(), flags=re.M)
+    assert ids == IDS[chapter]
 
 
 @pytest.mark.skipif(not PROBLEMS.exists(), reason="../shared/book/PROBLEMS.md not beside the project")
-def test_expected_is_inside_every_accept_range_of_problems_md():
-    rows = re.findall(r"^\| `(ch1\.[a-z0-9]+)` \| number \|.*?\| \[([-0-9.e+]+), ([-0-9.e+]+)\] \|",
+@pytest.mark.parametrize("chapter", IDS)
+def test_expected_is_inside_every_accept_range_of_problems_md(chapter):
+    rows = re.findall(rf"^\| `(ch{chapter}\.[a-z0-9]+)` \| number \|.*?\| \[([-0-9.e+]+), ([-0-9.e+]+)\] \|",
                       PROBLEMS.read_text(), flags=re.M)
     assert len(rows) >= 7
     for qid, lo, hi in rows:
@@ -38,7 +45,7 @@ def test_expected_is_inside_every_accept_range_of_problems_md():
         assert get_question(qid).accept == (float(lo), float(hi))
 
 
-@pytest.mark.parametrize("qid", CH1_IDS)
+@pytest.mark.parametrize("qid", CH1_IDS + CH2_IDS)
 def test_expected_answer_checks_correct(qid, capsys):
     check(qid, expected(qid))
     assert capsys.readouterr().out == f"{qid}: correct\n"
@@ -132,4 +139,4 @@ def test_every_question_is_well_formed():
         if q.kind == "choice":
             assert expected(qid) in q.options
         if q.accept:
-            assert q.accept[0] < q.accept[1]
+            assert q.accept[0] <= q.accept[1]

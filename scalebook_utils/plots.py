@@ -381,3 +381,326 @@ def critical_batch_figure(chips: Sequence[str] | None = None, modes: Sequence[st
 def _supported_modes(chip: str) -> list[str]:
     spec = get_chip(chip)
     return [m for m, (_, _, compute) in roofline.MATMUL_MODES.items() if compute in spec.peak_flops_per_s]
+
+
+# --- chapter 2: the systolic array, the ICI torus, the bandwidth hierarchy -------------------------
+
+__all__ += ["systolic_frame_figure", "systolic_utilisation_figure", "torus_path", "torus_figure",
+            "bandwidth_channels", "bandwidth_hierarchy_figure"]
+
+_BUSY, _LOADED, _EMPTY = "#54a24b", "#dbe7f3", "white"
+
+
+def _cell_text(v: float) -> str:
+    return "" if not np.isfinite(v) else (f"{v:.0f}" if float(v).is_integer() and abs(v) < 1e5 else f"{v:.2g}")
+
+
+def systolic_utilisation_figure(run, *, cycle: int | None = None, ax=None, figsize=(6.0, 2.6)) -> Figure:
+    """Bars of the fraction of busy cells per cycle of a `systolic.SystolicRun`; `cycle` highlighted.
+
+    The weight-load cycles are grey (no multiply-adds); the compute phase shows the fill and the drain.
+    """
+    fig, ax = _new_axes(ax, figsize)
+    u = run.utilisation * 100
+    colors = ["0.75" if s.phase == "load" else "#2c7fb8" for s in run.snapshots]
+    if cycle is not None:
+        colors[cycle] = "#d62728"
+    ax.bar(np.arange(run.cycles), u, color=colors, width=0.85, gid="utilisation")
+    if run.load_cycles:
+        ax.axvspan(-0.5, run.load_cycles - 0.5, color="0.92", lw=0, zorder=0)
+        ax.text((run.load_cycles - 1) / 2, 50, "weights\nloading", ha="center", va="center", fontsize=8, color="0.35")
+    ax.set_xlim(-0.5, run.cycles - 0.5)
+    ax.set_ylim(0, 105)
+    ax.set_xlabel("cycle (clock ticks, from 0)")
+    ax.set_ylabel("cells busy (%)")
+    M, K, N = run.shape
+    ax.set_title(f"Utilisation per cycle: fill, then drain ({run.cycles} cycles = "
+                 f"{run.load_cycles} load + {M}+{K}+{N}−2 compute)", fontsize=9)
+    ax.set_xticks(range(0, run.cycles, 1 if run.cycles <= 20 else 2 if run.cycles <= 40 else 5))
+    ax.tick_params(labelsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    return fig
+
+
+def systolic_frame_figure(run, cycle: int, *, figsize=None) -> Figure:
+    """One cycle of a `systolic.SystolicRun`: the K × N grid, the skewed feed, the outputs, the utilisation.
+
+    Each cell shows its weight w; a busy cell (green) also shows the activation a passing through it and
+    the partial sum Σ it hands down. Activations still waiting sit to the left of their row, staggered
+    by the skew; rows of B still to load sit above the grid; finished entries of C sit below it.
+    Book ch. 2, Appendix B.
+    """
+    if not 0 <= int(cycle) < run.cycles:
+        raise ValueError(f"cycle must be in 0..{run.cycles - 1} for this run, got {cycle!r}")
+    cycle = int(cycle)
+    s = run.snapshots[cycle]
+    M, K, N = run.shape
+    t = cycle - run.load_cycles  # compute-phase cycle (negative while loading)
+    feed_w = M + K - 1
+    width_units = feed_w + N + 1.5
+    height_units = K + M + 2.5 + (K if s.phase == "load" else 0)
+    if figsize is None:
+        figsize = (min(11.0, 2.4 + 0.85 * width_units), min(9.5, 2.6 + 0.55 * height_units + 2.2))
+    fig = Figure(figsize=figsize, layout="constrained")
+    ax, ax_u = fig.subplots(2, 1, height_ratios=[max(3.0, height_units * 0.6), 1.6])
+    fs = max(6.0, min(9.0, 40 / max(K, N, 4)))
+
+    from matplotlib.patches import FancyArrowPatch, Rectangle
+
+    for k in range(K):
+        for n in range(N):
+            busy = bool(s.active[k, n])
+            loaded = np.isfinite(s.weights[k, n])
+            color = _BUSY if busy else _LOADED if loaded else _EMPTY
+            ax.add_patch(Rectangle((n - 0.45, -k - 0.45), 0.9, 0.9, fc=color, ec="0.3", lw=1,
+                                   gid=f"cell:{k},{n}" + (":busy" if busy else "")))
+            if loaded:
+                ax.text(n, -k + 0.24, f"w={_cell_text(s.weights[k, n])}", ha="center", va="center", fontsize=fs)
+            if busy:
+                ax.text(n, -k, f"a={_cell_text(s.activation[k, n])}", ha="center", va="center", fontsize=fs,
+                        color="#08306b")
+                ax.text(n, -k - 0.25, f"Σ={_cell_text(s.psum[k, n])}", ha="center", va="center", fontsize=fs,
+                        color="#7f2704")
+    # activations waiting to enter row k: A[m, k] enters at compute cycle m + k → distance (m + k) - t
+    for k in range(K):
+        for m in range(M):
+            if np.isfinite(s.feed[k, m]):
+                x = -((m + k) - max(t, -1))  # while weights load, the feed waits in its skewed start position
+                ax.text(x, -k, f"{_cell_text(s.feed[k, m])}", ha="center", va="center", fontsize=fs,
+                        bbox=dict(boxstyle="round,pad=0.25", fc="#c6dbef", ec="none"))
+        ax.add_patch(FancyArrowPatch((-0.75, -k), (-0.5, -k), arrowstyle="-|>", mutation_scale=8, color="0.4"))
+    if np.isfinite(s.feed).any():
+        ax.text(-(feed_w + 1) / 2, 0.62, "A, skewed: row k waits k extra cycles →", ha="center", va="bottom",
+                fontsize=fs, color="0.3")
+    # rows of B still to load (phase 1): B[j] for j = 0 .. K-2-cycle, next to enter nearest the grid
+    if s.phase == "load":
+        remaining = K - 1 - cycle
+        for j in range(remaining):
+            y = 1 + (remaining - 1 - j)
+            for n in range(N):
+                ax.text(n, y, _cell_text(run.B[j, n]), ha="center", va="center", fontsize=fs,
+                        bbox=dict(boxstyle="round,pad=0.25", fc="#fdd0a2", ec="none"))
+        if remaining:
+            ax.text(-0.7, 1 + (remaining - 1) / 2, "B rows\nto load ↓", ha="right", va="center", fontsize=fs, color="0.3")
+    # outputs below the grid
+    y0 = -K - 0.3
+    ax.text(-0.7, y0 - (M - 1) / 2, "C = A @ B\n(finished)", ha="right", va="center", fontsize=fs, color="0.3")
+    for m in range(M):
+        for n in range(N):
+            v = s.outputs[m, n]
+            ax.add_patch(Rectangle((n - 0.4, y0 - m - 0.4), 0.8, 0.8, fc="#fee391" if np.isfinite(v) else "0.96",
+                                   ec="0.6", lw=0.6))
+            ax.text(n, y0 - m, _cell_text(v) if np.isfinite(v) else "–", ha="center", va="center", fontsize=fs)
+    ax.set_xlim(-feed_w - 0.8, N - 0.4)
+    top = (K - 1 - cycle + 0.6) if s.phase == "load" and K - 1 - cycle > 0 else 1.0
+    ax.set_ylim(y0 - M + 0.4, top + 0.2)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    phase = ("loading weights (rows of B shift down from the top)" if s.phase == "load"
+             else "activations from the left (skewed), partial sums down")
+    ax.set_title(f"Systolic array {K}×{N}, A[{M}×{K}] @ B[{K}×{N}] — cycle {cycle} of {run.cycles - 1}: {phase}; "
+                 f"{s.n_active}/{K * N} cells busy", fontsize=9.5)
+    systolic_utilisation_figure(run, cycle=cycle, ax=ax_u)
+    return fig
+
+
+# --- the ICI torus --------------------------------------------------------------------------------
+
+
+def _norm_torus_args(shape, wraparound, src, dst):
+    shape = tuple(int(x) for x in shape)
+    if not 1 <= len(shape) <= 3 or any(x < 1 for x in shape):
+        raise ValueError(f"slice shape must have 1 to 3 positive sides, got {shape}")
+    wrap = (bool(wraparound),) * len(shape) if isinstance(wraparound, (bool, np.bool_)) else tuple(map(bool, wraparound))
+    if len(wrap) != len(shape):
+        raise ValueError(f"wraparound has {len(wrap)} entries for a {len(shape)}-D shape {shape}")
+    src, dst = tuple(int(x) for x in src), tuple(int(x) for x in dst)
+    for name, p in (("src", src), ("dst", dst)):
+        if len(p) != len(shape) or any(not 0 <= c < n for c, n in zip(p, shape)):
+            raise ValueError(f"{name} {p} is not a chip of a {'×'.join(map(str, shape))} slice")
+    return shape, wrap, src, dst
+
+
+def torus_path(slice_shape, wraparound, src, dst) -> list[tuple[int, ...]]:
+    """A shortest route from `src` to `dst` (dimension order: axis 0 first), as the chips visited.
+
+    Along each axis the route takes the shorter way round when that axis wraps (ties go forward), so
+    its length is Σ min(d, n − d) over wrapped axes and Σ d over the others (book ch. 2, "TPU Networking").
+    """
+    shape, wrap, src, dst = _norm_torus_args(slice_shape, wraparound, src, dst)
+    path, cur = [src], list(src)
+    for ax_i, n in enumerate(shape):
+        d = (dst[ax_i] - cur[ax_i]) % n
+        if wrap[ax_i] and n > 2:
+            step, count = (1, d) if d <= n - d else (-1, n - d)
+        else:
+            step, count = (1, dst[ax_i] - cur[ax_i]) if dst[ax_i] >= cur[ax_i] else (-1, cur[ax_i] - dst[ax_i])
+        for _ in range(count):
+            cur[ax_i] = (cur[ax_i] + step) % n
+            path.append(tuple(cur))
+    return path
+
+
+def _max_hops(shape, wrap) -> int:
+    return sum((n // 2 if w and n > 2 else n - 1) for n, w in zip(shape, wrap))
+
+
+def torus_figure(slice_shape, wraparound, src, dst, *, ax=None, figsize=None, title: str | None = None) -> Figure:
+    """Chips of a slice as a grid with their ICI links, wraparound links as arcs, a shortest src→dst path in red.
+
+    slice_shape: 1 to 3 sides, e.g. (4, 4) or (4, 4, 8). wraparound: one bool, or one per axis. src, dst:
+    chip coordinates. A 3-D slice is drawn as the plane of its first two axes that holds `src`; the title
+    says so and how many hops the route spends along axis 2. Book ch. 2, "TPU Networking".
+    """
+    shape, wrap, src, dst = _norm_torus_args(slice_shape, wraparound, src, dst)
+    path = torus_path(shape, wrap, src, dst)
+    hops = len(path) - 1
+    shape2 = shape + (1,) * (2 - len(shape)) if len(shape) < 2 else shape[:2]
+    rows, cols = shape2
+    if figsize is None:
+        figsize = (max(6.4, min(10.0, 2.6 + 0.55 * cols)), min(8.5, 2.3 + 0.5 * rows))
+    fig, ax = _new_axes(ax, figsize)
+
+    lw = 1.6 if max(rows, cols) <= 16 else 0.8
+    z = src[2] if len(shape) == 3 else None
+
+    def xy(c):  # chip coordinate → (x, y): axis 1 across, axis 0 down
+        r = c[0]
+        col = c[1] if len(c) > 1 else 0
+        return col, -r
+
+    # ordinary links
+    for r in range(rows):
+        for c in range(cols):
+            if c + 1 < cols:
+                ax.plot([c, c + 1], [-r, -r], color="0.6", lw=lw, zorder=1)
+            if r + 1 < rows:
+                ax.plot([c, c], [-r, -r - 1], color="0.6", lw=lw, zorder=1)
+    # wraparound links: a dashed stub leaving each edge chip outwards (it joins the stub on the opposite edge)
+    wrap_style = dict(color="#7b3294", lw=lw, ls="--", zorder=1)
+    stub = 0.55
+    wrap1 = len(shape) >= 2 and wrap[1] and cols > 2
+    wrap0 = wrap[0] and rows > 2
+    if wrap1:
+        for r in range(rows):
+            ax.plot([-stub, 0], [-r, -r], gid="wrap-link", **wrap_style)
+            ax.plot([cols - 1, cols - 1 + stub], [-r, -r], gid="wrap-link", **wrap_style)
+    if wrap0:
+        for c in range(cols):
+            ax.plot([c, c], [0, stub], gid="wrap-link", **wrap_style)
+            ax.plot([c, c], [-(rows - 1), -(rows - 1) - stub], gid="wrap-link", **wrap_style)
+    # the route (only the steps inside the drawn plane); a step over a wraparound link is drawn as its two stubs
+    red = dict(color="#d62728", lw=lw * 2.6, zorder=3, solid_capstyle="round")
+    for a, b in zip(path[:-1], path[1:]):
+        if z is not None and (a[2] != z or b[2] != z):
+            continue
+        (xa, ya), (xb, yb) = xy(a), xy(b)
+        if abs(xa - xb) > 1:  # wrap along axis 1
+            ax.plot([-stub, 0], [ya, ya], gid="path-wrap", **red)
+            ax.plot([cols - 1, cols - 1 + stub], [ya, ya], gid="path-wrap", **red)
+        elif abs(ya - yb) > 1:  # wrap along axis 0
+            ax.plot([xa, xa], [0, stub], gid="path-wrap", **red)
+            ax.plot([xa, xa], [-(rows - 1), -(rows - 1) - stub], gid="path-wrap", **red)
+        else:
+            ax.plot([xa, xb], [ya, yb], gid="path", **red)
+    # chips
+    show_labels = rows * cols <= 64
+    for r in range(rows):
+        for c in range(cols):
+            coord = (r, c) if len(shape) >= 2 else (r,)
+            full = coord + ((z,) if z is not None else ())
+            on_path = full in path
+            fc = "#d62728" if full in (src, dst) else "#fcbba1" if on_path else "#deebf7"
+            ax.plot([c], [-r], marker="s", ms=18 if show_labels else 7, mfc=fc, mec="0.25", zorder=4, ls="")
+            if show_labels:
+                ax.text(c, -r, ",".join(map(str, coord)), ha="center", va="center", fontsize=6.5, zorder=5,
+                        color="white" if full in (src, dst) else "black")
+    pad = 0.75
+    ax.set_xlim(-pad, cols - 1 + pad)
+    ax.set_ylim(-(rows - 1) - pad, pad)
+    ax.set_aspect("equal")
+    ax.set_xticks(range(cols))
+    ax.set_yticks([-r for r in range(rows)], [str(r) for r in range(rows)])
+    ax.tick_params(labelsize=7, length=0)
+    for sp in ax.spines.values():
+        sp.set_visible(False)
+    ax.set_xlabel("axis 1 (chip index)" if len(shape) >= 2 else "(one axis: chips in a line)")
+    ax.set_ylabel("axis 0 (chip index)")
+    shape_s = "×".join(map(str, shape))
+    wrap_s = "wraparound on " + (", ".join(f"axis {i}" for i, w in enumerate(wrap) if w and shape[i] > 2)
+                                 if any(w and n > 2 for w, n in zip(wrap, shape)) else "no axis")
+    head = f"{shape_s} slice, {wrap_s}: {src} → {dst} = {hops} hop{'s' if hops != 1 else ''}"
+    sub = f"(farthest pair in this slice: {_max_hops(shape, wrap)} hops; dashed stubs = wraparound links)"
+    if z is not None:
+        dz = sum(1 for a, b in zip(path[:-1], path[1:]) if a[2] != b[2])
+        sub += f"\ndrawn: the plane axis 2 = {z} (of {shape[2]}); {dz} of the hops run along axis 2, not drawn"
+    ax.set_title(title or f"{head}\n{sub}", fontsize=9)
+    return fig
+
+
+# --- the bandwidth hierarchy ----------------------------------------------------------------------
+
+#: VMEM ↔ MXU bandwidth as a multiple of HBM bandwidth (book ch. 2, "What Is a TPU?": about 22×).
+VMEM_TO_HBM_RATIO = 22
+
+
+def bandwidth_channels(chip: ChipSpec | str, dtype: str = "bf16") -> list[tuple[str, float | None, str]]:
+    """(channel, bytes/s or None, note) from fastest to slowest: VMEM, HBM, ICI, PCIe, DCN (TPUs) —
+    NVLink and node egress for GPUs. None means the book gives no number for this chip."""
+    spec = get_chip(chip)
+    rows: list[tuple[str, float | None, str]] = []
+    if spec.vmem_bytes is not None:
+        rows.append(("VMEM", VMEM_TO_HBM_RATIO * spec.hbm_bandwidth_bytes_per_s, f"≈{VMEM_TO_HBM_RATIO}× HBM"))
+    rows.append(("HBM", spec.hbm_bandwidth_bytes_per_s, "per chip"))
+    if spec.kind == "tpu":
+        rows.append(("ICI", spec.ici_link_bandwidth_oneway_bytes_per_s, "one link, one way"))
+        rows.append(("PCIe", spec.pcie_bandwidth_bytes_per_s, "per chip, host ↔ chip"))
+        rows.append(("DCN", spec.dcn_bandwidth_bytes_per_s, "egress per chip"))
+    else:
+        rows.append(("NVLink", spec.nvlink_bandwidth_oneway_bytes_per_s, "per GPU, one way"))
+        egress = spec.node_egress_bytes_per_s
+        per_gpu = egress / spec.gpus_per_node if egress and spec.gpus_per_node else None
+        rows.append(("node egress", per_gpu, "per GPU"))
+    return rows
+
+
+def bandwidth_hierarchy_figure(chip: ChipSpec | str = "tpu-v5e", dtype: str = "bf16", *, ax=None,
+                               figsize=(8.5, 3.6)) -> Figure:
+    """Horizontal log bars of each channel's bandwidth, each labelled with its critical intensity C/W.
+
+    C is the chip's `dtype` peak; C/W (FLOPs per byte) is the intensity an operation needs to stay
+    compute-bound when its bytes come over that channel (book ch. 2, "Key Takeaways": HBM > ICI > PCIe
+    > DCN; VMEM ≈ 22 × HBM). Channels the book gives no number for are listed but not drawn.
+    """
+    spec = get_chip(chip)
+    peak = spec.peak_flops(dtype)
+    rows = bandwidth_channels(spec, dtype)
+    fig, ax = _new_axes(ax, figsize)
+    names = [f"{n}\n({note})" for n, _, note in rows]
+    ys = np.arange(len(rows))[::-1]
+    colors = ["#1a9850", "#1f4e9c", "#7b3294", "#e6550d", "#b2182b", "#636363"]
+    known = [bw for _, bw, _ in rows if bw]
+    lo = 10 ** math.floor(math.log10(min(known) / 10))
+    hi = 10 ** math.ceil(math.log10(max(known) * 40))
+    for y, (name, bw, _note), color in zip(ys, rows, colors):
+        if bw:
+            ax.barh(y, bw, left=lo, color=color, height=0.6, gid=f"channel:{name}")
+            cw = peak / bw
+            ax.text(bw * 1.3, y, f"{format_si(bw, 'B/s')} → C/W = {cw:,.0f} FLOPs/byte" if cw >= 100 else
+                    f"{format_si(bw, 'B/s')} → C/W = {cw:.3g} FLOPs/byte", va="center",
+                    fontsize=8.5)
+        else:
+            ax.text(lo * 1.3, y, "no number in the book for this chip", va="center", fontsize=8.5, color="0.4",
+                    style="italic")
+    ax.set_xscale("log")
+    ax.set_xlim(lo, hi)
+    ax.xaxis.set_major_formatter(_si_tick("B/s"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_yticks(ys, names, fontsize=8)
+    ax.set_ylim(-0.6, len(rows) - 0.4)
+    ax.set_xlabel("bandwidth (bytes/s, log scale)")
+    ax.set_ylabel("channel")
+    ax.set_title(f"{spec.name}: bandwidth hierarchy and critical intensity C/W "
+                 f"(C = {format_si(peak, 'FLOP/s')} {dtype})", fontsize=10)
+    ax.grid(True, axis="x", which="major", alpha=0.3)
+    return fig

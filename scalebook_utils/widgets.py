@@ -336,3 +336,168 @@ def two_chip_explorer(D: int = 8192, link_bytes_per_s: float = 4.5e10, *, B: int
     return _attach(box, {"D": d_slider, "W": w_slider}, out,
                    lambda: two_chip_readout(d_slider.value, w_slider.value, B=B, F=F, flops_per_s=flops_per_s),
                    lambda: render_two_chip(d_slider.value, w_slider.value, B=B, F=F, flops_per_s=flops_per_s))
+
+
+# --- chapter 2: the slice / pod calculator and the torus explorer --------------------------------------
+
+__all__ += ["SLICE_PREFIX", "TORUS_PREFIX", "slice_readout", "render_slice", "slice_calculator",
+            "torus_readout", "render_torus", "torus_explorer"]
+
+#: The browser test waits for these prefixes; do not change them.
+SLICE_PREFIX = "slice calculator: "
+TORUS_PREFIX = "torus: "
+
+
+def _tpu_names() -> list[str]:
+    from .hardware import chip_names
+
+    return chip_names("tpu")
+
+
+def _fmt_shape(shape) -> str:
+    return "x".join(str(n) for n in shape)
+
+
+def _yes_no(wrap) -> str:
+    return "/".join("yes" if w else "no" for w in wrap)
+
+
+def slice_readout(chip: str | ChipSpec, shape_text: str) -> str:
+    """``slice calculator: tpu-v5e 4x4 → 16 chips, 2 hosts, 16 TensorCores, 3.15 PFLOP/s bf16, 256 GB HBM, …``.
+
+    Adds the wraparound of each axis (the book's rule) and the farthest pair in hops. A bad shape, a
+    shape larger than the pod, or a GPU gives a readable line, never an exception. Book ch. 2, "TPU
+    Networking" and Question 2.
+    """
+    from . import topology
+
+    head = f"{SLICE_PREFIX}{getattr(chip, 'name', chip)} {str(shape_text).strip()}"
+    try:
+        s = topology.make_slice(chip, shape_text)
+    except (ValueError, KeyError, TypeError) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        return f"{head} → cannot build this slice: {msg}"
+    return (f"{SLICE_PREFIX}{s.chip} {_fmt_shape(s.shape)} → {s.n_chips:,} chips, {s.n_hosts:,} hosts, "
+            f"{s.n_tensorcores:,} TensorCores, {format_flops(s.peak_flops('bf16'))} bf16, "
+            f"{format_si(s.hbm_bytes, 'B')} HBM | wraparound per axis: {_yes_no(s.wraparound)} | "
+            f"farthest pair: {topology.max_hops(s)} hops")
+
+
+def render_slice(chip: str | ChipSpec, shape_text: str) -> Figure:
+    """The slice as a grid of chips (one plane for 3-D slices) with the route between its farthest pair."""
+    from . import topology
+
+    try:
+        s = topology.make_slice(chip, shape_text)
+    except (ValueError, KeyError, TypeError) as exc:
+        return _message_figure(f"cannot draw: {exc}")
+    far = tuple(n // 2 if w else n - 1 for n, w in zip(s.shape, s.wraparound))
+    fig = plots.torus_figure(s.shape, s.wraparound, (0,) * s.ndim, far)
+    ax = fig.axes[0]
+    ax.set_title(f"{s.chip} {_fmt_shape(s.shape)}: {s.n_chips:,} chips on {s.n_hosts:,} hosts — "
+                 f"route to the farthest chip, {topology.max_hops(s)} hops\n" + ax.get_title().split("\n", 1)[1],
+                 fontsize=9)
+    return fig
+
+
+def slice_calculator(chip: str = "tpu-v5e", shape: str = "4x4") -> W.VBox:
+    """A TPU dropdown and a shape box ("4x4", "16x20x28"); prints `slice_readout` and draws the slice."""
+    names = _tpu_names()
+    chip_dd = W.Dropdown(options=names, value=get_chip(chip).name, description="chip")
+    shape_box = W.Text(value=shape, description="shape", continuous_update=False,
+                       placeholder="e.g. 4x4 or 16x20x28")
+    pod_btn = W.Button(description="full pod", tooltip="set the shape to this chip's pod")
+
+    def on_pod(_):
+        shape_box.value = _fmt_shape(get_chip(chip_dd.value).pod_shape)
+
+    pod_btn.on_click(on_pod)
+    box = W.VBox()
+
+    def view(chip, shape):
+        _emit(box, slice_readout(chip, shape), lambda: render_slice(chip, shape))
+
+    controls = {"chip": chip_dd, "shape": shape_box}
+    out = W.interactive_output(view, controls)
+    box.children = [W.HBox([chip_dd, shape_box, pod_btn]), out]
+    return _attach(box, controls, out, lambda: slice_readout(chip_dd.value, shape_box.value),
+                   lambda: render_slice(chip_dd.value, shape_box.value))
+
+
+def _parse_coord(text) -> tuple[int, ...]:
+    if isinstance(text, (tuple, list)):
+        return tuple(int(x) for x in text)
+    cleaned = str(text).strip().strip("()[]{}").replace(" ", "")
+    try:
+        return tuple(int(p) for p in cleaned.split(",") if p != "")
+    except ValueError:
+        raise ValueError(f"chip coordinate {text!r} is not of the form '0,0' or '3,3,1'") from None
+
+
+def _torus_slices(chip, shape_text, src, dst):
+    from . import topology
+
+    s = topology.make_slice(chip, shape_text)
+    a, b = _parse_coord(src), _parse_coord(dst)
+    pad = lambda c: c + (0,) * (s.ndim - len(c)) if len(c) < s.ndim else c  # noqa: E731 - "0,0" on a 3-D chip
+    a, b = s.check_coord(pad(a), "src"), s.check_coord(pad(b), "dst")
+    line = topology.Slice(s.chip, s.shape, False)
+    ring = topology.Slice(s.chip, s.shape, True)
+    return s, line, ring, a, b
+
+
+def torus_readout(chip: str | ChipSpec, shape_text: str, src="0,0", dst="3,3") -> str:
+    """``torus: tpu-v5e 4x4, (0, 0) → (3, 3): 6 hops without wraparound, 2 with | this slice (wraparound no/no): …``.
+
+    Hop counts on the same shape with no wraparound and with wraparound on every axis, then the slice
+    as the book's rule builds it (e.g. a 4×4 v5e has none; a 16×16 v5e pod wraps both axes). Farthest
+    pair: n − 1 per axis on a line, ⌊n/2⌋ on a ring. Bad input gives a readable line. Book ch. 2.
+    """
+    from . import topology
+
+    head = f"{TORUS_PREFIX}{getattr(chip, 'name', chip)} {str(shape_text).strip()}"
+    try:
+        s, line, ring, a, b = _torus_slices(chip, shape_text, src, dst)
+    except (ValueError, KeyError, TypeError) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        return f"{head} → cannot evaluate: {msg}"
+    h_line, h_ring, h = (topology.hop_distance(x, a, b) for x in (line, ring, s))
+    return (f"{TORUS_PREFIX}{s.chip} {_fmt_shape(s.shape)}, {a} → {b}: {h_line} hops without wraparound, "
+            f"{h_ring} with | this slice (wraparound {_yes_no(s.wraparound)}): {h} hops | farthest pair: "
+            f"{topology.max_hops(line)} without, {topology.max_hops(ring)} with")
+
+
+def render_torus(chip: str | ChipSpec, shape_text: str, src="0,0", dst="3,3") -> Figure:
+    """Side by side: the route on the slice without wraparound and with wraparound on every axis."""
+    try:
+        s, line, ring, a, b = _torus_slices(chip, shape_text, src, dst)
+    except (ValueError, KeyError, TypeError) as exc:
+        return _message_figure(f"cannot draw: {exc}")
+    rows, cols = s.shape[0], (s.shape[1] if s.ndim > 1 else 1)
+    w = min(14.0, 2 * max(5.0, 1.6 + 0.5 * cols))
+    fig = Figure(figsize=(w, min(8.5, 2.4 + 0.5 * rows)), layout="constrained")
+    for ax, sl, label in zip(fig.subplots(1, 2), (line, ring), ("without wraparound", "with wraparound")):
+        plots.torus_figure(sl.shape, sl.wraparound, a, b, ax=ax)
+        ax.set_title(f"{label}: " + ax.get_title(), fontsize=8.5)
+    actual = "this slice has it" if all(s.wraparound) else "none on this slice" if not any(s.wraparound) \
+        else f"this slice: {_yes_no(s.wraparound)} per axis"
+    fig.suptitle(f"{s.chip} {_fmt_shape(s.shape)} — wraparound by the book's rule: {actual}", fontsize=10)
+    return fig
+
+
+def torus_explorer(chip: str = "tpu-v5e", shape: str = "4x4", src: str = "0,0", dst: str = "3,3") -> W.VBox:
+    """A TPU dropdown, a shape box and src/dst boxes ("0,0"); prints `torus_readout`, draws both routes."""
+    chip_dd = W.Dropdown(options=_tpu_names(), value=get_chip(chip).name, description="chip")
+    shape_box = W.Text(value=shape, description="shape", continuous_update=False)
+    src_box = W.Text(value=src, description="src", continuous_update=False, layout=W.Layout(width="180px"))
+    dst_box = W.Text(value=dst, description="dst", continuous_update=False, layout=W.Layout(width="180px"))
+    box = W.VBox()
+
+    def view(chip, shape, src, dst):
+        _emit(box, torus_readout(chip, shape, src, dst), lambda: render_torus(chip, shape, src, dst))
+
+    controls = {"chip": chip_dd, "shape": shape_box, "src": src_box, "dst": dst_box}
+    out = W.interactive_output(view, controls)
+    box.children = [W.HBox([chip_dd, shape_box]), W.HBox([src_box, dst_box]), out]
+    values = lambda: (chip_dd.value, shape_box.value, src_box.value, dst_box.value)  # noqa: E731
+    return _attach(box, controls, out, lambda: torus_readout(*values()), lambda: render_torus(*values()))

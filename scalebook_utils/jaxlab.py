@@ -523,3 +523,91 @@ __all__ = [
     "hlo_collectives", "HLO_COLLECTIVES", "Calibration", "calibrate", "MatmulMeasurement", "measure_matmuls",
     "PredictionRow", "predict_vs_measure", "median_ratio", "format_rows",
 ]
+
+
+# --- sharded matmuls in the book's notation (ch. 3) -------------------------------------------------
+
+
+def partition_spec(array):
+    """`jax.sharding.PartitionSpec` of a `sharding.ShardedArray` (or its notation string).
+
+    A[I_XY, J] → PartitionSpec(('X', 'Y'), None); A[I_X, J] → PartitionSpec('X', None). An unreduced
+    array (C[I, K]{U_X}) has no PartitionSpec under Auto axes: ValueError.
+    """
+    from .sharding import parse_array
+    arr = parse_array(array)
+    if arr.unreduced:
+        raise ValueError(f"{arr.spec()} is unreduced over {', '.join(arr.unreduced)}; a PartitionSpec "
+                         "describes only how dims are split (reduce it first, or drop the {U_…})")
+    items = [None if ax is None else (ax[0] if len(ax) == 1 else ax) for ax in arr.partition_spec()]
+    return jax.sharding.PartitionSpec(*items)
+
+
+def count_hlo_collectives(text: str):
+    """collections.Counter of collective ops in compiled HLO text (`all-reduce(` and `all-reduce-start(`)."""
+    from collections import Counter
+    out = Counter()
+    for op in HLO_COLLECTIVES:
+        n = len(re.findall(rf"=\s*\S+\s+{op}(?:-start)?\(", text))
+        if n:
+            out[op] = n
+    return out
+
+
+def _spec_tuple(spec, ndim: int) -> tuple:
+    """PartitionSpec → the plain form of `ShardedArray.partition_spec()`: (('X', 'Y'), None), one entry per dim."""
+    items = list(spec) + [None] * (ndim - len(spec))
+    return tuple(None if e is None else (e,) if isinstance(e, str) else tuple(e) for e in items)
+
+
+def run_sharded_matmul(matmul, mesh_dict, shapes=None, dtype: str = "float32", seed: int = 0) -> dict:
+    """Run a matmul in the book's notation on simulated CPU devices and report what XLA did.
+
+    Builds the mesh (Auto axes) from CPU devices, places random A and B with the notation's
+    NamedShardings, jits jnp.einsum with the target's out_shardings (none when the matmul has no
+    target: XLA then picks), and compares with the numpy product. Returns a dict with
+    'result_matches' (bool), 'collectives' (Counter of HLO collective kinds), 'dynamic_slices' (count),
+    'hlo' (compiled text), 'output_spec' (the result's sharding as a plain tuple like
+    `ShardedArray.partition_spec()`, e.g. (('X',), None)), 'local_shapes'
+    ({'A': …, 'B': …, 'C': …} per-device shapes), 'shapes' (the dim sizes used).
+    Default dim sizes: 16 × the number of devices. Needs `use_simulated_devices(n)` with n ≥ mesh size.
+    """
+    import numpy as np
+
+    from .sharding import parse_matmul, parse_mesh
+    m, mesh = parse_matmul(matmul), parse_mesh(mesh_dict)
+    dims = list(dict.fromkeys(m.a.dims + m.b.dims))
+    shapes = dict(shapes) if shapes else {d: 16 * mesh.n_devices for d in dims}
+    jmesh = make_mesh(mesh.sizes, mesh.names, cpu=True)
+    NS = jax.sharding.NamedSharding
+    dt = _jnp_dtype(dtype)
+    rng = np.random.default_rng(seed)
+    a_np = rng.standard_normal([shapes[d] for d in m.a.dims]).astype(np.float32)
+    b_np = rng.standard_normal([shapes[d] for d in m.b.dims]).astype(np.float32)
+    a = jax.device_put(jnp.asarray(a_np, dt), NS(jmesh, partition_spec(m.a)))
+    b = jax.device_put(jnp.asarray(b_np, dt), NS(jmesh, partition_spec(m.b)))
+    eq = m.einsum()
+    kwargs = {} if m.out is None else {"out_shardings": NS(jmesh, partition_spec(m.out))}
+    f = jax.jit(lambda x, y: jnp.einsum(eq, x, y), **kwargs)
+    hlo = f.lower(a, b).compile().as_text()
+    c = f(a, b)
+    ref = np.einsum(eq, np.asarray(a, np.float32), np.asarray(b, np.float32))
+    tol = 1e-4 if jnp.dtype(dt).itemsize >= 4 else 3e-2
+    got = np.asarray(jnp.asarray(c, jnp.float32))
+    scale = max(1.0, float(np.abs(ref).max()))
+    return {
+        "result_matches": bool(np.allclose(got, ref, rtol=tol, atol=tol * scale)),
+        "collectives": count_hlo_collectives(hlo),
+        "dynamic_slices": len(re.findall(r"\sdynamic-slice\(", hlo)),
+        "hlo": hlo,
+        "output_spec": _spec_tuple(c.sharding.spec, c.ndim),
+        "local_shapes": {m.a.name: a.addressable_shards[0].data.shape, m.b.name: b.addressable_shards[0].data.shape,
+                         m.out_name: c.addressable_shards[0].data.shape},
+        "shapes": shapes,
+    }
+
+
+def predicted_vs_compiled(plan, compiled_counter, hlo: str | None = None):
+    """(agree, explanation): the plan's collectives vs those XLA compiled (see sharding.predicted_vs_compiled)."""
+    from .sharding import predicted_vs_compiled as _pvc
+    return _pvc(plan, compiled_counter, hlo)

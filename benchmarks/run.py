@@ -33,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "out" / "latest.txt"
-SECTIONS = ("coldstart", "widget", "notebooks", "matmul")
+SECTIONS = ("coldstart", "widget", "notebooks", "matmul", "sharding")
 
 if str(ROOT) not in sys.path:  # run from a checkout without an install
     sys.path.insert(0, str(ROOT))
@@ -291,9 +291,51 @@ def bench_matmul(quick: bool) -> str:
     return section(title, body, notes)
 
 
+# --- (e) sharding explorer update (ch. 3) -----------------------------------------------------------
+
+
+def bench_sharding(quick: bool) -> str:
+    title = "sharding explorer widget (ch. 3): update time"
+    try:
+        from scalebook_utils import widgets
+    except ImportError as e:
+        return section(title, "skipped", [f"scalebook_utils.widgets is not importable: {e}"])
+    missing = [n for n in ("sharding_readout", "render_sharding", "SHARDING_PRESETS") if not hasattr(widgets, n)]
+    if missing:
+        return section(title, "skipped", [f"scalebook_utils.widgets lacks {', '.join(missing)}"])
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    n = 10 if quick else 40
+    cases = [(m, *abt) for m in widgets.SHARDING_MESHES for abt in widgets.SHARDING_PRESETS.values()]
+    widgets.sharding_readout(*cases[0])  # warm caches / imports
+    FigureCanvasAgg(widgets.render_sharding(*cases[0])).draw()
+    t_read, t_render, t_draw = [], [], []
+    for i in range(n):
+        args = cases[(7 * i) % len(cases)]
+        t = time.perf_counter()
+        widgets.sharding_readout(*args)  # the plan (sharding.plan) and its cost; no XLA compile
+        t_read.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        fig = widgets.render_sharding(*args)
+        t1 = time.perf_counter()
+        FigureCanvasAgg(fig).draw()
+        t2 = time.perf_counter()
+        t_render.append(t1 - t)
+        t_draw.append(t2 - t1)
+    tot = [a + b + c for a, b, c in zip(t_read, t_render, t_draw)]
+    rows = [["readout: plan + cost (sharding_readout)", _ms(statistics.median(t_read)), _ms(min(t_read))],
+            ["redraw: build figure (render_sharding)", _ms(statistics.median(t_render)), _ms(min(t_render))],
+            ["redraw: rasterise on Agg canvas", _ms(statistics.median(t_draw)), _ms(min(t_draw))],
+            ["one control change, total", _ms(statistics.median(tot)), _ms(min(tot))]]
+    return section(title, table(["step", "median ms", "min ms"], rows),
+                   [f"{n} updates over {len(cases)} preset × mesh combinations, chip tpu-v5e; the XLA compile on "
+                    "simulated devices (compile=True, cached per matmul) is not included; excludes the browser round trip"])
+
+
 # --- main ------------------------------------------------------------------------------------------
 
-BENCHES = {"coldstart": bench_coldstart, "widget": bench_widget, "notebooks": bench_notebooks, "matmul": bench_matmul}
+BENCHES = {"coldstart": bench_coldstart, "widget": bench_widget, "notebooks": bench_notebooks, "matmul": bench_matmul,
+           "sharding": bench_sharding}
 
 
 def header(args) -> str:

@@ -704,3 +704,128 @@ def bandwidth_hierarchy_figure(chip: ChipSpec | str = "tpu-v5e", dtype: str = "b
                  f"(C = {format_si(peak, 'FLOP/s')} {dtype})", fontsize=10)
     ax.grid(True, axis="x", which="major", alpha=0.3)
     return fig
+
+
+# --- chapter 3: sharded arrays and collective times -------------------------------------------------
+
+__all__ += ["SHARD_COLORS", "sharding_blocks_figure", "collective_knee_bytes", "collective_time_figure"]
+
+#: One colour per distinct shard (tab20-like, readable with black text).
+SHARD_COLORS = ["#8dd3c7", "#fdb462", "#bebada", "#fb8072", "#80b1d3", "#b3de69", "#fccde5", "#d9d9d9",
+                "#ffed6f", "#bc80bd", "#ccebc5", "#ffffb3", "#a6cee3", "#fdbf6f", "#cab2d6", "#b2df8a"]
+
+
+def _device_id(coords, sizes) -> int:
+    k = 0
+    for c, s in zip(coords, sizes):
+        k = k * s + c
+    return k
+
+
+def sharding_blocks_figure(array, mesh, shape, *, ax=None, figsize=(4.2, 3.6), title: str | None = None) -> Figure:
+    """The global 2-D array cut into the blocks devices hold (`sharding.device_blocks`), one colour per shard.
+
+    Each block is labelled with the devices holding it (device number = mesh coordinates read
+    first-axis-major, as `jax.make_mesh` numbers them): a replicated array shows one block listing
+    every device. `shape`: the global dim sizes (a sequence, or a mapping dim → size). Book ch. 3,
+    "A unified notation for sharding". 1-D arrays are drawn as one row.
+    """
+    from matplotlib.patches import Rectangle
+
+    from . import sharding as sh
+
+    arr, m = sh.parse_array(array), sh.parse_mesh(mesh)
+    blocks = sh.device_blocks(arr, m, shape)
+    local = sh.check(arr, m, shape)
+    glob = list(sh._shape_tuple(arr, shape))
+    by_block: dict = {}
+    for coords, rng in blocks.items():
+        by_block.setdefault(rng, []).append(_device_id(coords, m.sizes))
+    fig, ax = _new_axes(ax, figsize)
+    rows_n = glob[0] if len(glob) > 1 else 1
+    cols_n = glob[1] if len(glob) > 1 else glob[0]
+    for i, (rng, devs) in enumerate(sorted(by_block.items())):
+        (r0, r1), (c0, c1) = (rng[0], rng[1]) if len(rng) > 1 else ((0, 1), rng[0])
+        ax.add_patch(Rectangle((c0, r0), c1 - c0, r1 - r0, facecolor=SHARD_COLORS[i % len(SHARD_COLORS)],
+                               edgecolor="black", linewidth=1.2))
+        label = ("d" + ",".join(map(str, devs))) if len(devs) <= 4 else f"d{devs[0]}…d{devs[-1]}\n({len(devs)} copies)"
+        if len(devs) <= 4 and len(devs) > 1:
+            label = "\n".join("d" + ",".join(map(str, devs[k:k + 2])) for k in range(0, len(devs), 2))
+        w, h = (c1 - c0) / cols_n, (r1 - r0) / rows_n
+        fs = max(6.0, min(11.0, 60 * min(w, h * 1.6)))
+        ax.text((c0 + c1) / 2, (r0 + r1) / 2, label, ha="center", va="center", fontsize=fs)
+    ax.set_xlim(0, cols_n)
+    ax.set_ylim(rows_n, 0)
+    ax.set_aspect("auto")
+    dims = arr.dims
+    ax.set_xlabel(f"{dims[1] if len(dims) > 1 else dims[0]} ({cols_n})")
+    ax.set_ylabel(f"{dims[0]} ({rows_n})" if len(dims) > 1 else "")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    rep = sh.replication(arr, m)
+    ax.set_title(title if title is not None else
+                 f"{arr.spec()} on {m}\nper device {'×'.join(map(str, local))}, "
+                 f"{len(by_block)} distinct shard{'s' if len(by_block) > 1 else ''}, each on {rep} device{'s' if rep > 1 else ''}",
+                 fontsize=9)
+    return fig
+
+
+def collective_knee_bytes(kind: str, chip: ChipSpec | str, axis_sizes, wraparound=True) -> float:
+    """Bytes where the latency and bandwidth terms of a collective's cost are equal (the regime boundary).
+
+    Both terms are linear in bytes / constant, so knee = n · latency_s / bandwidth_s at any n.
+    For 'ppermute' `axis_sizes` is ignored (one hop). Book ch. 3, "A Deeper Dive…" (latency-bound regime).
+    """
+    from . import collectives
+    kw = {"hops": 1} if collectives.normalize_kind(kind) == "ppermute" else {"wraparound": wraparound}
+    c = collectives.collective(kind, 1e9, axis_sizes, chip, **kw)
+    return 1e9 * c.latency_s / c.bandwidth_s if c.bandwidth_s > 0 else math.inf
+
+
+def collective_time_figure(kind: str, chip: ChipSpec | str = "tpu-v5e", axis_sizes=(16,), wraparound=True, *,
+                           bytes_range=(1e3, 1e10), n_bytes: float | None = None, ax=None, figsize=(6.4, 4.0),
+                           label: str | None = None, color: str | None = None, title: str | None = None) -> Figure:
+    """Collective time against bytes (log-log) from `collectives.collective`, the knee marked.
+
+    Left of the knee the time is flat (latency-bound: T_min × hops); right of it, linear in bytes
+    (bandwidth-bound). The dashed line is the bandwidth term alone. `n_bytes` adds a marker at that
+    size. Call again with the same `ax` to overlay another chip or axis size.
+    """
+    from . import collectives
+    k = collectives.normalize_kind(kind)
+    kw = {"hops": 1} if k == "ppermute" else {"wraparound": wraparound}
+    spec = get_chip(chip)
+    xs = _log_span(*bytes_range)
+    costs = [collectives.collective(k, float(x), axis_sizes, spec, **kw) for x in xs]
+    t = np.array([c.seconds for c in costs])
+    tb = np.array([c.bandwidth_s for c in costs])
+    fresh = ax is None
+    fig, ax = _new_axes(ax, figsize)
+    n_lines = len(ax.get_lines()) // 2
+    color = color or _LINE_COLORS[n_lines % len(_LINE_COLORS)]
+    sizes_txt = "×".join(str(s) for s in np.atleast_1d(axis_sizes)) if k != "ppermute" else "1 hop"
+    wrap_txt = "" if k == "ppermute" else (", wrap" if wraparound else ", no wrap")
+    ax.plot(xs, t, color=color, lw=2, label=label or f"{spec.name}, axis {sizes_txt}{wrap_txt}")
+    ax.plot(xs, tb, color=color, lw=1, ls="--", alpha=0.6)
+    knee = collective_knee_bytes(k, spec, axis_sizes, wraparound)
+    if bytes_range[0] < knee < bytes_range[1]:
+        t_knee = collectives.collective(k, knee, axis_sizes, spec, **kw).seconds
+        ax.plot([knee], [t_knee], "o", color=color, ms=7, mfc="white", mew=2)
+        ax.annotate(f"knee {format_si(knee, 'B', digits=3)}", (knee, t_knee), textcoords="offset points",
+                    xytext=(10, -12 - 11 * n_lines), ha="left", fontsize=8, color=color)
+    if n_bytes is not None:
+        c = collectives.collective(k, float(n_bytes), axis_sizes, spec, **kw)
+        ax.plot([n_bytes], [c.seconds], "*", color="#d62728", ms=13, zorder=5)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(_si_tick("B"))
+    ax.yaxis.set_major_formatter(_si_tick("s"))
+    ax.set_xlabel("bytes (n_bytes given to the cost model)")
+    ax.set_ylabel("time")
+    ax.grid(True, which="major", alpha=0.3)
+    if fresh or title is not None:
+        ax.set_title(title if title is not None else
+                     f"{k}: latency-bound (flat) left of the knee ○,\nbandwidth-bound right of it (dashed: bandwidth term alone)",
+                     fontsize=9)
+    ax.legend(fontsize=8, loc="upper left")
+    return fig

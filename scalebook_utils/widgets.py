@@ -501,3 +501,270 @@ def torus_explorer(chip: str = "tpu-v5e", shape: str = "4x4", src: str = "0,0", 
     box.children = [W.HBox([chip_dd, shape_box]), W.HBox([src_box, dst_box]), out]
     values = lambda: (chip_dd.value, shape_box.value, src_box.value, dst_box.value)  # noqa: E731
     return _attach(box, controls, out, lambda: torus_readout(*values()), lambda: render_torus(*values()))
+
+
+# --- chapter 3: the sharding explorer and the collective-cost explorer ----------------------------------
+
+__all__ += ["SHARDING_PREFIX", "COLLECTIVES_PREFIX", "SHARDING_MESHES", "SHARDING_PRESETS", "matmul_text",
+            "compile_matmul", "sharding_readout", "sharding_details", "render_sharding", "sharding_explorer",
+            "COLLECTIVE_KINDS", "collective_readout", "render_collective", "collective_cost_explorer"]
+
+#: The browser test waits for these prefixes; do not change them.
+SHARDING_PREFIX = "sharding explorer: "
+COLLECTIVES_PREFIX = "collectives: "
+
+#: Mesh shapes the explorer offers (label → the book's mesh notation); 8 devices each.
+SHARDING_MESHES: dict[str, str] = {
+    "1×8": "{X: 1, Y: 8}", "2×4": "{X: 2, Y: 4}", "4×2": "{X: 4, Y: 2}", "8×1": "{X: 8, Y: 1}",
+    "2×2×2": "{X: 2, Y: 2, Z: 2}",
+}
+
+#: Matmul presets (label → (A, B, target)) from the book's four cases (ch. 3, "Computation With Sharded
+#: Arrays") and Question 6. Every preset, on every mesh above, is compiled by the notebook's check cell.
+SHARDING_PRESETS: dict[str, tuple[str, str, str | None]] = {
+    "case 1: batch × model, no communication": ("A[I_X, J]", "B[J, K_Y]", "C[I_X, K_Y]"),
+    "case 1, then AllGather C": ("A[I_X, J]", "B[J, K]", "C[I, K]"),
+    "case 2: A sharded on J → AllGather A": ("A[I, J_X]", "B[J, K_Y]", "C[I, K_Y]"),
+    "case 2: A on J, B replicated": ("A[I, J_X]", "B[J, K]", "C[I, K]"),
+    "case 3: both on J → AllReduce": ("A[I, J_X]", "B[J_X, K]", "C[I, K]"),
+    "case 3 → ReduceScatter into K": ("A[I, J_X]", "B[J_X, K]", "C[I, K_X]"),
+    "case 3 on Y, I on X (ch3.q6a)": ("A[I_X, J_Y]", "B[J_Y, K]", "C[I_X, K]"),
+    "case 4: I and K both on X → AllGather one": ("A[I_X, J]", "B[J, K_X]", "C[I, K_X]"),
+    "move a subscript: AllToAll": ("A[I_X, J]", "B[J, K]", "C[I, K_X]"),
+}
+_DEFAULT_PRESET = "case 2: A sharded on J → AllGather A"
+_STEP_NAME = {"all_gather": "all_gather", "reduce_scatter": "reduce_scatter", "all_reduce": "all_reduce",
+              "all_to_all": "all_to_all", "ppermute": "ppermute"}
+
+
+def _mesh_text(mesh) -> str:
+    return SHARDING_MESHES.get(str(mesh).replace("x", "×"), str(mesh))
+
+
+def matmul_text(a_spec: str, b_spec: str, target: str | None = None) -> str:
+    """'A[I, J_X]', 'B[J, K]', 'C[I, K]' → 'A[I, J_X] ·_J B[J, K] → C[I, K]' (J: the dims A and B share)."""
+    from . import sharding as sh
+
+    a, b = sh.parse_array(str(a_spec).strip()), sh.parse_array(str(b_spec).strip())
+    shared = [d for d in a.dims if d in b.dims]
+    if not shared:
+        raise sh.ShardingError(f"{a.spec()} and {b.spec()} share no dim to contract (e.g. A[I, J] and B[J, K])")
+    text = f"{a.spec()} ·_{''.join(shared) if all(len(d) == 1 for d in shared) else '{' + ','.join(shared) + '}'} {b.spec()}"
+    target = (target or "").strip()
+    return f"{text} → {target}" if target and target.lower() != "none" else text
+
+
+_COMPILE_CACHE: dict = {}
+
+
+def compile_matmul(mesh, matmul: str) -> dict:
+    """What XLA compiles for `matmul` on 8 simulated CPU devices, against `sharding.plan` (cached).
+
+    Returns {'collectives': Counter of HLO kinds, 'result_matches': bool, 'dynamic_slices': int,
+    'agree': bool, 'why': str (sharding.predicted_vs_compiled's explanation), 'plan': the plan at the
+    compiled sizes}. Needs jaxlab.use_simulated_devices(8) before JAX first ran.
+    """
+    from . import jaxlab
+    from . import sharding as sh
+
+    mesh_t = _mesh_text(mesh)
+    key = (str(sh.parse_mesh(mesh_t)), sh.parse_matmul(matmul).spec())
+    if key not in _COMPILE_CACHE:
+        r = jaxlab.run_sharded_matmul(matmul, mesh_t)
+        p = sh.plan(matmul, mesh_t, r["shapes"])
+        ok, why = sh.predicted_vs_compiled(p, r["collectives"], r["hlo"])
+        _COMPILE_CACHE[key] = dict(collectives=r["collectives"], result_matches=r["result_matches"],
+                                   dynamic_slices=r["dynamic_slices"], agree=ok, why=why, plan=p)
+    return _COMPILE_CACHE[key]
+
+
+def _sharding_eval(mesh, a_spec, b_spec, target, chip, compile, dim_size):
+    """(line, details, plan or None) — never raises."""
+    from . import sharding as sh
+
+    mesh_t = _mesh_text(mesh)
+    head = f"{SHARDING_PREFIX}{mesh_t} "
+    try:
+        text = matmul_text(a_spec, b_spec, target)
+        m = sh.parse_matmul(text)
+        shapes = {d: int(dim_size) for d in dict.fromkeys(m.a.dims + m.b.dims)}
+        p = sh.plan(m, mesh_t, shapes, "bf16", chip)
+    except (ValueError, KeyError, TypeError) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        spec = f"{a_spec} · {b_spec}" + (f" → {target}" if target else "")
+        return f"{head}{spec} → invalid: {msg}", [], None
+    from .units import format_time
+    pred = " + ".join(f"{_STEP_NAME[s.kind]}({''.join(s.axes)}) {format_time(s.seconds)}" for s in p.steps)
+    line = f"{head}{m.spec()} | case {int(p.case)} | predicted {pred or 'no communication'}"
+    details = [f"plan: {p.summary()}"]
+    for s in p.steps:
+        details.append(f"  {s.describe()}: {s.n_bytes / 1e6:.3g} MB to the cost model, {format_time(s.seconds)} on {p.chip}")
+    details += [f"  note: {n}" for n in p.notes]
+    if p.alternatives:
+        details.append("  other strategies: " + " | ".join(
+            f"{a.strategy}: {'; '.join(s.describe() for s in a.steps) or 'no communication'}"
+            for a in p.alternatives[:3]))
+    if compile:
+        try:
+            c = compile_matmul(mesh_t, text)
+        except Exception as exc:  # noqa: BLE001 - e.g. JAX missing or too few devices: say so
+            line += f" | XLA: cannot compile here ({type(exc).__name__}: {exc})"
+            return line, details, p
+        kinds = ", ".join(f"{k} ×{n}" for k, n in sorted(c["collectives"].items())) or "no collectives"
+        line += (f" | XLA: {kinds} | C == A·B: {c['result_matches']} | "
+                 f"{'agree' if c['agree'] else 'DISAGREE'}")
+        details.append(f"XLA on 8 CPU devices (every dim 128, float32): {kinds}, {c['dynamic_slices']} dynamic-slice(s); {c['why']}")
+    else:
+        line += " | XLA: not compiled"
+    return line, details, p
+
+
+def sharding_readout(mesh="2×4", a_spec="A[I, J_X]", b_spec="B[J, K_Y]", target: str | None = "C[I, K_Y]",
+                     chip: str = "tpu-v5e", compile: bool = False, *, dim_size: int = 8192) -> str:
+    """``sharding explorer: {X: 2, Y: 4} A[I, J_X] ·_J B[J, K_Y] → C[I, K_Y] | case 2 | predicted all_gather(X) … | XLA: …``.
+
+    The book's case of the matmul, the collectives `sharding.plan` predicts with their time on `chip`
+    (every dim `dim_size`, bf16), and with compile=True what XLA compiled on 8 simulated CPU devices
+    (`compile_matmul`): collective kinds ×count, whether C equals the unsharded product, and whether
+    prediction and HLO agree. `mesh`: a label of SHARDING_MESHES ("2×4") or the book's notation.
+    An invalid spec gives a readable '→ invalid: …' line, never an exception.
+    """
+    return _sharding_eval(mesh, a_spec, b_spec, target, chip, compile, dim_size)[0]
+
+
+def sharding_details(mesh="2×4", a_spec="A[I, J_X]", b_spec="B[J, K_Y]", target: str | None = "C[I, K_Y]",
+                     chip: str = "tpu-v5e", compile: bool = False, *, dim_size: int = 8192) -> list[str]:
+    """The explorer's lines under the readout: plan summary, each step's bytes and time, notes, XLA's explanation."""
+    return _sharding_eval(mesh, a_spec, b_spec, target, chip, compile, dim_size)[1]
+
+
+def render_sharding(mesh="2×4", a_spec="A[I, J_X]", b_spec="B[J, K_Y]", target: str | None = "C[I, K_Y]",
+                    chip: str = "tpu-v5e") -> Figure:
+    """Three panels: the blocks each device holds of A, of B, and of C (the target, or the local output)."""
+    _line, _details, p = _sharding_eval(mesh, a_spec, b_spec, target, chip, False, 64)
+    if p is None:
+        return _message_figure(_line.replace(SHARDING_PREFIX, "cannot draw: ", 1), figsize=(11, 1.4))
+    fig = Figure(figsize=(12.5, 4.0), layout="constrained")
+    mesh_t = _mesh_text(mesh)
+    out = p.output  # device_blocks draws an unreduced C by its dims; the title keeps the {U_…}
+    for ax, arr, what in zip(fig.subplots(1, 3), (p.matmul.a, p.matmul.b, out), ("input", "input", "output")):
+        if len(arr.dims) != 2:
+            ax.text(0.5, 0.5, f"{arr.spec()}: only 2-D arrays are drawn", ha="center", va="center")
+            ax.set_axis_off()
+            continue
+        plots.sharding_blocks_figure(arr, mesh_t, {d: 64 for d in arr.dims}, ax=ax)
+        ax.set_title(f"{what} " + ax.get_title(), fontsize=9)
+    steps = "; ".join(s.describe() for s in p.steps) or "no communication"
+    fig.suptitle(f"case {int(p.case)}: {steps}", fontsize=10)
+    return fig
+
+
+def sharding_explorer(mesh: str = "2×4", preset: str = _DEFAULT_PRESET, chip: str = "tpu-v5e",
+                      compile: bool = True) -> W.VBox:
+    """Mesh, preset, A / B / target boxes, chip, 'compile on CPU devices'; prints `sharding_readout` + details.
+
+    Choosing a preset fills the three boxes; editing a box keeps the preset dropdown as it is.
+    """
+    a0, b0, t0 = SHARDING_PRESETS[preset]
+    mesh_dd = W.Dropdown(options=list(SHARDING_MESHES), value=mesh, description="mesh")
+    preset_dd = W.Dropdown(options=list(SHARDING_PRESETS), value=preset, description="preset",
+                           layout=W.Layout(width="55%"))
+    a_box = W.Text(value=a0, description="A", continuous_update=False)
+    b_box = W.Text(value=b0, description="B", continuous_update=False)
+    t_box = W.Text(value=t0 or "", description="target", continuous_update=False, placeholder="e.g. C[I, K_Y] (optional)")
+    chip_dd = W.Dropdown(options=_tpu_names(), value=get_chip(chip).name, description="chip")
+    comp_cb = W.Checkbox(value=compile, description="compile on 8 CPU devices")
+
+    def on_preset(change):
+        a, b, t = SHARDING_PRESETS[change["new"]]
+        a_box.value, b_box.value, t_box.value = a, b, t or ""  # each change redraws; compiles are cached
+
+    preset_dd.observe(on_preset, names="value")
+    box = W.VBox()
+
+    def view(mesh, a, b, target, chip, compile):
+        line, details, _p = _sharding_eval(mesh, a, b, target or None, chip, compile, 8192)
+        try:
+            img = static_png(render_sharding(mesh, a, b, target or None, chip))
+        except Exception as exc:  # noqa: BLE001
+            img = static_png(_message_figure(f"cannot draw: {type(exc).__name__}: {exc}"))
+        box.last_readout, box.last_png = line, img.data
+        print(line)
+        for d in details:
+            print(d)
+        display(img)
+
+    controls = {"mesh": mesh_dd, "a": a_box, "b": b_box, "target": t_box, "chip": chip_dd, "compile": comp_cb}
+    out = W.interactive_output(view, controls)
+    box.children = [W.HBox([mesh_dd, preset_dd]), W.HBox([a_box, b_box, t_box]), W.HBox([chip_dd, comp_cb]), out]
+    values = lambda: (mesh_dd.value, a_box.value, b_box.value, t_box.value or None, chip_dd.value)  # noqa: E731
+    return _attach(box, {**controls, "preset": preset_dd}, out,
+                   lambda: sharding_readout(*values(), compile=comp_cb.value), lambda: render_sharding(*values()))
+
+
+#: Collective kinds offered by the collective-cost explorer (as `collectives.collective` spells them).
+COLLECTIVE_KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all", "ppermute")
+
+
+def collective_readout(kind: str = "all_gather", chip: str = "tpu-v5e", axis_size: int = 16,
+                       wraparound: bool = True, n_bytes: float = 1e6) -> str:
+    """``collectives: all_gather of 1 MB over an axis of 16 (wraparound) on tpu-v5e → 11.1 us, bandwidth-bound | …``.
+
+    Time from `collectives.collective`, its regime, both terms, and the knee (bytes where latency and
+    bandwidth terms are equal: below it the collective is latency-bound). ppermute: one hop (the axis
+    size and wraparound do not matter). A bad value gives a readable line, never an exception.
+    """
+    from . import collectives
+    from .units import format_time
+
+    head = f"{COLLECTIVES_PREFIX}{kind}"
+    try:
+        k = collectives.normalize_kind(kind)
+        kw = {"hops": 1} if k == "ppermute" else {"wraparound": bool(wraparound)}
+        c = collectives.collective(k, float(n_bytes), (int(axis_size),), chip, **kw)
+        knee = plots.collective_knee_bytes(k, chip, (int(axis_size),), bool(wraparound))
+    except (ValueError, KeyError, TypeError) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        return f"{head} → cannot evaluate: {msg}"
+    where = "one hop" if k == "ppermute" else \
+        f"an axis of {int(axis_size)} ({'wraparound' if wraparound else 'no wraparound'})"
+    return (f"{COLLECTIVES_PREFIX}{k} of {format_si(float(n_bytes), 'B', digits=3)} over {where} on {c.chip} → "
+            f"{format_time(c.seconds)}, {c.regime}-bound | latency term {format_time(c.latency_s)}, "
+            f"bandwidth term {format_time(c.bandwidth_s)} | knee {format_si(knee, 'B', digits=3)}")
+
+
+def render_collective(kind: str = "all_gather", chip: str = "tpu-v5e", axis_size: int = 16,
+                      wraparound: bool = True, n_bytes: float = 1e6) -> Figure:
+    """Time vs bytes for this collective on `chip`, with and without wraparound, the current size starred."""
+    from . import collectives
+
+    try:
+        k = collectives.normalize_kind(kind)
+        fig = plots.collective_time_figure(k, chip, (int(axis_size),), bool(wraparound), n_bytes=float(n_bytes))
+        if k != "ppermute":
+            plots.collective_time_figure(k, chip, (int(axis_size),), not bool(wraparound), ax=fig.axes[0])
+    except (ValueError, KeyError, TypeError) as exc:
+        return _message_figure(f"cannot draw: {exc}")
+    return fig
+
+
+def collective_cost_explorer(kind: str = "all_gather", chip: str = "tpu-v5e", axis_size: int = 16,
+                             wraparound: bool = True, n_bytes: float = 1e6) -> W.VBox:
+    """Kind, chip, axis size, wraparound and a bytes slider (log); prints `collective_readout`."""
+    kind_dd = W.Dropdown(options=list(COLLECTIVE_KINDS), value=kind, description="collective")
+    chip_dd = W.Dropdown(options=_tpu_names(), value=get_chip(chip).name, description="chip")
+    axis_dd = W.Dropdown(options=[2, 4, 8, 16, 32, 64], value=axis_size, description="axis size")
+    wrap_cb = W.Checkbox(value=wraparound, description="wraparound")
+    bytes_sl = W.FloatLogSlider(value=n_bytes, base=10, min=3, max=10, step=0.05, description="bytes",
+                                readout_format=".3g", continuous_update=False, layout=W.Layout(width="60%"))
+    box = W.VBox()
+
+    def view(kind, chip, axis_size, wraparound, n_bytes):
+        _emit(box, collective_readout(kind, chip, axis_size, wraparound, n_bytes),
+              lambda: render_collective(kind, chip, axis_size, wraparound, n_bytes))
+
+    controls = {"kind": kind_dd, "chip": chip_dd, "axis_size": axis_dd, "wraparound": wrap_cb, "n_bytes": bytes_sl}
+    out = W.interactive_output(view, controls)
+    box.children = [W.HBox([kind_dd, chip_dd]), W.HBox([axis_dd, wrap_cb]), bytes_sl, out]
+    values = lambda: (kind_dd.value, chip_dd.value, axis_dd.value, wrap_cb.value, bytes_sl.value)  # noqa: E731
+    return _attach(box, controls, out, lambda: collective_readout(*values()), lambda: render_collective(*values()))

@@ -222,3 +222,36 @@ def test_ch1_chip_numbers():
     assert (v5e.peak_flops("bf16"), v5e.peak_flops("int8"), v5e.hbm_bandwidth_bytes_per_s) == (1.97e14, 3.94e14, 8.2e11)
     assert get_chip("tpu-v6e").hbm_bandwidth_bytes_per_s == 1.6e12
     assert math.isclose(get_chip("tpu-v6e").peak_flops("bf16"), 9.2e14)  # ch. 2's value chosen over ch. 1's 9.1e14
+
+
+# --- ch. 3 printed numbers not pinned in test_collectives.py / test_sharding.py -------------------
+
+def test_ch3_pq1b_h100_shard_load_time():
+    # ch3.pq1: 1 MiB per device read at the quiz's 3.4e12 B/s: book 294 ns (it divides 1e6 B); 308 ns exact
+    assert 1e6 / 3.4e12 == approx(294e-9, rel=0.01)
+    assert 2.851e-7 <= expected("ch3.pq1b") <= 3.085e-7
+
+
+def test_ch3_q4_crossover_constant_v5p():
+    # ch3.q4: C/W_ici ≈ 2550 on v5p, so Strategy 2 wins iff D > 2B (B < 2550); both strategy times at B=128
+    from scalebook_utils.questions import ch03
+    v5p = get_chip("tpu-v5p")
+    C, W = v5p.peak_flops("bf16"), v5p.ici_link_bandwidth_bidi_bytes_per_s
+    B, D, F = 128, 8192, 32768
+    s1, s2 = expected("ch3.q4a")(B=B, D=D, F=F, C=C, W=W), expected("ch3.q4b")(B=B, D=D, F=F, X=4, C=C, W=W)
+    assert s1 == approx(2 * D * F / W) and s2 == approx(4 * B * F / W)   # both comms-bound here
+    assert s2 < s1 and expected("ch3.q4c") == "Strategy 2 (local matmul + AllReduce)"
+
+
+def test_ch3_q7_sizes():
+    # ch3.q7: one weight matrix 536 MB, In 2 MB (bf16, D=8192, F=32768, B=128)
+    assert expected("ch3.q7a") == approx(536e6, rel=0.002)
+    assert expected("ch3.q7b") == approx(2e6, rel=0.05)
+    # each chip of the 2×2 holds a quarter of both weights: 268 MB < 300 MB free
+    from scalebook_utils.questions import ch03
+    assert 2 * expected("ch3.q7a") / 4 < ch03.Q7_FREE_BYTES
+
+
+def test_ch3_q10_exact_ratios():
+    # ch3.q10: 1/2, 2, 4, 1/4
+    assert (expected("ch3.q10c"), expected("ch3.q10d"), expected("ch3.q10e"), expected("ch3.q10f")) == (0.5, 2, 4, 0.25)

@@ -361,3 +361,14 @@ def test_make_mesh_auto_shard_map_and_use_mesh_on_one_device():
 def test_block_until_ready_pytree():
     tree = {"a": jnp.ones(3), "b": [jnp.zeros(2), 1.0]}
     assert _compat.block_until_ready(tree) is not None
+
+
+def test_count_hlo_collectives_counts_tuple_results_and_async_forms():
+    hlo = """
+  %all-to-all = (f32[1,4]{1,0}, f32[1,4]{1,0}) all-to-all(f32[1,4]{1,0} %a, f32[1,4]{1,0} %b), replica_groups={{0,1}}
+  %all-reduce.1 = f32[8]{0} all-reduce(f32[8]{0} %x), to_apply=%add
+  %all-gather-start = (f32[2]{0}, f32[8]{0}) all-gather-start(f32[2]{0} %y), dimensions={0}
+  %fusion = f32[8]{0} fusion(f32[8]{0} %all-reduce.1), kind=kLoop
+"""
+    counts = jaxlab.count_hlo_collectives(hlo)
+    assert counts == {"all-to-all": 1, "all-reduce": 1, "all-gather": 1}

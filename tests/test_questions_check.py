@@ -19,7 +19,11 @@ CH1_IDS = ["ch1.e1a", "ch1.e1b", "ch1.e2", "ch1.e3", "ch1.e4a", "ch1.e4b", "ch1.
 CH2_IDS = ["ch2.q1", "ch2.q2a", "ch2.q2b", "ch2.q2c", "ch2.q2d", "ch2.q2e", "ch2.q2f", "ch2.q2g", "ch2.q2h", "ch2.q3",
            "ch2.q4a", "ch2.q4b", "ch2.q4c", "ch2.q5a", "ch2.q5b", "ch2.q6a", "ch2.q6b", "ch2.q6c", "ch2.q6d", "ch2.q6e",
            "ch2.pq1"]
-IDS = {1: CH1_IDS, 2: CH2_IDS}
+CH3_IDS = ["ch3.pq1a", "ch3.pq1b", "ch3.pq2a", "ch3.pq2b", "ch3.pq3a", "ch3.pq3b", "ch3.q1", "ch3.q2a", "ch3.q2b",
+           "ch3.q2c", "ch3.q2d", "ch3.q2e", "ch3.q3", "ch3.q4a", "ch3.q4b", "ch3.q4c", "ch3.q5", "ch3.q6a", "ch3.q6b",
+           "ch3.q6c", "ch3.q7a", "ch3.q7b", "ch3.q7c", "ch3.q7d", "ch3.q8", "ch3.q9a", "ch3.q9b", "ch3.q9c",
+           "ch3.q10a", "ch3.q10b", "ch3.q10c", "ch3.q10d", "ch3.q10e", "ch3.q10f"]
+IDS = {1: CH1_IDS, 2: CH2_IDS, 3: CH3_IDS}
 
 
 @pytest.mark.parametrize("chapter", IDS)
@@ -45,7 +49,7 @@ def test_expected_is_inside_every_accept_range_of_problems_md(chapter):
         assert get_question(qid).accept == (float(lo), float(hi))
 
 
-@pytest.mark.parametrize("qid", CH1_IDS + CH2_IDS)
+@pytest.mark.parametrize("qid", CH1_IDS + CH2_IDS + CH3_IDS)
 def test_expected_answer_checks_correct(qid, capsys):
     check(qid, expected(qid))
     assert capsys.readouterr().out == f"{qid}: correct\n"

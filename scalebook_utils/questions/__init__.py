@@ -61,7 +61,8 @@ def add(qid: str, kind: str, asks: str, compute: Callable[[], Any], **kw) -> Non
     if qid in QUESTIONS:
         raise ValueError(f"duplicate question id {qid}")
     if kind == "formula":
-        kw.setdefault("domains", {v: _DIMS[v] for v in kw["variables"]})
+        if "domains" not in kw:  # (setdefault would build the default eagerly and fail on other names)
+            kw["domains"] = {v: _DIMS[v] for v in kw["variables"]}
     QUESTIONS[qid] = Question(qid=qid, kind=kind, asks=asks, compute=compute, **kw)
 
 
@@ -87,4 +88,4 @@ def question_ids(chapter: int | None = None) -> list[str]:
 
 
 
-from . import ch01, ch02  # noqa: E402,F401  (register the chapters' questions, in order)
+from . import ch01, ch02, ch03  # noqa: E402,F401  (register the chapters' questions, in order)

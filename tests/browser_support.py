@@ -1,6 +1,7 @@
 """Helpers for the real-browser tests: a hermetic JupyterLab server and a locked-down Chromium.
 
-Used by ``tests/test_browser.py``; later chapters reuse ``run_notebook_and_drive_slider``.
+Used by ``tests/test_browser.py``; later chapters reuse ``run_notebook_and_drive_slider`` and
+``run_notebook_and_edit_text``.
 
 * ``LabServer`` starts ``python -m jupyterlab`` from the interpreter running the tests (the project's
   venv) on 127.0.0.1 with a free port and ``--ServerApp.port_retries=0``, a random token, no browser,
@@ -19,6 +20,10 @@ Used by ``tests/test_browser.py``; later chapters reuse ``run_notebook_and_drive
 * ``run_notebook_and_drive_slider`` opens a notebook, waits for its kernel, clears outputs, runs
   all cells through the menu Run → Run All Cells, waits for a widget's one-line text marker, moves
   the IntSlider with the given description from the keyboard, and waits for the marker to change.
+* ``run_notebook_and_edit_text`` does the same up to the marker, then selects the text of the
+  ``Text`` box with the given description, types a new value, presses Enter, and waits for a
+  marker line that names the new value. Both share ``run_notebook_and_interact`` (open, Run All,
+  marker, screenshots, failure report).
 """
 
 from __future__ import annotations
@@ -533,21 +538,43 @@ def wait_run_all_done(page, marker_prefix: str, timeout: float) -> str:
     return wait_until(done, timeout, "Run All Cells to finish", interval=0.5, describe=lambda: state)
 
 
+def _label_re(description: str) -> re.Pattern:
+    return re.compile(rf"^\s*{re.escape(description)}\s*$")
+
+
+def _widget_scope(page, marker_prefix: str | None):
+    """The whole page, or only the code cell(s) whose output shows a line with ``marker_prefix``."""
+    if marker_prefix is None:
+        return page
+    return page.locator(".jp-CodeCell").filter(
+        has=page.locator(MARKER_SELECTOR, has_text=marker_prefix)
+    )
+
+
+def _where(description: str, marker_prefix: str | None) -> str:
+    return f"{description!r}" + (f" in the cell printing {marker_prefix!r}" if marker_prefix else "")
+
+
 def slider_handle(page, description: str, marker_prefix: str | None = None):
     """The noUiSlider handle of the ipywidgets slider whose description label is ``description``.
 
     With ``marker_prefix``, only sliders in the code cell whose output shows the marker count,
     so a notebook may have other sliders with the same label in other cells.
     """
-    label = page.locator(
-        ".widget-label", has_text=re.compile(rf"^\s*{re.escape(description)}\s*$")
-    )
-    scope = page
-    if marker_prefix is not None:
-        scope = page.locator(".jp-CodeCell").filter(
-            has=page.locator(MARKER_SELECTOR, has_text=marker_prefix)
-        )
+    label = page.locator(".widget-label", has_text=_label_re(description))
+    scope = _widget_scope(page, marker_prefix)
     return scope.locator(".widget-slider").filter(has=label).locator(".noUi-handle")
+
+
+def text_input(page, description: str, marker_prefix: str | None = None):
+    """The ``<input>`` of the ipywidgets ``Text`` whose description label is ``description``.
+
+    With ``marker_prefix``, only Text boxes in the code cell whose output shows the marker count
+    (chapter 2 has two widgets with a "shape" box: the slice calculator and the torus explorer).
+    """
+    label = page.locator(".widget-label", has_text=_label_re(description))
+    scope = _widget_scope(page, marker_prefix)
+    return scope.locator(".widget-text").filter(has=label).locator("input")
 
 
 def move_slider(
@@ -556,11 +583,8 @@ def move_slider(
     """Focus the slider's handle and press End (Home when it already sits at its maximum)."""
     handle = slider_handle(page, description, marker_prefix)
     count = handle.count()
-    assert count == 1, (
-        f"expected one slider described {description!r}"
-        + (f" in the cell printing {marker_prefix!r}" if marker_prefix else "")
-        + f", found {count}"
-    )
+    where = _where(description, marker_prefix)
+    assert count == 1, f"expected one slider described {where}, found {count}"
     handle.scroll_into_view_if_needed(timeout=10_000)
     before = handle.get_attribute("aria-valuenow")
     at_max = before is not None and before == handle.get_attribute("aria-valuemax")
@@ -572,6 +596,35 @@ def move_slider(
         f"slider {description!r} to move from {before}",
     )
     return before or "", handle.get_attribute("aria-valuenow") or ""
+
+
+def edit_text(
+    page, description: str, new_text: str, marker_prefix: str | None = None, timeout: float = 10.0
+) -> tuple[str, str]:
+    """Replace the text of a ``Text`` widget the way a reader does: click, select all, type, Enter.
+
+    Enter commits the value also for ``continuous_update=False`` boxes (which otherwise send it on
+    blur). The box must already hold something other than ``new_text``; returns (old, new) value.
+    """
+    box = text_input(page, description, marker_prefix)
+    count = box.count()
+    where = _where(description, marker_prefix)
+    assert count == 1, f"expected one text box described {where}, found {count}"
+    box.scroll_into_view_if_needed(timeout=10_000)
+    before = box.input_value()
+    assert before != new_text, f"text box {description!r} already holds {new_text!r}"
+    box.click()
+    box.press("ControlOrMeta+a")  # select all (inside an <input>; not JupyterLab's select-all-cells)
+    box.press_sequentially(new_text, delay=30)
+    # Typed characters must land in the box, not reach notebook shortcuts (x = cut cell, ...).
+    wait_until(
+        lambda: box.input_value() == new_text,
+        timeout,
+        f"text box {description!r} to hold {new_text!r}",
+        describe=lambda: f"it holds {box.input_value()!r}",
+    )
+    box.press("Enter")
+    return before, box.input_value()
 
 
 # What the code cell showing a marker displays: per output, its MIME type, text length and number of
@@ -622,22 +675,24 @@ def marker_value(line: str, key: str = "B") -> str | None:
     return m.group(1) if m else None
 
 
-def run_notebook_and_drive_slider(
+def run_notebook_and_interact(
     page,
     server: LabServer,
     path: str,
     marker_prefix: str,
-    slider_description: str,
+    interact,
     *,
     name: str = "notebook",
+    step: str = "interact",
     open_timeout: float = 60.0,
     run_timeout: float = 150.0,
-    change_timeout: float = 30.0,
 ) -> tuple[str, str]:
-    """Open ``path``, Run All, wait for the marker, move the slider, wait for a new marker.
+    """Open ``path``, Run All, wait for the marker; then ``interact(before)`` returns the new marker.
 
-    Returns the marker line before and after the slider moved. Screenshots go to
-    ``/tmp/browser-{name}-*.png`` (``-failure.png`` when something goes wrong).
+    The common part of the ``run_notebook_and_*`` helpers: ``interact`` gets the marker line after
+    Run All, works a control and waits for the changed marker line, which it returns. Returns the
+    marker line before and after. Screenshots go to ``/tmp/browser-{name}-1-opened.png``,
+    ``-2-ran.png``, ``-3-{step}.png`` (``-failure.png`` when something goes wrong).
     """
     stage = "open"
     try:
@@ -655,28 +710,13 @@ def run_notebook_and_drive_slider(
         show_marker(page, marker_prefix)
         screenshot(page, f"{name}-2-ran")
 
-        stage = "slider"
+        stage = step
         t2 = time.monotonic()
-        old_value = marker_value(before, slider_description)
-        s_before, s_after = move_slider(page, slider_description, marker_prefix)
-        log(f"{path}: slider {slider_description} {s_before} -> {s_after}")
-
-        def changed():
-            for line in marker_lines(page, marker_prefix):
-                if marker_value(line, slider_description) not in (None, old_value):
-                    return line
-            return None
-
-        after = wait_until(
-            changed,
-            change_timeout,
-            f"the marker to show a {slider_description} other than {old_value}",
-            describe=lambda: f"markers now: {marker_lines(page, marker_prefix)}",
-        )
+        after = interact(before)
         log(f"{path}: marker changed after {time.monotonic() - t2:.1f}s: {after!r}")
         wait_rendered(page, marker_prefix)  # the view's figure comes after the marker line
         show_marker(page, marker_prefix)
-        screenshot(page, f"{name}-3-slider-moved")
+        screenshot(page, f"{name}-3-{step}")
         problems = getattr(page, "scalebook_problems", [])
         log(f"{path}: {len(problems)} browser console error(s)" + "".join(
             f"\n  {p}" for p in problems[:10]))
@@ -688,6 +728,92 @@ def run_notebook_and_drive_slider(
         if problems:
             log("browser console errors:\n  " + "\n  ".join(problems[-20:]))
         raise
+
+
+def wait_marker(page, marker_prefix: str, accept, timeout: float, what: str) -> str:
+    """Wait for a marker line for which ``accept(line)`` is true; return it."""
+    return wait_until(
+        lambda: next((ln for ln in marker_lines(page, marker_prefix) if accept(ln)), None),
+        timeout,
+        what,
+        describe=lambda: f"markers now: {marker_lines(page, marker_prefix)}",
+    )
+
+
+def run_notebook_and_drive_slider(
+    page,
+    server: LabServer,
+    path: str,
+    marker_prefix: str,
+    slider_description: str,
+    *,
+    name: str = "notebook",
+    open_timeout: float = 60.0,
+    run_timeout: float = 150.0,
+    change_timeout: float = 30.0,
+) -> tuple[str, str]:
+    """Open ``path``, Run All, wait for the marker, move the slider, wait for a new marker.
+
+    Returns the marker line before and after the slider moved. Screenshots go to
+    ``/tmp/browser-{name}-*.png`` (``-3-slider-moved.png`` after the move).
+    """
+
+    def drive(before: str) -> str:
+        old_value = marker_value(before, slider_description)
+        s_before, s_after = move_slider(page, slider_description, marker_prefix)
+        log(f"{path}: slider {slider_description} {s_before} -> {s_after}")
+        return wait_marker(
+            page,
+            marker_prefix,
+            lambda ln: marker_value(ln, slider_description) not in (None, old_value),
+            change_timeout,
+            f"the marker to show a {slider_description} other than {old_value}",
+        )
+
+    return run_notebook_and_interact(
+        page, server, path, marker_prefix, drive, name=name, step="slider-moved",
+        open_timeout=open_timeout, run_timeout=run_timeout,
+    )  # fmt: skip
+
+
+def run_notebook_and_edit_text(
+    page,
+    server: LabServer,
+    path: str,
+    marker_prefix: str,
+    text_description: str,
+    new_text: str,
+    *,
+    name: str = "notebook",
+    open_timeout: float = 60.0,
+    run_timeout: float = 150.0,
+    change_timeout: float = 30.0,
+) -> tuple[str, str]:
+    """Open ``path``, Run All, wait for the marker, type ``new_text`` into a Text box, wait.
+
+    The box is the ``Text`` widget described ``text_description`` in the cell printing the marker;
+    its content is selected and replaced by typing ``new_text``, then Enter commits it. Waits for a
+    marker line that differs from the one after Run All and contains ``new_text``. Returns the
+    marker line before and after. Screenshots go to ``/tmp/browser-{name}-*.png``
+    (``-3-text-edited.png`` after the edit).
+    """
+
+    def edit(before: str) -> str:
+        assert new_text not in before, f"the marker already names {new_text!r}: {before!r}"
+        old, new = edit_text(page, text_description, new_text, marker_prefix)
+        log(f"{path}: text box {text_description} {old!r} -> {new!r}")
+        return wait_marker(
+            page,
+            marker_prefix,
+            lambda ln: ln != before and new_text in ln,
+            change_timeout,
+            f"the marker to name {new_text!r}",
+        )
+
+    return run_notebook_and_interact(
+        page, server, path, marker_prefix, edit, name=name, step="text-edited",
+        open_timeout=open_timeout, run_timeout=run_timeout,
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Real-browser tests: JupyterLab in headless Debian Chromium, Run All, then drive a widget slider.
+"""Real-browser tests: JupyterLab in headless Debian Chromium, Run All, then work a widget control.
 
 Needs ``/usr/bin/chromium`` (CI installs it via ``.ci/run``); skipped only when it is missing.
 Helpers live in ``tests/browser_support.py``. Screenshots: ``/tmp/browser-*.png``.
@@ -6,7 +6,9 @@ Helpers live in ``tests/browser_support.py``. Screenshots: ``/tmp/browser-*.png`
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -86,4 +88,42 @@ def test_chapter1_roofline_explorer(repo_server, page):
     _check_markers(before, after)
     bs.log(f"chapter-1 test body took {time.monotonic() - t0:.1f}s")
     # Running the notebook in the browser must not write it back (autosave is off in the harness).
+    assert page.scalebook_writes == [], page.scalebook_writes
+
+
+CHAPTER2 = "notebooks/02_tpus.ipynb"
+SLICE_CALL = re.compile(
+    r"""widgets\.slice_calculator\(\s*chip\s*=\s*"([^"]+)"\s*,\s*shape\s*=\s*"([^"]+)"\s*\)"""
+)
+
+
+def _slice_calculator_defaults() -> tuple[str, str]:
+    """(chip, shape) that chapter 2 builds its slice calculator with, read from the notebook."""
+    nb = json.loads((REPO / CHAPTER2).read_text())
+    calls = [m.groups() for c in nb["cells"] if c["cell_type"] == "code"
+             for m in SLICE_CALL.finditer("".join(c["source"]))]  # fmt: skip
+    assert len(calls) == 1, f"expected one slice_calculator(chip=..., shape=...) call: {calls}"
+    return calls[0]
+
+
+@pytest.mark.timeout(240)
+def test_chapter2_slice_calculator(repo_server, page):
+    """Chapter 2: Run All in JupyterLab, then type a new shape into the slice calculator."""
+    from scalebook_utils import topology, widgets
+
+    assert (REPO / CHAPTER2).exists(), f"{CHAPTER2} is missing"
+    chip, default_shape = _slice_calculator_defaults()
+    new_shape = "8x16" if default_shape != "8x16" else "4x4"
+    t0 = time.monotonic()
+    before, after = bs.run_notebook_and_edit_text(
+        page, repo_server, CHAPTER2, widgets.SLICE_PREFIX, "shape", new_shape, name="ch2"
+    )
+    # What the kernel prints is the readout of the pure function for the same inputs.
+    assert before == widgets.slice_readout(chip, default_shape), before
+    assert after == widgets.slice_readout(chip, new_shape), after
+    assert before != after
+    assert after.startswith(f"{widgets.SLICE_PREFIX}{chip} {new_shape} → ")
+    n_chips = topology.make_slice(chip, new_shape).n_chips
+    assert f" {n_chips:,} chips" in after and f" {n_chips:,} chips" not in before, (before, after)
+    bs.log(f"chapter-2 test body took {time.monotonic() - t0:.1f}s")
     assert page.scalebook_writes == [], page.scalebook_writes

@@ -127,3 +127,30 @@ def test_chapter2_slice_calculator(repo_server, page):
     assert f" {n_chips:,} chips" in after and f" {n_chips:,} chips" not in before, (before, after)
     bs.log(f"chapter-2 test body took {time.monotonic() - t0:.1f}s")
     assert page.scalebook_writes == [], page.scalebook_writes
+
+
+CHAPTER3 = "notebooks/03_sharding.ipynb"
+
+
+@pytest.mark.timeout(300)
+def test_chapter3_sharding_explorer(repo_server, page):
+    """Chapter 3: Run All, then give the sharding explorer a new target sharding for C.
+
+    The explorer must re-plan (a ppermute over XY to reach C[I, K_XY]) and re-compile on the
+    kernel's 8 simulated devices, find the result equal to the unsharded product and XLA's
+    collectives in agreement with the plan.
+    """
+    from scalebook_utils import widgets
+
+    assert (REPO / CHAPTER3).exists(), f"{CHAPTER3} is missing"
+    new_target = "C[I, K_XY]"
+    t0 = time.monotonic()
+    before, after = bs.run_notebook_and_edit_text(
+        page, repo_server, CHAPTER3, widgets.SHARDING_PREFIX, "target", new_target, name="ch3"
+    )
+    assert "→ C[I, K_Y]" in before and "agree" in before, before
+    assert f"→ {new_target}" in after, after
+    assert "ppermute(XY)" in after and "ppermute" not in before, (before, after)
+    assert "C == A·B: True" in after and "agree" in after, after
+    bs.log(f"chapter-3 test body took {time.monotonic() - t0:.1f}s")
+    assert page.scalebook_writes == [], page.scalebook_writes

@@ -411,3 +411,19 @@ def test_jax_program_text():
     assert "P(('X', 'Y'), None)" in multi and "(64, 8)" in multi and "out_shardings" not in multi
     with pytest.raises(ShardingError, match="unreduced"):
         sh.jax_program("A[I, J_X] · B[J_X, K] → C[I, K]{U_X}", "{X: 2}")
+
+
+def test_case2_alltoall_alternative_moves_the_contracting_sharding():
+    # A[I, J_X] → AllToAll_X → A[I_X, J], then a case-1 matmul into C[I_X, K_Y] (book ch. 3: AllToAll
+    # "moves a subscript"); XLA on 8 CPU devices picks exactly this for that target.
+    p = sh.plan("A[I, J_X] ·_J B[J, K_Y] → C[I_X, K_Y]", "{X: 2, Y: 4}", {"I": 8192, "J": 8192, "K": 8192})
+    moves = [alt for alt in p.alternatives if alt.strategy == "all-to-all"]
+    assert len(moves) == 1
+    (step,) = moves[0].steps
+    assert (step.kind, step.axes, step.before, step.after) == ("all_to_all", ("X",), "A[I, J_X]", "A[I_X, J]")
+    # a quarter of the AllGather of the same array on a ring (here the default strategy's one step)
+    gather = [s for s in p.steps if s.kind == "all_gather"]
+    assert moves[0].t_comms <= gather[0].seconds
+    # no such alternative when the target does not shard a free dim of A the same way
+    q = sh.plan("A[I, J_X] ·_J B[J, K_Y] → C[I, K_Y]", "{X: 2, Y: 4}", {"I": 8192, "J": 8192, "K": 8192})
+    assert not [alt for alt in q.alternatives if alt.strategy == "all-to-all"]

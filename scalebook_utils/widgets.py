@@ -25,7 +25,7 @@ import ipywidgets as W
 from IPython.display import Image, display
 from matplotlib.figure import Figure
 
-from . import plots, roofline
+from . import plots, roofline, topology
 from .hardware import CHIPS, ChipSpec, get_chip
 from .units import format_flops, format_si, format_time
 
@@ -477,11 +477,14 @@ def render_torus(chip: str | ChipSpec, shape_text: str, src="0,0", dst="3,3") ->
     w = min(14.0, 2 * max(5.0, 1.6 + 0.5 * cols))
     fig = Figure(figsize=(w, min(8.5, 2.4 + 0.5 * rows)), layout="constrained")
     for ax, sl, label in zip(fig.subplots(1, 2), (line, ring), ("without wraparound", "with wraparound")):
-        plots.torus_figure(sl.shape, sl.wraparound, a, b, ax=ax)
-        ax.set_title(f"{label}: " + ax.get_title(), fontsize=8.5)
+        hops, far = topology.hop_distance(sl, a, b), topology.max_hops(sl)
+        # a short title per panel: the long default ones run into each other side by side
+        plots.torus_figure(sl.shape, sl.wraparound, a, b, ax=ax,
+                           title=f"{label}: {a} → {b} = {hops} hops\n(farthest pair: {far} hops)")
     actual = "this slice has it" if all(s.wraparound) else "none on this slice" if not any(s.wraparound) \
         else f"this slice: {_yes_no(s.wraparound)} per axis"
-    fig.suptitle(f"{s.chip} {_fmt_shape(s.shape)} — wraparound by the book's rule: {actual}", fontsize=10)
+    fig.suptitle(f"{s.chip} {_fmt_shape(s.shape)} — wraparound by the book's rule: {actual}"
+                 "  (dashed stubs: wraparound links)", fontsize=10)
     return fig
 
 

@@ -128,6 +128,29 @@ def bench_coldstart(quick: bool) -> str:
 # --- (b) roofline widget update ---------------------------------------------------------------------
 
 
+def _time_widget_updates(readout, render, inputs: list[dict], labels: tuple[str, str, str, str]) -> str:
+    """Time a widget's update over `inputs` (kwargs): model (`readout`), figure build and Agg rasterise."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    readout(**inputs[0])  # warm caches / imports
+    FigureCanvasAgg(render(**inputs[0])).draw()
+    t_read, t_render, t_draw = [], [], []
+    for kw in inputs:
+        t = time.perf_counter()
+        readout(**kw)
+        t_read.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        fig = render(**kw)
+        t1 = time.perf_counter()
+        FigureCanvasAgg(fig).draw()
+        t_render.append(t1 - t)
+        t_draw.append(time.perf_counter() - t1)
+    tot = [a + b + c for a, b, c in zip(t_read, t_render, t_draw)]
+    rows = [[label, _ms(statistics.median(ts)), _ms(min(ts))]
+            for label, ts in zip(labels, (t_read, t_render, t_draw, tot))]
+    return table(["step", "median ms", "min ms"], rows)
+
+
 def bench_widget(quick: bool) -> str:
     title = "roofline explorer widget: update time"
     try:
@@ -137,33 +160,14 @@ def bench_widget(quick: bool) -> str:
     missing = [n for n in ("explorer_readout", "render_explorer") if not hasattr(widgets, n)]
     if missing:
         return section(title, "skipped", [f"scalebook_utils.widgets lacks {', '.join(missing)}"])
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
     n = 10 if quick else 40
     Bs = [1, 16, 64, 128, 240, 256, 512, 1024, 2048, 4096]
     args = dict(chip="tpu-v5e", mode="bf16", D=8192, F=8192)
-    widgets.explorer_readout(B=256, **args)  # warm caches / imports
-    FigureCanvasAgg(widgets.render_explorer(B=256, **args)).draw()
-
-    t_read, t_render, t_draw = [], [], []
-    for i in range(n):
-        B = Bs[i % len(Bs)]
-        t = time.perf_counter()
-        widgets.explorer_readout(B=B, **args)
-        t_read.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        fig = widgets.render_explorer(B=B, **args)
-        t1 = time.perf_counter()
-        FigureCanvasAgg(fig).draw()
-        t2 = time.perf_counter()
-        t_render.append(t1 - t)
-        t_draw.append(t2 - t1)
-    tot = [a + b + c for a, b, c in zip(t_read, t_render, t_draw)]
-    rows = [["model evaluation (explorer_readout)", _ms(statistics.median(t_read)), _ms(min(t_read))],
-            ["redraw: build figure (render_explorer)", _ms(statistics.median(t_render)), _ms(min(t_render))],
-            ["redraw: rasterise on Agg canvas", _ms(statistics.median(t_draw)), _ms(min(t_draw))],
-            ["one slider step, total", _ms(statistics.median(tot)), _ms(min(tot))]]
-    return section(title, table(["step", "median ms", "min ms"], rows),
+    body = _time_widget_updates(widgets.explorer_readout, widgets.render_explorer,
+                                [dict(args, B=Bs[i % len(Bs)]) for i in range(n)],
+                                ("model evaluation (explorer_readout)", "redraw: build figure (render_explorer)",
+                                 "redraw: rasterise on Agg canvas", "one slider step, total"))
+    return section(title, body,
                    [f"{n} updates over B in {Bs}, chip tpu-v5e bf16, D = F = 8192; excludes the browser round trip"])
 
 
@@ -303,31 +307,15 @@ def bench_sharding(quick: bool) -> str:
     missing = [n for n in ("sharding_readout", "render_sharding", "SHARDING_PRESETS") if not hasattr(widgets, n)]
     if missing:
         return section(title, "skipped", [f"scalebook_utils.widgets lacks {', '.join(missing)}"])
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
     n = 10 if quick else 40
     cases = [(m, *abt) for m in widgets.SHARDING_MESHES for abt in widgets.SHARDING_PRESETS.values()]
-    widgets.sharding_readout(*cases[0])  # warm caches / imports
-    FigureCanvasAgg(widgets.render_sharding(*cases[0])).draw()
-    t_read, t_render, t_draw = [], [], []
-    for i in range(n):
-        args = cases[(7 * i) % len(cases)]
-        t = time.perf_counter()
-        widgets.sharding_readout(*args)  # the plan (sharding.plan) and its cost; no XLA compile
-        t_read.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        fig = widgets.render_sharding(*args)
-        t1 = time.perf_counter()
-        FigureCanvasAgg(fig).draw()
-        t2 = time.perf_counter()
-        t_render.append(t1 - t)
-        t_draw.append(t2 - t1)
-    tot = [a + b + c for a, b, c in zip(t_read, t_render, t_draw)]
-    rows = [["readout: plan + cost (sharding_readout)", _ms(statistics.median(t_read)), _ms(min(t_read))],
-            ["redraw: build figure (render_sharding)", _ms(statistics.median(t_render)), _ms(min(t_render))],
-            ["redraw: rasterise on Agg canvas", _ms(statistics.median(t_draw)), _ms(min(t_draw))],
-            ["one control change, total", _ms(statistics.median(tot)), _ms(min(tot))]]
-    return section(title, table(["step", "median ms", "min ms"], rows),
+    names = ("mesh", "a_spec", "b_spec", "target")
+    # the readout is the plan (sharding.plan) and its cost; no XLA compile
+    body = _time_widget_updates(widgets.sharding_readout, widgets.render_sharding,
+                                [dict(zip(names, cases[(7 * i) % len(cases)])) for i in range(n)],
+                                ("readout: plan + cost (sharding_readout)", "redraw: build figure (render_sharding)",
+                                 "redraw: rasterise on Agg canvas", "one control change, total"))
+    return section(title, body,
                    [f"{n} updates over {len(cases)} preset × mesh combinations, chip tpu-v5e; the XLA compile on "
                     "simulated devices (compile=True, cached per matmul) is not included; excludes the browser round trip"])
 

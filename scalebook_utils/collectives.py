@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from .hardware import ChipSpec
 from .topology import Slice, ring_hops, tpu_chip
+from .units import is_int, require_bytes
 
 #: Kind names `collective` accepts, canonical spelling.
 KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all", "ppermute")
@@ -71,25 +72,14 @@ class CollectiveCost:
 
 # --- argument handling ------------------------------------------------------------------------------
 
-def _is_int(v) -> bool:
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
-
-
-def _check_bytes(name: str, v) -> float:
-    ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v)) and v >= 0
-    if not ok:
-        raise ValueError(f"{name} must be a finite number of bytes ≥ 0, got {v!r}")
-    return float(v)
-
-
 def _axes(axis_sizes, wraparound) -> tuple[tuple[int, ...], tuple[bool, ...]]:
-    sizes = (axis_sizes,) if _is_int(axis_sizes) else axis_sizes
+    sizes = (axis_sizes,) if is_int(axis_sizes) else axis_sizes
     try:
         sizes = tuple(sizes)
     except TypeError:
         raise ValueError(f"axis_sizes must be a positive integer or a tuple of them (one per mesh axis), "
                          f"got {axis_sizes!r}") from None
-    if not sizes or not all(_is_int(x) and x >= 1 for x in sizes):
+    if not sizes or not all(is_int(x) and x >= 1 for x in sizes):
         raise ValueError(f"axis_sizes must be a positive integer or a non-empty tuple of positive integers "
                          f"(devices along each mesh axis gathered over), got {axis_sizes!r}")
     if isinstance(wraparound, (bool, numbers.Integral)) or not hasattr(wraparound, "__iter__"):
@@ -146,7 +136,7 @@ def all_gather(n_bytes: float, axis_sizes, chip, wraparound=True, bidirectional:
     wraparound, V = 33.5 MB): 33.5e6·3/4 / 4.5e10 ≈ 560 µs.
     """
     spec, w_one, t_min = _ici(chip)
-    n_bytes = _check_bytes("n_bytes", n_bytes)
+    n_bytes = require_bytes("n_bytes", n_bytes)
     sizes, wraps = _axes(axis_sizes, wraparound)
     bw, lat = _gather_terms(n_bytes, sizes, wraps, bidirectional, w_one, t_min)
     n = math.prod(sizes)
@@ -200,7 +190,7 @@ def all_to_all(n_bytes: float, axis_sizes, chip, wraparound=True, bidirectional:
     slowest axis decides. Latency term as AllGather's (the farthest pair is Σ hops apart).
     """
     spec, w_one, t_min = _ici(chip)
-    n_bytes = _check_bytes("n_bytes", n_bytes)
+    n_bytes = require_bytes("n_bytes", n_bytes)
     sizes, wraps = _axes(axis_sizes, wraparound)
     n = math.prod(sizes)
     active = [(x, w) for x, w in zip(sizes, wraps) if x > 1]
@@ -225,8 +215,8 @@ def ppermute(n_bytes_per_device: float, chip, hops: int = 1, latency: bool = Tru
     matmul) and ch. 10 (`jax.lax.ppermute`).
     """
     spec, w_one, t_min = _ici(chip)
-    n = _check_bytes("n_bytes_per_device", n_bytes_per_device)
-    if not _is_int(hops) or hops < 0:
+    n = require_bytes("n_bytes_per_device", n_bytes_per_device)
+    if not is_int(hops) or hops < 0:
         raise ValueError(f"hops must be a non-negative integer (ICI steps between sender and receiver), got {hops!r}")
     return _finish("ppermute", hops * n / w_one, hops * t_min, hops * n, (), (), latency,
                    "hops × max(T_min, n / W_one)", n, spec, False)

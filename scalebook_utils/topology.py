@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from .hardware import ChipSpec, chip_names, get_chip
+from .units import is_int, require_bytes
 
 #: Side of the optical-switch cube that 3D-torus pods are built from (book ch. 2).
 CUBE_SIDE = 4
@@ -39,17 +40,6 @@ TYPICAL_PCIE_BYTES_PER_S = 1.6e10
 
 
 # --- validation helpers -----------------------------------------------------------------------------
-
-def _is_int(v) -> bool:
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
-
-
-def _check_bytes(name: str, v) -> float:
-    ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v)) and v >= 0
-    if not ok:
-        raise ValueError(f"{name} must be a finite number of bytes ≥ 0, got {v!r}")
-    return float(v)
-
 
 def tpu_chip(chip: str | ChipSpec) -> ChipSpec:
     """Look up `chip` and insist it is a TPU with ICI numbers (GPUs have no torus; see ch. 12)."""
@@ -66,13 +56,13 @@ def _parse_shape(shape) -> tuple[int, ...]:
             shape = tuple(int(p) for p in shape.lower().replace("×", "x").split("x"))
         except ValueError:
             raise ValueError(f"shape {shape!r} is not of the form '4x4' or '4x4x8'") from None
-    elif _is_int(shape):
+    elif is_int(shape):
         shape = (shape,)
     try:
         shape = tuple(shape)
     except TypeError:
         raise ValueError(f"shape must be a tuple of positive integers such as (4, 4), got {shape!r}") from None
-    if not shape or not all(_is_int(s) and s >= 1 for s in shape):
+    if not shape or not all(is_int(s) and s >= 1 for s in shape):
         raise ValueError(f"shape must be a non-empty tuple of positive integers such as (4, 4), got {shape!r}")
     return tuple(int(s) for s in shape)
 
@@ -161,7 +151,7 @@ class Slice:
             c = tuple(c)
         except TypeError:
             raise ValueError(f"{name} must be a tuple of {self.ndim} integers, got {c!r}") from None
-        if len(c) != self.ndim or not all(_is_int(x) for x in c):
+        if len(c) != self.ndim or not all(is_int(x) for x in c):
             raise ValueError(f"{name} must be a tuple of {self.ndim} integers for slice {self.name}, got {c!r}")
         for x, n in zip(c, self.shape):
             if not 0 <= x < n:
@@ -231,7 +221,7 @@ def pod(chip: str | ChipSpec) -> Slice:
 
 def ring_hops(n: int, wraparound: bool) -> int:
     """Longest path along one axis of `n` chips: ⌊n/2⌋ hops on a ring, n − 1 on a line (ch. 2, ch. 3)."""
-    if not _is_int(n) or n < 1:
+    if not is_int(n) or n < 1:
         raise ValueError(f"n (chips along the axis) must be a positive integer, got {n!r}")
     return n // 2 if wraparound else n - 1
 
@@ -288,11 +278,11 @@ def p2p_time(slice: Slice, a, b, n_bytes: float, ports: int | None = None) -> Tr
     `a == b` moves nothing over ICI and costs 0 s.
     """
     spec = slice.spec
-    n_bytes = _check_bytes("n_bytes", n_bytes)
+    n_bytes = require_bytes("n_bytes", n_bytes)
     hops = hop_distance(slice, a, b)
     if ports is None:
         ports = min(slice.links(a), slice.links(b))
-    elif not _is_int(ports) or ports < 1:
+    elif not is_int(ports) or ports < 1:
         raise ValueError(f"ports must be a positive integer (ICI links used in parallel), got {ports!r}")
     if hops == 0:
         return Transfer(0, ports, n_bytes, 0.0, 0.0, 0.0, note="same chip: nothing crosses ICI")
@@ -310,11 +300,11 @@ def gather_to_chip(slice: Slice, at, n_bytes_total: float, ports: int | None = N
     Book ch. 2, Question 6: TPU{0,0} of a v5e 4×4 takes 15/16 of A over 2 links at 4.5e10 B/s.
     """
     spec = slice.spec
-    n_bytes_total = _check_bytes("n_bytes_total", n_bytes_total)
+    n_bytes_total = require_bytes("n_bytes_total", n_bytes_total)
     at = slice.check_coord(at, "at")
     if ports is None:
         ports = slice.links(at)
-    elif not _is_int(ports) or ports < 1:
+    elif not is_int(ports) or ports < 1:
         raise ValueError(f"ports must be a positive integer (ICI links used in parallel), got {ports!r}")
     n = slice.n_chips
     moved = n_bytes_total * (n - 1) / n
@@ -349,8 +339,8 @@ def pcie_time(chip: str | ChipSpec, n_bytes: float, n_links: int = 1,
     Book ch. 2, Question 6: 16 GiB over 16 links at 1.6e10 B/s → 67 ms (the book rounds A to 16e9 B: 63 ms).
     """
     spec = get_chip(chip)
-    n_bytes = _check_bytes("n_bytes", n_bytes)
-    if not _is_int(n_links) or n_links < 1:
+    n_bytes = require_bytes("n_bytes", n_bytes)
+    if not is_int(n_links) or n_links < 1:
         raise ValueError(f"n_links must be a positive integer (PCIe links used in parallel), got {n_links!r}")
     bw = _bandwidth(spec, "pcie_bandwidth_bytes_per_s", "PCIe", bandwidth_bytes_per_s,
                     f" (ch. 2's 'typical' value is {TYPICAL_PCIE_BYTES_PER_S:g} B/s, as used in ch2.q6)")
@@ -365,8 +355,8 @@ def dcn_time(chip: str | ChipSpec, n_bytes: float, n_chips: int = 1,
     on v5e, 12.5e9 on v6e/TPU7x); the path is PCIe → host NIC → network → host → PCIe → HBM.
     """
     spec = get_chip(chip)
-    n_bytes = _check_bytes("n_bytes", n_bytes)
-    if not _is_int(n_chips) or n_chips < 1:
+    n_bytes = require_bytes("n_bytes", n_bytes)
+    if not is_int(n_chips) or n_chips < 1:
         raise ValueError(f"n_chips must be a positive integer (TPUs sending in parallel), got {n_chips!r}")
     bw = _bandwidth(spec, "dcn_bandwidth_bytes_per_s", "DCN", bandwidth_bytes_per_s, "")
     return n_bytes / (n_chips * bw)
@@ -378,8 +368,8 @@ def hbm_time(chip: str | ChipSpec, n_bytes: float, n_chips: int = 1) -> float:
     Book ch. 2, Question 6: all of A (2^34 B) through one v5e's HBM at 8.2e11 B/s → 21 ms (book: ≈20 ms).
     """
     spec = get_chip(chip)
-    n_bytes = _check_bytes("n_bytes", n_bytes)
-    if not _is_int(n_chips) or n_chips < 1:
+    n_bytes = require_bytes("n_bytes", n_bytes)
+    if not is_int(n_chips) or n_chips < 1:
         raise ValueError(f"n_chips must be a positive integer, got {n_chips!r}")
     return n_bytes / (n_chips * spec.hbm_bandwidth_bytes_per_s)
 

@@ -69,6 +69,19 @@ def require_positive(**values: float) -> None:
             raise ValueError(f"{name} must be a positive number, got {v!r}")
 
 
+def is_int(v) -> bool:
+    """True for an integer that is not a bool (numpy integers included)."""
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def require_bytes(name: str, v) -> float:
+    """`v` as a float number of bytes; ValueError naming `name` unless it is finite and ≥ 0."""
+    ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v)) and v >= 0
+    if not ok:
+        raise ValueError(f"{name} must be a finite number of bytes ≥ 0, got {v!r}")
+    return float(v)
+
+
 # --- formatting -----------------------------------------------------------------------------------
 
 _FORMAT_PREFIXES = [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]

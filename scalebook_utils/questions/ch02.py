@@ -31,10 +31,6 @@ def _q1() -> float:
     return 200e9 * dtype_bytes("bf16") / (32 * chip.hbm_bandwidth_bytes_per_s)
 
 
-def _pod(chip: str) -> topo.Slice:
-    return topo.pod(chip)
-
-
 def _q4_time(B: float) -> float:
     return rl.matmul_roofline(B, 4096, 16384, chip=V5E, mode="int8").t_lower_s
 
@@ -69,19 +65,19 @@ def _q6_steps() -> dict[str, float]:
 
 add("ch2.q1", "number", "Time to read a 200B-param bf16 model from the HBM of 32 TPU v4p chips", _q1, unit="s",
     accept=(0.0097, 0.01042))
-add("ch2.q2a", "number", "Full TPU v5e pod: hosts", lambda: _pod("tpu-v5e").n_hosts, unit="count")
-add("ch2.q2b", "number", "Full v5e pod: TensorCores", lambda: _pod("tpu-v5e").n_tensorcores, unit="count",
+add("ch2.q2a", "number", "Full TPU v5e pod: hosts", lambda: topo.pod("tpu-v5e").n_hosts, unit="count")
+add("ch2.q2b", "number", "Full v5e pod: TensorCores", lambda: topo.pod("tpu-v5e").n_tensorcores, unit="count",
     accept=(256, 256))
-add("ch2.q2c", "number", "Full v5e pod: bf16 FLOPs/s", lambda: _pod("tpu-v5e").peak_flops("bf16"), unit="FLOPs/s",
+add("ch2.q2c", "number", "Full v5e pod: bf16 FLOPs/s", lambda: topo.pod("tpu-v5e").peak_flops("bf16"), unit="FLOPs/s",
     accept=(4.947e16, 5.253e16))
-add("ch2.q2d", "number", "Full v5e pod: HBM bytes", lambda: _pod("tpu-v5e").hbm_bytes, unit="bytes",
+add("ch2.q2d", "number", "Full v5e pod: HBM bytes", lambda: topo.pod("tpu-v5e").hbm_bytes, unit="bytes",
     accept=(3.88e12, 4.399e12))
-add("ch2.q2e", "number", "Full TPU v5p pod: hosts", lambda: _pod("tpu-v5p").n_hosts, unit="count")
-add("ch2.q2f", "number", "Full v5p pod: TensorCores", lambda: _pod("tpu-v5p").n_tensorcores, unit="count",
+add("ch2.q2e", "number", "Full TPU v5p pod: hosts", lambda: topo.pod("tpu-v5p").n_hosts, unit="count")
+add("ch2.q2f", "number", "Full v5p pod: TensorCores", lambda: topo.pod("tpu-v5p").n_tensorcores, unit="count",
     accept=(17920, 17920))
-add("ch2.q2g", "number", "Full v5p pod: bf16 FLOPs/s", lambda: _pod("tpu-v5p").peak_flops("bf16"), unit="FLOPs/s",
+add("ch2.q2g", "number", "Full v5p pod: bf16 FLOPs/s", lambda: topo.pod("tpu-v5p").peak_flops("bf16"), unit="FLOPs/s",
     accept=(3.977e18, 4.223e18))
-add("ch2.q2h", "number", "Full v5p pod: HBM bytes", lambda: _pod("tpu-v5p").hbm_bytes, unit="bytes",
+add("ch2.q2h", "number", "Full v5p pod: HBM bytes", lambda: topo.pod("tpu-v5p").hbm_bytes, unit="bytes",
     accept=(8.342e14, 8.858e14))
 add("ch2.q3", "number", "Smallest batch that stays compute-bound streaming weights over PCIe into a TPU v6e",
     lambda: rl.critical_intensity(get_chip("tpu-v6e").peak_flops("bf16"), topo.TYPICAL_PCIE_BYTES_PER_S),

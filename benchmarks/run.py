@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import math
 import os
 import platform
 import shutil
@@ -33,7 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "out" / "latest.txt"
-SECTIONS = ("coldstart", "widget", "notebooks", "matmul", "sharding")
+SECTIONS = ("coldstart", "widget", "notebooks", "matmul", "sharding", "planner")
 
 if str(ROOT) not in sys.path:  # run from a checkout without an install
     sys.path.insert(0, str(ROOT))
@@ -320,10 +321,35 @@ def bench_sharding(quick: bool) -> str:
                     "simulated devices (compile=True, cached per matmul) is not included; excludes the browser round trip"])
 
 
+def bench_planner(quick: bool) -> str:
+    """A full enumeration of training layouts (training.plan) for LLaMA 3-405B on a v5p pod, and 70B for scale."""
+    title = "training planner (ch. 5–6): full enumeration"
+    from scalebook_utils import training
+
+    cases = [("llama3-405b", 16 * 2**20, 8960, 1), ("llama3-405b", 16 * 2**20, 8960, 8),
+             ("llama3-70b", 4 * 2**20, 8960, 1), ("deepseek-v3-like", 16 * 2**20, 8960, 1)]
+    reps = 3 if quick else 10
+    rows = []
+    for model, batch, chips, slices in cases:
+        best = math.inf
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            p = training.plan(model, batch, "tpu-v5p", n_chips=chips, slices=slices)
+            best = min(best, time.perf_counter() - t0)
+        b = p.best if p.feasible else None
+        rows.append([model, f"{chips}×{slices}", f"{batch / 2**20:g}M", len(p.estimates), len(p.feasible),
+                     _ms(best), f"{best / len(p.estimates) * 1e6:.1f} µs",
+                     b.config.name if b else "none feasible"])
+    body = table(["model", "chips×slices", "batch", "layouts", "feasible", "plan() best", "per layout", "winner"],
+                 rows, right={3, 4, 5, 6})
+    return section(title, body, [f"best of {reps} runs; every X·Y·Z factorisation × ZeRO {{0,1,3}} × 3 remat "
+                                 "policies; a widget redraw adds the figure (see the widget sections)"])
+
+
 # --- main ------------------------------------------------------------------------------------------
 
 BENCHES = {"coldstart": bench_coldstart, "widget": bench_widget, "notebooks": bench_notebooks, "matmul": bench_matmul,
-           "sharding": bench_sharding}
+           "sharding": bench_sharding, "planner": bench_planner}
 
 
 def header(args) -> str:

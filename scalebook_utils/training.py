@@ -138,6 +138,20 @@ def all_comm_bound_batch(N: float, F: float, chip="tpu-v5p", M_X: int = 2, M_Y: 
     return N * mixed_min_batch_per_chip(F, chip, M_X, M_Y, dtype)
 
 
+def fsdp_tp_degrees(B: float, F: float, N: int, M_X: int = 2, M_Y: int = 1) -> tuple[int, int]:
+    """(X, Y) as the book picks them: X = X_opt rounded to the nearest power of two (log scale), Y = the
+    largest power of two with X·Y ≤ N. Book ch. 5 E6 (64 chips → 16 × 4), E9 (1M batch on a pod → 1024 × 8,
+    8192 of the 8960 chips: the book's "8k" pod) and ch. 6 (4M batch on 8960 chips → 2048 × 4)."""
+    X = round_pow2(optimal_fsdp_degree(B, F, N, M_X, M_Y))
+    return X, 2 ** math.floor(math.log2(N / X))
+
+
+def min_chips_for_memory(total_bytes: float, chip="tpu-v5p") -> int:
+    """The fewest chips whose HBM holds `total_bytes` (book ch. 6: 11.2 TB on 96 GB v5p chips → 117)."""
+    require_positive(total_bytes=total_bytes)
+    return math.ceil(total_bytes / get_chip(chip).hbm_bytes)
+
+
 def round_pow2(x: float) -> int:
     """The power of two nearest to x on a log scale (how the book turns X_opt into a mesh degree)."""
     require_positive(x=x)
@@ -448,6 +462,17 @@ class Estimate:
         return max(self.times, key=self.times.get)
 
     @property
+    def family(self) -> str:
+        """'dp' (ZeRO 0–2), 'fsdp' (ZeRO-3), 'tp', 'dp+tp', 'fsdp+tp', or 'pp' (any layout with stages)."""
+        c = self.config
+        if c.Z > 1:
+            return "pp"
+        data = "fsdp" if c.zero == 3 else "dp"
+        if c.Y > 1:
+            return f"{data}+tp" if c.X > 1 else "tp"
+        return data
+
+    @property
     def mfu(self) -> float:
         """Model FLOPs utilisation: 6·P·tokens-style model FLOPs / (chips · C · step time)."""
         return self.model_flops / (self.config.chips * self.peak_flops_per_s * self.step_time)
@@ -617,16 +642,9 @@ class Plan:
                              f"of {format_si(self.batch_tokens)} tokens; e.g. " + " | ".join(reasons))
         return self.feasible[0]
 
-    def best_of(self, kind: str) -> Estimate | None:
-        """The fastest feasible estimate of one family: 'dp' (ZeRO 0–2, no TP/PP), 'fsdp', 'fsdp+tp', 'pp'."""
-        def family(e: Estimate) -> str:
-            c = e.config
-            if c.Z > 1:
-                return "pp"
-            if c.Y > 1:
-                return "fsdp+tp" if c.X > 1 else "tp"
-            return "fsdp" if c.zero == 3 else "dp"
-        return next((e for e in self.feasible if family(e) == kind), None)
+    def best_of(self, family: str) -> Estimate | None:
+        """The fastest feasible estimate of one family (see `Estimate.family`), or None."""
+        return next((e for e in self.feasible if e.family == family), None)
 
     def table(self, n: int = 10) -> list[dict]:
         rows = []
@@ -637,28 +655,29 @@ class Plan:
         return rows
 
     def explain(self) -> str:
-        """One or two sentences: the winner, why (what bounds it, against the chapter's thresholds), and the
-        best pure data-parallel alternative."""
+        """Two or three sentences: the winner and what bounds it (the planner's own times), the chapter's
+        rules of thumb at this batch per chip, and the best pure-FSDP alternative."""
         b = self.best
-        cfg = self.model
         spec = get_chip(self.chip)
-        M_X, M_Y = _ici_axes(spec, b.config.X, b.config.Y)
+        comms = {k: v for k, v in b.times.items() if k != "compute"}
+        slowest = max(comms, key=comms.get)
+        if b.bound == "compute":
+            why = (f"compute-bound (its slowest communication, {slowest}, needs {comms[slowest] / b.t_math:.0%} "
+                   "of the compute time)" if comms[slowest] > 0 else "compute-bound (no communication)")
+        else:
+            why = f"bound by {b.bound} ({b.step_time / b.t_math:.2f}× the compute time)"
+        text = (f"{b.config.name} wins: {format_time(b.step_time)} per step at {b.mfu:.0%} MFU, {why}, "
+                f"{format_bytes(b.memory.total)} per chip.")
         per_chip = self.batch_tokens / self.n_chips
-        text = (f"{b.config.name} wins: {format_time(b.step_time)} per step at {b.mfu:.0%} MFU, "
-                f"bound by {b.bound}, {format_bytes(b.memory.total)} per chip.")
-        if b.config.Y > 1 and b.config.X > 1:
-            thr = mixed_min_batch_per_chip(cfg.F, spec, M_X, M_Y)
-            text += (f" With {per_chip:.0f} tokens per chip, mixed FSDP+TP needs more than α²/(M_X·M_Y·F) = "
-                     f"{thr:.0f}, while pure FSDP would need {dp_min_batch_per_chip(spec, spec.ici_torus_dims):.0f}.")
-        elif b.config.Y == 1 and b.config.Z == 1 and b.config.X > 1:
-            thr = dp_min_batch_per_chip(spec, M_X)
-            text += f" The batch per chip, {per_chip:.0f} tokens, is above FSDP's threshold α/M_X = {thr:.0f}." \
-                if per_chip >= thr else f" The batch per chip, {per_chip:.0f}, is below FSDP's threshold {thr:.0f}."
-        alt = self.best_of("fsdp") if b.config.zero != 3 or b.config.Y > 1 or b.config.Z > 1 else None
+        n_axes = spec.ici_torus_dims or 1
+        text += (f" Chapter 5's rules of thumb at {per_chip:.0f} tokens per chip: FSDP alone needs more than "
+                 f"α/M_X = {dp_min_batch_per_chip(spec, n_axes):.0f}, FSDP+TP more than α²/(M_X·M_Y·F) = "
+                 f"{mixed_min_batch_per_chip(self.model.F, spec, max(n_axes - 1, 1), 1):.0f}.")
+        alt = self.best_of("fsdp")
         if alt is not None and alt is not b:
             text += f" Best pure FSDP: {alt.config.name}, {alt.step_time / b.step_time:.2f}× slower (bound by {alt.bound})."
-        elif alt is None and (b.config.Y > 1 or b.config.Z > 1):
-            fs = [e for e in self.estimates if e.config.Y == 1 and e.config.Z == 1 and e.config.zero == 3]
+        elif alt is None:
+            fs = [e for e in self.estimates if e.family == "fsdp"]
             if fs:
                 text += f" Pure FSDP is not an option here: {fs[0].reason}."
         return text

@@ -224,3 +224,23 @@ def test_moe_experts_are_not_gathered():
 
 def test_plan_is_fast_enough_for_a_widget(plan70):
     assert len(plan70.estimates) > 500  # the whole enumeration; its time is measured by `make bench`
+
+
+def test_fsdp_tp_degrees_follow_the_books_recipes():
+    assert T.fsdp_tp_degrees(48_000, 32_768, 64) == (16, 4)                 # ch. 5 E6
+    assert T.fsdp_tp_degrees(4 * 2**20, 28_672, 8960) == (2048, 4)          # ch. 6 iq9
+    assert T.fsdp_tp_degrees(1e6, 30_000, 8960) == (1024, 8)                # ch. 5 E9, 1M batch
+
+
+def test_min_chips_for_memory():
+    assert T.min_chips_for_memory(11.2e12, "v5p") == 117                    # ch. 6 iq5
+    assert T.min_chips_for_memory(96e9, "v5p") == 1
+    with pytest.raises(ValueError, match="positive"):
+        T.min_chips_for_memory(0)
+
+
+def test_families(plan70):
+    assert plan70.best.family == "fsdp+tp"
+    assert {e.family for e in plan70.feasible} >= {"fsdp", "fsdp+tp", "dp+tp", "pp"}
+    assert all(e.family == "dp+tp" for e in plan70.feasible if e.config.zero < 3 and e.config.Y > 1
+               and e.config.Z == 1 and e.config.X > 1)

@@ -260,9 +260,10 @@ def comms_ratio(strategy: str, batch_per_chip: float, F: float, N: int, chip="tp
                 dtype: str = "bf16") -> float:
     """T_math / T_comms of the book's central figure (ch. 5, forward pass) at a batch per chip B/N.
 
-    dp, fsdp: (B/N) · M / α over all `n_axes`; tp (Y = N on one axis): F / (N α); fsdp+tp at the optimal
-    split (M_X = n_axes − 1, M_Y = 1): sqrt(B F M_X M_Y / N) / α with B = N · batch_per_chip — communication
-    grows like √B while compute grows like B.
+    dp, fsdp: (B/N) · M / α over all `n_axes`; tp (Y = N on one axis): F / (N α); fsdp+tp with M_X = n_axes − 1,
+    M_Y = 1 at the best real-valued split: T_math/T_comms = (BF/(Nα)) / max(F·X/(N·M_X), B/(X·M_Y)) with
+    X = X_opt clamped to [1, N] — at X_opt this is sqrt(B F M_X M_Y / N) / α (communication grows like √B,
+    compute like B); past the clamp it follows pure FSDP (X = N) or pure TP (X = 1).
     """
     require_positive(batch_per_chip=batch_per_chip, F=F, N=N)
     a, M = alpha(chip, dtype), _axes(n_axes, "n_axes")
@@ -273,7 +274,8 @@ def comms_ratio(strategy: str, batch_per_chip: float, F: float, N: int, chip="tp
     if strategy == "fsdp+tp":
         M_X, M_Y = max(M - 1, 1), 1
         B = batch_per_chip * N
-        return math.sqrt(B * F * M_X * M_Y / N) / a
+        X = min(max(optimal_fsdp_degree(B, F, N, M_X, M_Y), 1.0), float(N))
+        return (B * F / (N * a)) / max(F * X / (N * M_X), B / (X * M_Y))
     raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
 
 
@@ -458,8 +460,14 @@ class Estimate:
 
     @property
     def bound(self) -> str:
-        """What sets the step time: 'compute' or the name of the slowest communication."""
-        return max(self.times, key=self.times.get)
+        """What sets the step time: 'compute' (with a pipeline: 'compute + pipeline bubble', since the idle
+        stages are folded into T_math) or the name of the slowest communication."""
+        k = max(self.times, key=self.times.get)
+        return "compute + pipeline bubble" if k == "compute" and self.bubble > 0 else k
+
+    @property
+    def compute_bound(self) -> bool:
+        return self.bound.startswith("compute")
 
     @property
     def family(self) -> str:
@@ -474,7 +482,11 @@ class Estimate:
 
     @property
     def mfu(self) -> float:
-        """Model FLOPs utilisation: 6·P·tokens-style model FLOPs / (chips · C · step time)."""
+        """Roofline MFU: model FLOPs (≈ 6·P·tokens, no remat recompute) / (chips · C · step time).
+
+        An upper bound: the step time assumes matmuls at peak and perfect overlap, so a compute-bound layout
+        without remat or bubble reads 100%; real runs reach about 40–60% (the book's exercises assume 40–50%).
+        """
         return self.model_flops / (self.config.chips * self.peak_flops_per_s * self.step_time)
 
     def summary(self) -> str:
@@ -490,9 +502,10 @@ def _divisors(n: int) -> list[int]:
     return sorted(set(small + [n // d for d in small]))
 
 
-def _ici_axes(spec: ChipSpec, X: int, Y: int) -> tuple[int, int]:
+def ici_axes(chip, X: int, Y: int) -> tuple[int, int]:
     """(M_X, M_Y): hardware axes spanned by the data and TP shardings. Book ch. 5's simplification: TP on one
     axis (two if Y exceeds the longest axis), data parallelism on the rest; all axes when there is no TP."""
+    spec = _tpu(chip)
     n = spec.ici_torus_dims or 1
     if Y == 1:
         return n, 1
@@ -546,7 +559,7 @@ def evaluate(model, batch_tokens: float, config: Config, chip="tpu-v5p", *, seq_
     policy, ckpt = _remat_policy(c.remat)
     C, W = spec.peak_flops(dtype), ici_bandwidth(spec)
     n_slice = c.X * c.Y * c.Z
-    M_X, M_Y = _ici_axes(spec, c.X, c.Y)
+    M_X, M_Y = ici_axes(spec, c.X, c.Y)
     pc = tf.param_count(cfg)
     P = pc.total
     expert = _routed_expert_params(cfg)
@@ -661,7 +674,7 @@ class Plan:
         spec = get_chip(self.chip)
         comms = {k: v for k, v in b.times.items() if k != "compute"}
         slowest = max(comms, key=comms.get)
-        if b.bound == "compute":
+        if b.compute_bound:
             why = (f"compute-bound (its slowest communication, {slowest}, needs {comms[slowest] / b.t_math:.0%} "
                    "of the compute time)" if comms[slowest] > 0 else "compute-bound (no communication)")
         else:

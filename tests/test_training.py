@@ -244,3 +244,10 @@ def test_families(plan70):
     assert {e.family for e in plan70.feasible} >= {"fsdp", "fsdp+tp", "dp+tp", "pp"}
     assert all(e.family == "dp+tp" for e in plan70.feasible if e.config.zero < 3 and e.config.Y > 1
                and e.config.Z == 1 and e.config.X > 1)
+
+
+def test_mixed_ratio_is_clamped_to_pure_fsdp_at_huge_batches():
+    # X_opt > N: the best split is X = N (pure FSDP over M_X = 2 axes), ratio (B/N)·M_X/α
+    b = 1e6
+    assert T.optimal_fsdp_degree(b * 64, 30_000, 64) > 64
+    assert T.comms_ratio("fsdp+tp", b, 30_000, 64, "v5p", n_axes=3) == approx(b * 2 / 2550)

@@ -104,7 +104,7 @@ def plan_time(p: tr.Plan, model: str) -> float:
 
 
 def _bound(p: tr.Plan) -> str:
-    return BOUND_OPTIONS[p.best.bound != "compute"]
+    return BOUND_OPTIONS[not p.best.compute_bound]
 
 
 # --- the registry -------------------------------------------------------------------------------------

@@ -262,8 +262,8 @@ def comms_ratio(strategy: str, batch_per_chip: float, F: float, N: int, chip="tp
 
     dp, fsdp: (B/N) · M / α over all `n_axes`; tp (Y = N on one axis): F / (N α); fsdp+tp with M_X = n_axes − 1,
     M_Y = 1 at the best real-valued split: T_math/T_comms = (BF/(Nα)) / max(F·X/(N·M_X), B/(X·M_Y)) with
-    X = X_opt clamped to [1, N] — at X_opt this is sqrt(B F M_X M_Y / N) / α (communication grows like √B,
-    compute like B); past the clamp it follows pure FSDP (X = N) or pure TP (X = 1).
+    X = X_opt — sqrt(B F M_X M_Y / N) / α (communication grows like √B, compute like B). Where X_opt ≥ N no
+    TP is left and the curve is pure FSDP's over all axes; where X_opt < 1 it is X = 1 (all TP).
     """
     require_positive(batch_per_chip=batch_per_chip, F=F, N=N)
     a, M = alpha(chip, dtype), _axes(n_axes, "n_axes")
@@ -274,7 +274,10 @@ def comms_ratio(strategy: str, batch_per_chip: float, F: float, N: int, chip="tp
     if strategy == "fsdp+tp":
         M_X, M_Y = max(M - 1, 1), 1
         B = batch_per_chip * N
-        X = min(max(optimal_fsdp_degree(B, F, N, M_X, M_Y), 1.0), float(N))
+        X = optimal_fsdp_degree(B, F, N, M_X, M_Y)
+        if X >= N:  # no TP left: pure FSDP over all axes
+            return batch_per_chip * M / a
+        X = max(X, 1.0)
         return (B * F / (N * a)) / max(F * X / (N * M_X), B / (X * M_Y))
     raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
 

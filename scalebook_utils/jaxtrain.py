@@ -2,12 +2,11 @@
 
 `training` predicts which collectives each scheme needs and how many bytes they move; this module
 trains the chapter's MLP stack (and `tinymodel`'s small LLaMA) under each scheme with `jax.jit` and
-automatic sharding, reads the collectives XLA compiled into the step, and compares the two. It also
-runs the chapter's pipelining idea twice: the naive stage-by-stage loop (fixed) and a GPipe-style
-microbatched forward pass with `shard_map` + `ppermute`.
+automatic sharding, reads the collectives XLA compiled into the step (`jaxlab.parse_hlo_collectives`),
+and compares the two. The chapter's pipelining runs in `jaxpipeline`.
 
 Letters follow the book: B tokens in the batch (all of it, not per device), D = d_model, F = d_ff,
-L layers; X = devices along the mesh axis 'data' (DP/FSDP), Y = along 'model' (TP), Z = pipeline stages.
+L layers; X = devices along the mesh axis 'data' (DP/FSDP), Y = along 'model' (TP).
 
 Schemes (book ch. 5, "What Do We Mean By Scaling?"; PartitionSpecs as the chapter's CPU recipe):
 
@@ -37,25 +36,22 @@ here is timed: communication is taught through the compiled HLO and the cost mod
 from __future__ import annotations
 
 import functools
-import itertools
 import math
-import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _compat, training
-from .jaxlab import HLO_COLLECTIVES, make_mesh
+from . import training
+from .jaxlab import HloCollective, make_mesh, parse_hlo_collectives
 
 CH5 = training.CH5
 
 #: The two mesh axes of ch. 5: 'data' carries DP/FSDP (the book's X), 'model' carries TP (the book's Y).
 AXES = ("data", "model")
-BOOK_LETTER = {"data": "X", "model": "Y", "stage": "Z"}
 STRATEGIES = training.STRATEGIES
 
 #: Loss agreement (fp32) between a sharded run and the single-device run: |Δ| ≤ LOSS_RTOL · |loss|.
@@ -377,228 +373,6 @@ def _check_divisible(model, strategy, X, Y):
            for name, size, dname, deg, why in model.divisibility(strategy, X, Y) if size % deg]
     if bad:
         raise ValueError(f"{strategy} on a {X}×{Y} mesh cannot shard {model.name}: " + "; ".join(bad))
-
-
-# --- collectives in compiled HLO -----------------------------------------------------------------------
-
-_ITEMSIZE = {"f64": 8, "f32": 4, "bf16": 2, "f16": 2, "s64": 8, "u64": 8, "s32": 4, "u32": 4, "s16": 2,
-             "u16": 2, "s8": 1, "u8": 1, "pred": 1, "f8e4m3fn": 1, "f8e5m2": 1, "c64": 8, "c128": 16}
-_KINDS = "|".join(re.escape(k) for k in HLO_COLLECTIVES)
-_OP_RE = re.compile(rf"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(.+?)\s+({_KINDS})(-start)?\((.*)$")
-_SHAPE_RE = re.compile(r"\b([a-z]\w*)\[([\d,]*)\]")
-
-
-@dataclass(frozen=True)
-class HloCollective:
-    """One collective as XLA compiled it (one entry per array when XLA combined several into a tuple).
-
-    kind: the HLO op ('all-gather', 'all-reduce', 'reduce-scatter', 'all-to-all', 'collective-permute');
-    shape: the full per-device array in the convention of `training.Collective` — an AllGather's
-    output, an AllReduce's operand, a ReduceScatter's input (its output × the group along the scatter
-    dimension); nbytes = prod(shape) × itemsize; axes: the mesh axes its replica groups span (() for
-    groups of one device, None when the groups fit no set of axes); subgroup: True when each group is only
-    part of those axes' groups (e.g. 2 of the 8 devices along 'model'); group_size: devices per group;
-    combined: how many arrays the HLO instruction carries (> 1: XLA's combiner merged collectives);
-    dimension: the gather/scatter dimension (None for all-reduce); name, op_name: HLO name and metadata;
-    hlo_shape: the output shape as the HLO prints it (differs from `shape` only for reduce-scatter).
-    """
-
-    kind: str
-    dtype: str
-    shape: tuple[int, ...]
-    nbytes: int
-    axes: tuple[str, ...] | None
-    group_size: int | None
-    combined: int
-    dimension: int | None
-    name: str
-    op_name: str = ""
-    subgroup: bool = False
-    hlo_shape: tuple[int, ...] = ()
-
-    @property
-    def axis(self) -> str:
-        """The book's letter(s) of the mesh axes: 'X' ('data'), 'Y' ('model'), 'XY', '' or '?'."""
-        if self.axes is None:
-            return "?"
-        return "".join(BOOK_LETTER.get(a, a) for a in self.axes)
-
-    @property
-    def is_scalar(self) -> bool:
-        return math.prod(self.shape) == 1
-
-    def __str__(self) -> str:
-        dims = ",".join(map(str, self.shape))
-        return f"{self.kind} {self.dtype}[{dims}] over {self.axis or 'one device'} ({self.nbytes} B)"
-
-
-def _iota_array(text: str):
-    """Device ids of XLA's iota notation, flattened: '[2,4]<=[8]', '[4,2]<=[2,4]T(1,0)' or '[2,2,2]T(1,0,2)'
-    (arange over the dims after '<=' — or the leading dims — transposed, then read row-major).
-    Returns (leading dims, flat ids) or None."""
-    m = re.match(r"\s*\[([\d,]+)\](?:<=\[([\d,]+)\])?(?:T\(([\d,]+)\))?", text)
-    if not m:
-        return None
-    lead = [int(v) for v in m.group(1).split(",")]
-    dims = [int(v) for v in (m.group(2) or m.group(1)).split(",")]
-    arr = np.arange(math.prod(dims)).reshape(dims)
-    if m.group(3):
-        arr = arr.transpose([int(v) for v in m.group(3).split(",")])
-    return lead, arr.ravel()
-
-
-def _iota_groups(text: str):
-    got = _iota_array(text)
-    if got is None:
-        return None
-    lead, flat = got
-    return flat.reshape(lead[0], -1).tolist()
-
-
-def _mesh_format_groups(text: str):
-    """Groups of the newer format `mesh['a'=2,'b'=4] {'b'}` (optionally `, device_ids=(…)` and sub-axes
-    `'a':(pre)size`): devices that differ only along the listed axes form a group."""
-    m = re.match(r"mesh\[([^\]]*)\](?:,\s*device_ids=\(([^()]*(?:\([^()]*\))?[^()]*)\))?\s*\{([^}]*)\}", text)
-    if not m:
-        return None
-    names, sizes = [], []
-    for item in m.group(1).split(","):
-        mm = re.match(r"\s*'?([^'=]+)'?\s*=\s*(\d+)", item)
-        if not mm:
-            return None
-        names.append(mm.group(1))
-        sizes.append(int(mm.group(2)))
-    n = math.prod(sizes)
-    if m.group(2):
-        ids = _iota_array(m.group(2)) if "T(" in m.group(2) or "<=" in m.group(2) else None
-        flat = ids[1] if ids is not None else np.array([int(v) for v in re.findall(r"\d+", m.group(2))])
-        if flat.size != n:
-            return None
-    else:
-        flat = np.arange(n)
-    # expand sub-axes: an axis 'a':(pre)size splits dim a into [pre, size, rest] and groups the middle
-    refs = re.findall(r"'([^']*)'(?::\((\d+)\)(\d+))?", m.group(3))
-    new_sizes, grouped, offsets = [], [], {}
-    sub = {name: (int(p), int(s)) for name, p, s in refs if p}
-    for name, size in zip(names, sizes):
-        offsets[name] = len(new_sizes)
-        if name in sub:
-            pre, s = sub[name]
-            if size % (pre * s):
-                return None
-            new_sizes += [pre, s, size // (pre * s)]
-        else:
-            new_sizes.append(size)
-    for name, p, _s in refs:
-        if name not in offsets:
-            return None
-        grouped.append(offsets[name] + (1 if p else 0))
-    arr = flat.reshape(new_sizes)
-    rest = [i for i in range(len(new_sizes)) if i not in grouped]
-    gsize = math.prod(new_sizes[i] for i in grouped) if grouped else 1
-    return arr.transpose(rest + grouped).reshape(-1, gsize).tolist()
-
-
-def replica_groups(line: str, n_devices: int):
-    """The replica groups of one HLO instruction as lists of device positions, or None if unreadable.
-
-    Understands `{}` (one group of all devices), `{{0,1},{2,3}}`, the iota form `[4,2]<=[2,4]T(1,0)` and
-    the mesh-axes form `mesh['axis_0'=2,'axis_1'=4] {'axis_1'}` of newer XLA.
-    """
-    m = re.search(r"replica_groups=(.*)", line)
-    if not m:
-        return [list(range(n_devices))]
-    text = m.group(1)
-    if text.startswith("{}"):
-        return [list(range(n_devices))]
-    if text.startswith("{"):
-        mm = re.match(r"\{((?:\{[\d,]*\},?)*)\}", text)
-        if not mm:
-            return None
-        return [[int(v) for v in g.split(",") if v] for g in re.findall(r"\{([\d,]*)\}", mm.group(1))]
-    if text.startswith("["):
-        return _iota_groups(text)
-    if text.startswith("mesh"):
-        return _mesh_format_groups(text)
-    return None
-
-
-def _axes_of_groups(groups, mesh_shape, axis_names):
-    """(axes, whole): the fewest mesh axes whose groups each contain one replica group, and whether the
-    replica groups are exactly those axes' groups (False: a sub-group, e.g. 2 of the 8 devices along
-    'model' when GQA's K = 2 KV heads split the axis). axes is () for groups of one device, None if the
-    groups fit no set of axes."""
-    if groups is None:
-        return None, False
-    if all(len(g) == 1 for g in groups):
-        return (), True
-    want = [frozenset(g) for g in groups]
-    ids = np.arange(math.prod(mesh_shape)).reshape(mesh_shape)
-    n = len(mesh_shape)
-    for r in range(1, n + 1):
-        for combo in itertools.combinations([i for i in range(n) if mesh_shape[i] > 1], r):
-            rest = [i for i in range(n) if i not in combo]
-            g = ids.transpose(rest + list(combo)).reshape(-1, math.prod(mesh_shape[i] for i in combo))
-            have = [frozenset(row.tolist()) for row in g]
-            if all(any(w <= h for h in have) for w in want):
-                return tuple(axis_names[i] for i in combo), set(want) == set(have)
-    return None, False
-
-
-def parse_hlo_collectives(hlo: str, mesh_shape: Sequence[int], axis_names: Sequence[str] = AXES
-                          ) -> list[HloCollective]:
-    """Every collective in compiled HLO text, one `HloCollective` per array it moves, in program order.
-
-    `mesh_shape`/`axis_names` are the mesh the program was compiled for; replica groups are read as
-    positions in that mesh (row-major), which is how XLA numbers the devices of a jitted program.
-    Async `-start` ops count once (their `-done` halves are skipped). Tuple-valued ops — XLA's
-    combiner merges several all-reduces into one — give one entry per element, with `combined` = k.
-    """
-    mesh_shape = tuple(int(s) for s in mesh_shape)
-    n = math.prod(mesh_shape)
-    out = []
-    for line in hlo.splitlines():
-        m = _OP_RE.match(line)
-        if not m:
-            continue
-        name, type_text, kind, start, rest = m.groups()
-        shapes = [(dt, tuple(int(v) for v in dims.split(",") if v)) for dt, dims in _SHAPE_RE.findall(type_text)]
-        if start and kind == "all-gather":          # (operands…, outputs…)
-            shapes = shapes[len(shapes) // 2:]
-        elif start and kind == "collective-permute":
-            shapes = shapes[1:2]
-        shapes = [s for s in shapes if s[0] in _ITEMSIZE]
-        dim_m = re.search(r"dimensions=\{(\d+)\}", rest)
-        dim = int(dim_m.group(1)) if dim_m else None
-        if kind == "collective-permute":
-            pm = re.search(r"source_target_pairs=\{((?:\{\d+,\d+\},?)*)\}", rest)
-            pairs = re.findall(r"\{(\d+),(\d+)\}", pm.group(1)) if pm else []
-            axes, whole = tuple(axis_names[i] for i in _permute_axes(pairs, mesh_shape)), True
-            gsize = 2 if pairs else None
-        else:
-            groups = replica_groups(rest, n)
-            axes, whole = _axes_of_groups(groups, mesh_shape, tuple(axis_names))
-            gsize = len(groups[0]) if groups else None
-        op_m = re.search(r'op_name="([^"]*)"', rest)
-        for dt, shp in shapes:
-            full = shp
-            if kind == "reduce-scatter" and dim is not None and gsize:
-                full = tuple(s * gsize if i == dim else s for i, s in enumerate(shp))
-            out.append(HloCollective(kind, dt, full, math.prod(full) * _ITEMSIZE[dt], axes, gsize, len(shapes), dim,
-                                     name, op_m.group(1) if op_m else "", not whole, shp))
-    return out
-
-
-def _permute_axes(pairs, mesh_shape):
-    """Mesh axes along which the source→target pairs of a collective-permute move data."""
-    if not pairs:
-        return ()
-    axes = set()
-    for s, t in pairs:
-        a = np.unravel_index(int(s), mesh_shape)
-        b = np.unravel_index(int(t), mesh_shape)
-        axes |= {i for i in range(len(mesh_shape)) if a[i] != b[i]}
-    return tuple(sorted(axes))
 
 
 # --- training under a strategy -----------------------------------------------------------------------
@@ -1009,175 +783,8 @@ def _compare_kinds(result, comp, scalars, notes):
                       tuple(notes), kind_only=True)
 
 
-# --- pipeline parallelism -------------------------------------------------------------------------------
-
-
-def init_pipeline_weights(n_layers: int, d_model: int, key=0, dtype="float32"):
-    """Weights [n_layers, d_model, d_model] of a stack of single-matmul layers (book ch. 5 §Pipelining).
-
-    Normal with std 1/√d_model: the chapter's snippet draws unscaled normals, which grow the
-    activations by ~√d_model per layer; the scaling keeps them O(1) so an SGD step stays small.
-    """
-    n_layers, d_model = _positive_int("n_layers", n_layers), _positive_int("d_model", d_model)
-    w = jax.random.normal(_key(key), (n_layers, d_model, d_model), jnp.float32) / math.sqrt(d_model)
-    return w.astype(_dtype(dtype))
-
-
-def pipeline_layer(x, w):
-    """One pipeline layer, as in the chapter's snippet: a single matmul x[B, D] @ w[D, D]."""
-    return x @ w
-
-
-def _pipeline_loss(y):
-    return jnp.mean(y ** 2)   # the snippet's made-up loss: mean of squares of the last activation
-
-
-def sequential_forward(weights, x):
-    """The unsharded model: x through every layer in order (the answer the pipelines must give)."""
-    for w in weights:
-        x = pipeline_layer(x, w)
-    return x
-
-
-def reference_pipeline_step(weights, x, lr: float = 0.01):
-    """(loss, new weights [L, D, D]) of one SGD step on one device: the naive pipeline's reference."""
-    w = jnp.stack(list(weights))
-    loss, g = jax.value_and_grad(lambda w: _pipeline_loss(sequential_forward(w, x)))(w)
-    return loss, w - lr * g
-
-
-def place_stages(weights, devices=None) -> list:
-    """Stage i's weights on device i (`jax.device_put`): a Python list, one array per device."""
-    devices = list(jax.devices("cpu") if devices is None else devices)
-    weights = list(weights)
-    if len(weights) > len(devices):
-        raise ValueError(f"{len(weights)} stages need as many devices; there are {len(devices)}")
-    return [jax.device_put(w, devices[i]) for i, w in enumerate(weights)]
-
-
-def naive_pipeline_step(weights, x, lr: float = 0.01, devices=None):
-    """One training step of the chapter's naive pipelining snippet, with its problems fixed.
-
-    Layer i lives on device i (`place_stages`). Forward: the activation visits each device in turn
-    (`jax.device_put` to device i, then layer i), keeping every layer's input. The loss (mean of
-    squares) and its gradient are taken on the last device. Backward, in reverse: `jax.vjp` of layer i
-    at its saved input gives dx and dW_i; W_i ← W_i − lr · dW_i builds a new array (JAX arrays are
-    immutable: the snippet's in-place `weights[i] -= …` cannot work), and dx moves to device i − 1.
-    Returns (loss, new weights as a list, stage i on device i). Only one device works at a time:
-    the bubble the chapter warns about (idle fraction (P − 1)/P with one microbatch).
-    Fixes to the snippet (book ch. 5 §Pipelining): per-stage weights are placed on their devices
-    (the snippet leaves the stacked array on device 0), the update is functional, `jnp` is imported,
-    and the reverse loop runs L−1 … 0 (an old version's `range(0, num_layers, -1)` never ran).
-    """
-    devices = list(jax.devices("cpu") if devices is None else devices)
-    stages = place_stages(weights, devices)
-    P = len(stages)
-    inputs = []
-    h = x
-    for i in range(P):
-        h = jax.device_put(h, devices[i])
-        inputs.append(h)
-        h = pipeline_layer(h, stages[i])
-    loss, dy = jax.value_and_grad(_pipeline_loss)(h)
-    new = [None] * P
-    for i in reversed(range(P)):
-        _, vjp = jax.vjp(pipeline_layer, inputs[i], stages[i])
-        dx, dw = vjp(dy)
-        new[i] = stages[i] - lr * dw
-        if i > 0:
-            dy = jax.device_put(dx, devices[i - 1])
-    return loss, new
-
-
-def pipeline_schedule(stages: int, microbatches: int) -> np.ndarray:
-    """GPipe forward schedule: grid[s, t] = the microbatch stage s works on at tick t, or −1 (idle).
-
-    P = stages, M = microbatches; stage s runs microbatch m at tick m + s, so the grid is
-    P × (M + P − 1) and its idle fraction is (P − 1)/(M + P − 1) = `training.bubble_fraction(P, M)`
-    (GPipe, Huang et al. 2019; the book describes the bubble only in words).
-    """
-    P = _positive_int("stages", stages)
-    M = _positive_int("microbatches", microbatches)
-    t = np.arange(M + P - 1)[None, :]
-    s = np.arange(P)[:, None]
-    m = t - s
-    return np.where((m >= 0) & (m < M), m, -1)
-
-
-def idle_fraction(schedule) -> float:
-    """Fraction of (stage, tick) slots of a schedule grid that are idle (−1)."""
-    g = np.asarray(schedule)
-    return float((g < 0).sum() / g.size)
-
-
-@dataclass(frozen=True)
-class GPipeResult:
-    """`gpipe_forward`'s output [B, D], the schedule each stage actually ran (grid as
-    `pipeline_schedule`), and the compiled program's collectives (collective-permutes only)."""
-
-    out: object
-    schedule: np.ndarray
-    collectives: tuple[HloCollective, ...]
-
-
-def gpipe_forward(weights, x, microbatches: int, *, axis: str = "stage") -> GPipeResult:
-    """GPipe-style forward pass: one layer per stage over a 1-D mesh of P = len(weights) CPU devices.
-
-    x[B, D] is split into M microbatches of B/M rows. At tick t (M + P − 1 ticks) stage 0 takes
-    microbatch t (if any), every stage applies its layer to what it holds, the last stage writes its
-    result, and `jax.lax.ppermute` passes each stage's output to the next stage (one hop). Written
-    with `shard_map`, so every collective is explicit: P − 1 sends per tick, each of B/M × D values.
-    Each stage also carries the id of the microbatch it holds, so the returned schedule is what ran.
-    The output equals `sequential_forward(weights, x)`; idle slots compute on zeros and are discarded.
-    """
-    W = jnp.asarray(weights)
-    P = W.shape[0]
-    M = _positive_int("microbatches", microbatches)
-    B, D = x.shape
-    if B % M:
-        raise ValueError(f"batch B = {B} is not divisible into M = {M} microbatches")
-    if len(jax.devices("cpu")) < P:
-        raise ValueError(f"{P} stages need {P} devices; JAX has {len(jax.devices('cpu'))} CPU devices")
-    mesh = make_mesh((P,), (axis,), cpu=True)
-    b = B // M
-    perm = [(i, i + 1) for i in range(P - 1)]
-    T = M + P - 1
-
-    def body(w, xs):                               # w: [1, D, D] (this stage's layer); xs: [M, b, D]
-        s = jax.lax.axis_index(axis)
-        w = w[0]
-        state = jnp.zeros((b, D), xs.dtype)
-        state_id = jnp.full((), -1, jnp.int32)
-        outs = jnp.zeros((M, b, D), xs.dtype)
-        ids = []
-        for t in range(T):
-            fresh = xs[t] if t < M else jnp.zeros((b, D), xs.dtype)
-            cur = jnp.where(s == 0, fresh, state)
-            cur_id = jnp.where(s == 0, jnp.int32(t if t < M else -1), state_id)
-            y = pipeline_layer(cur, w)
-            if t >= P - 1:
-                outs = outs.at[t - (P - 1)].set(jnp.where(s == P - 1, y, outs[t - (P - 1)]))
-            ids.append(cur_id)
-            state = jax.lax.ppermute(y, axis, perm)
-            # ids travel as id + 1 so that "nothing received" (zeros) reads as idle (−1)
-            state_id = jax.lax.ppermute(cur_id + 1, axis, perm) - 1
-        return outs[None], jnp.stack(ids)[None]
-
-    f = jax.jit(_compat.shard_map(body, mesh=mesh, in_specs=(_P(axis), _P()),
-                                  out_specs=(_P(axis), _P(axis)), check=False))
-    Ws = jax.device_put(W, _NS(mesh, _P(axis)))
-    xs = jax.device_put(x.reshape(M, b, D), _NS(mesh, _P()))
-    hlo = f.lower(Ws, xs).compile().as_text()
-    outs, ids = f(Ws, xs)
-    out = outs[P - 1].reshape(B, D)
-    return GPipeResult(out, np.asarray(ids), tuple(parse_hlo_collectives(hlo, (P,), (axis,))))
-
-
 __all__ = [
     "AXES", "STRATEGIES", "LOSS_RTOL", "init_mlp_stack", "mlp_forward", "mlp_loss", "mlp_batch", "MLPStack",
-    "TinyTransformer", "check_strategy", "check_mesh", "default_mesh_shape", "HloCollective",
-    "parse_hlo_collectives", "replica_groups", "TrainResult", "reference_run", "train", "predicted_step",
-    "CollectiveRow", "Comparison", "compare_collectives", "init_pipeline_weights", "pipeline_layer",
-    "sequential_forward", "reference_pipeline_step", "place_stages", "naive_pipeline_step", "pipeline_schedule",
-    "idle_fraction", "GPipeResult", "gpipe_forward",
+    "TinyTransformer", "check_strategy", "check_mesh", "default_mesh_shape", "TrainResult", "reference_run", "train",
+    "predicted_step", "CollectiveRow", "Comparison", "compare_collectives",
 ]

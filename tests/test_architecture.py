@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "scalebook_utils"
-SHELL = {"jaxlab", "_compat", "plots", "widgets", "tinymodel", "jaxtrain", "transformer_views", "training_views"}  # the modules allowed to import heavy UI/JAX libraries
+# the modules allowed to import heavy UI/JAX libraries
+SHELL = {"jaxlab", "_compat", "plots", "widgets", "tinymodel", "jaxtrain", "jaxpipeline", "transformer_views",
+         "training_views"}
 HEAVY = {"jax", "jaxlib", "matplotlib", "ipywidgets", "IPython"}
 def _module_name(path: Path) -> str:
     """scalebook_utils/questions/ch01.py → "questions.ch01"; a package's __init__.py → the package."""

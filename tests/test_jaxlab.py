@@ -372,3 +372,46 @@ def test_count_hlo_collectives_counts_tuple_results_and_async_forms():
 """
     counts = jaxlab.count_hlo_collectives(hlo)
     assert counts == {"all-to-all": 1, "all-reduce": 1, "all-gather": 1}
+
+
+# --- HLO parsing (pure text): replica groups, arrays, mesh axes ------------------------------------
+
+
+@pytest.mark.parametrize("text,groups", [
+    ("replica_groups={}", [list(range(8))]),
+    ("replica_groups={{0,1,2,3},{4,5,6,7}}, x", [[0, 1, 2, 3], [4, 5, 6, 7]]),
+    ("replica_groups=[4,2]<=[2,4]T(1,0), x", [[0, 4], [1, 5], [2, 6], [3, 7]]),
+    ("replica_groups=mesh['axis_0'=2,'axis_1'=4] {'axis_1'}, x", [[0, 1, 2, 3], [4, 5, 6, 7]]),
+    ("replica_groups=mesh['a'=2,'b'=1,'c'=4], device_ids=([2,2,2]T(1,0,2)) {'a'}, x", [[0, 2], [1, 3], [4, 6], [5, 7]]),
+    ("replica_groups=mesh['a'=8] {'a':(2)2}, x", [[0, 2], [1, 3], [4, 6], [5, 7]]),
+])
+def test_replica_group_formats(text, groups):
+    assert jaxlab.replica_groups(text, 8) == groups
+
+
+def test_parse_hlo_collectives():
+    hlo = "\n".join([
+        "  %ag = f32[64,256]{1,0} all-gather(f32[8,256]{1,0} %p), channel_id=1, replica_groups=[1,8]<=[8], "
+        "dimensions={0}, use_global_device_ids=true",
+        "  %ar = (f32[256,64]{1,0}, f32[]) all-reduce(%a, %b), channel_id=2, replica_groups={{0,1},{2,3},{4,5},{6,7}}, "
+        "to_apply=%add",
+        "  ROOT %rs = bf16[4,16]{1,0} reduce-scatter(bf16[16,16]{1,0} %c), replica_groups=[2,4]<=[8], dimensions={0}",
+        "  %ar-done = f32[8]{0} all-reduce-done(%x)",
+    ])
+    c = jaxlab.parse_hlo_collectives(hlo, (4, 2), ("data", "model"))
+    assert [(x.kind, x.shape, x.axis, x.combined, x.subgroup) for x in c] == [
+        ("all-gather", (64, 256), "XY", 1, False), ("all-reduce", (256, 64), "Y", 2, False),
+        ("all-reduce", (), "Y", 2, False), ("reduce-scatter", (16, 16), "XY", 1, True)]   # RS: input = 4 × output
+    assert c[0].nbytes == 64 * 256 * 4 and c[3].nbytes == 16 * 16 * 2
+    assert c[2].is_scalar and c[3].group_size == 4
+    # the same instructions as count_hlo_collectives (one per HLO op, however many arrays it carries)
+    assert sorted({x.name: x.kind for x in c}.values()) == sorted(jaxlab.count_hlo_collectives(hlo).elements())
+    # other axis names stand for themselves (ch. 3 names its axes 'X' and 'Y')
+    assert [x.axis for x in jaxlab.parse_hlo_collectives(hlo, (4, 2), ("X", "Y"))] == ["XY", "Y", "Y", "XY"]
+
+
+def test_parse_hlo_collective_permute_axes():
+    hlo = ("  %cp = f32[4,128]{1,0} collective-permute(f32[4,128]{1,0} %y), channel_id=3, "
+           "source_target_pairs={{0,1},{1,2},{2,3}}")
+    (c,) = jaxlab.parse_hlo_collectives(hlo, (4,), ("stage",))
+    assert (c.kind, c.axis, c.nbytes, c.group_size) == ("collective-permute", "Z", 4 * 128 * 4, 2)

@@ -2,8 +2,9 @@
 
 All JAX work that needs 8 devices runs in one fresh subprocess (like tests/test_sharding_jax.py), so
 the JAX state of this pytest process does not matter. The child trains the MLP stack under every
-strategy on the meshes below, the tiny transformer under the four strategies, runs the pipeline toys,
-and checks the error messages; the tests read its JSON report.
+strategy on the meshes below, the tiny transformer under the four strategies, and checks the error
+messages; the tests read its JSON report. (The pipeline toys: tests/test_jaxpipeline.py; the HLO parser:
+tests/test_jaxlab.py.)
 """
 
 from __future__ import annotations
@@ -30,10 +31,9 @@ TRANSFORMER_CASES = [("dp", (8, 1), "micro"), ("fsdp", (8, 1), "micro"), ("fsdp+
 
 _CHILD = r"""
 import dataclasses, json, sys, time
-import numpy as np
 from scalebook_utils import jaxlab
 jaxlab.use_simulated_devices(8)
-import jax, jax.numpy as jnp
+import jax
 from scalebook_utils import jaxtrain as jt, tinymodel
 mlp_cases, tf_cases = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 out = {"jax": jax.__version__, "mlp": {}, "tf": {}, "timing": {}}
@@ -76,25 +76,6 @@ for s, mesh, cfg in tf_cases:
     out["tf"][f"{s}@{mesh[0]}x{mesh[1]}"] = record(r, jt.compare_collectives(r))
 out["timing"]["transformer"] = time.time() - t0
 
-# pipelining
-t0 = time.time()
-W = jt.init_pipeline_weights(8, 128)
-x = jax.random.normal(jax.random.PRNGKey(1), (32, 128))
-loss, new = jt.naive_pipeline_step(W, x, lr=0.01)
-rl, rw = jt.reference_pipeline_step(W, x, lr=0.01)
-out["naive"] = dict(loss=float(loss), ref=float(rl),
-                    wdiff=max(float(np.max(np.abs(np.asarray(a) - np.asarray(b)))) for a, b in zip(new, rw)),
-                    moved=float(jnp.max(jnp.abs(rw - W))), devices=[list(a.devices())[0].id for a in new],
-                    n=len(new))
-out["gpipe"] = {}
-ref = np.asarray(jt.sequential_forward(W, x))
-for M in (1, 4):
-    g = jt.gpipe_forward(W, x, M)
-    out["gpipe"][M] = dict(err=float(np.max(np.abs(np.asarray(g.out) - ref))), scale=float(np.max(np.abs(ref))),
-                           schedule=g.schedule.tolist(), kinds=sorted({c.kind for c in g.collectives}),
-                           act_bytes=sorted({c.nbytes for c in g.collectives if c.dtype == "f32"}))
-out["timing"]["pipeline"] = time.time() - t0
-
 def error(f):
     try:
         f()
@@ -111,8 +92,6 @@ out["errors"] = dict(
     F=error(lambda: jt.train(jt.MLPStack(F=100), "tp", (1, 8))),
     B=error(lambda: jt.train(jt.MLPStack(B=12), "dp", (8, 1))),
     heads=error(lambda: jt.train("micro", "tp", (1, 8))),
-    microbatches=error(lambda: jt.gpipe_forward(W, x, 5)),
-    stages=error(lambda: jt.naive_pipeline_step(jnp.zeros((9, 4, 4)), jnp.zeros((2, 4)))),
 )
 print("RESULT" + json.dumps(out))
 """
@@ -216,35 +195,6 @@ def test_transformer_dp_gathers_nothing_and_fsdp_shards_the_weights(report):
     assert dp["bytes_dev"] / 8 < fsdp["bytes_dev"] < dp["bytes_dev"] / 8 * 1.05
 
 
-# --- pipelining --------------------------------------------------------------------------------------
-
-
-def test_naive_pipeline_equals_unsharded_step(report):
-    n = report["naive"]
-    assert n["n"] == 8 and n["devices"] == list(range(8))   # stage i's new weights live on device i
-    assert n["loss"] == pytest.approx(n["ref"], rel=1e-6)
-    assert n["wdiff"] <= 1e-6 < n["moved"]                  # the step changed W, exactly as the reference did
-
-
-@pytest.mark.parametrize("M", ["1", "4"])
-def test_gpipe_forward_equals_sequential_and_follows_the_schedule(report, M):
-    g = report["gpipe"][M]
-    assert g["err"] <= 1e-6 * max(1.0, g["scale"])
-    assert g["schedule"] == jt.pipeline_schedule(8, int(M)).tolist()
-    assert g["kinds"] == ["collective-permute"]
-    assert g["act_bytes"] == [32 // int(M) * 128 * 4]        # one microbatch of activations per hop
-
-
-@pytest.mark.parametrize("P,M", [(1, 1), (2, 1), (4, 4), (8, 3), (8, 32), (3, 7)])
-def test_schedule_idle_fraction_is_the_bubble(P, M):
-    grid = jt.pipeline_schedule(P, M)
-    assert grid.shape == (P, M + P - 1)
-    assert jt.idle_fraction(grid) == pytest.approx(training.bubble_fraction(P, M), abs=1e-12)
-    for s in range(P):                                       # every stage runs every microbatch once, in order
-        row = [m for m in grid[s] if m >= 0]
-        assert row == list(range(M))
-
-
 # --- errors ------------------------------------------------------------------------------------------
 
 
@@ -258,8 +208,6 @@ def test_bad_inputs_give_clear_errors(report):
     assert "F = 100 is not divisible by Y = 8" in e["F"]
     assert "B = 12 is not divisible by X = 8" in e["B"]
     assert "N = 4 is not divisible by Y = 8" in e["heads"] and "query heads" in e["heads"]
-    assert "M = 5" in e["microbatches"]
-    assert "9 stages" in e["stages"]
 
 
 def test_pure_checks_need_no_devices():
@@ -269,40 +217,9 @@ def test_pure_checks_need_no_devices():
         jt.check_mesh("fsdp+tp", (3, 2), n_devices=8)
     assert jt.check_mesh("fsdp+tp", (2, 4), n_devices=8) == (2, 4)
     assert jt.default_mesh_shape("tp", 8) == (1, 8) and jt.default_mesh_shape("fsdp+tp", 8) == (4, 2)
-    with pytest.raises(ValueError, match="stages"):
-        jt.pipeline_schedule(0, 4)
 
 
-# --- HLO parsing (pure text) -------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("text,groups", [
-    ("replica_groups={}", [list(range(8))]),
-    ("replica_groups={{0,1,2,3},{4,5,6,7}}, x", [[0, 1, 2, 3], [4, 5, 6, 7]]),
-    ("replica_groups=[4,2]<=[2,4]T(1,0), x", [[0, 4], [1, 5], [2, 6], [3, 7]]),
-    ("replica_groups=mesh['axis_0'=2,'axis_1'=4] {'axis_1'}, x", [[0, 1, 2, 3], [4, 5, 6, 7]]),
-    ("replica_groups=mesh['a'=2,'b'=1,'c'=4], device_ids=([2,2,2]T(1,0,2)) {'a'}, x", [[0, 2], [1, 3], [4, 6], [5, 7]]),
-    ("replica_groups=mesh['a'=8] {'a':(2)2}, x", [[0, 2], [1, 3], [4, 6], [5, 7]]),
-])
-def test_replica_group_formats(text, groups):
-    assert jt.replica_groups(text, 8) == groups
-
-
-def test_parse_hlo_collectives():
-    hlo = "\n".join([
-        "  %ag = f32[64,256]{1,0} all-gather(f32[8,256]{1,0} %p), channel_id=1, replica_groups=[1,8]<=[8], "
-        "dimensions={0}, use_global_device_ids=true",
-        "  %ar = (f32[256,64]{1,0}, f32[]) all-reduce(%a, %b), channel_id=2, replica_groups={{0,1},{2,3},{4,5},{6,7}}, "
-        "to_apply=%add",
-        "  ROOT %rs = bf16[4,16]{1,0} reduce-scatter(bf16[16,16]{1,0} %c), replica_groups=[2,4]<=[8], dimensions={0}",
-        "  %ar-done = f32[8]{0} all-reduce-done(%x)",
-    ])
-    c = jt.parse_hlo_collectives(hlo, (4, 2))
-    assert [(x.kind, x.shape, x.axis, x.combined, x.subgroup) for x in c] == [
-        ("all-gather", (64, 256), "XY", 1, False), ("all-reduce", (256, 64), "Y", 2, False),
-        ("all-reduce", (), "Y", 2, False), ("reduce-scatter", (16, 16), "XY", 1, True)]   # RS: input = 4 × output
-    assert c[0].nbytes == 64 * 256 * 4 and c[3].nbytes == 16 * 16 * 2
-    assert c[2].is_scalar and c[3].group_size == 4
+# --- the cost model ---------------------------------------------------------------------------------
 
 
 def test_predicted_step_drops_the_first_layers_dIn():

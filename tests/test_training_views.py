@@ -3,6 +3,7 @@
 import math
 import re
 
+import numpy as np
 import pytest
 
 pytest.importorskip("ipywidgets")
@@ -53,7 +54,7 @@ def test_picture_readout_regimes():
     assert "FSDP+TP communication-bound" in V.picture_readout("tpu-v5p", "4x4x4", 30_000, 50)
     big = V.picture_readout("tpu-v5p", "4x4x4", 30_000, 20_000)
     # past X_opt = N the best mixed split is pure FSDP over all 3 axes: the two curves meet
-    assert "compute-bound (ratio 23.5)" in big and "FSDP 23.5" in big
+    assert "→ FSDP compute-bound (ratio 23.5)" in big and "FSDP+TP 23.5" in big
 
 
 def test_picture_ratios_match_comms_ratio():
@@ -253,3 +254,33 @@ def test_decision_path_book_narrative():
 
 def test_format_rows_empty():
     assert V.format_rows([]) == "(no rows)"
+
+
+# --- (7) pipelining ----------------------------------------------------------------------------------------
+
+
+def _gpipe_grid(P, M):
+    """The GPipe forward schedule (stage s runs microbatch m at step m + s; −1 idle), as jaxpipeline builds it."""
+    t, s = np.arange(M + P - 1)[None, :], np.arange(P)[:, None]
+    return np.where((t - s >= 0) & (t - s < M), t - s, -1)
+
+
+@pytest.mark.parametrize("P,M", [(8, 4), (8, 1), (4, 16)])
+def test_render_pipeline_schedule(P, M):
+    grid = _gpipe_grid(P, M)
+    fig = _draw(V.render_pipeline_schedule(grid))
+    ax, cbar = fig.axes                                    # the grid and the microbatch colorbar
+    assert ax.get_xlabel() == "time step" and ax.get_ylabel() == "pipeline stage"
+    title = ax.get_title(loc="left")                       # left-aligned: the legend sits on the right
+    assert cbar.get_ylabel() == "microbatch id"
+    idle = [p for p in ax.patches if p.get_hatch()]
+    assert len(idle) == int((grid < 0).sum())              # one shaded slot per idle (stage, step)
+    assert title.startswith("Pipeline schedule") and f"{T.bubble_fraction(P, M):.0%} idle" in title
+    assert ax.get_ylim() == (P, 0)                         # stage 0 on top
+    assert [t.get_text() for t in ax.texts] == [str(m) for m in grid[grid >= 0]]   # ids, row by row
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["idle (bubble)"]
+
+
+def test_render_pipeline_schedule_bad_input_gives_a_message():
+    assert _is_message(V.render_pipeline_schedule(np.zeros(3)))
+    assert _is_message(V.render_pipeline_schedule([[0.5, 1.0]]))

@@ -1,0 +1,929 @@
+"""Views for chapter 4 (Transformer math): readouts, figures and widgets over `transformer` and `tinymodel`.
+
+The same three layers as `widgets` and `training_views` (DESIGN §3): a pure *readout* returning one
+deterministic line with a fixed prefix (tests and the browser test wait for it), a *render* function returning
+a matplotlib Figure, and a *builder* wiring ipywidgets controls to both (``.controls``, ``.readout()``,
+``.last_readout``, ``.snapshot()``, as `widgets._attach` gives them). Bad input (K not dividing N, a zero size,
+an unknown chip) gives a readable line and a message figure, never an exception.
+
+Book ch. 4 "All the Transformer Math You Need to Know":
+
+1. `calculator_widget` — parameters by component, training FLOPs per token with and without attention,
+   the 6·P·tokens rule, KV bytes per token, for a preset or a custom model;
+2. `render_attention_share` — attention / matmul FLOPs against T (T/(8D); ch4.q5's 2D crossover);
+3. `intensity_widget` — attention arithmetic intensity, prefill and decode, against a chip (ch4.q4);
+4. `render_remat` — gradient checkpointing: memory against FLOPs (84 TB / 4.2 TB, 6 → 8 · P);
+5. `render_kv_cache` — KV cache against context length for MHA/GQA/MQA, bf16 and int8 (8 GiB);
+6. `render_moe_critical_batch` — the MoE critical batch 120·E/k (DeepSeek: 3840; ch4.q8);
+7. `flash_widget` — flash attention step by step for one query row (Appendix A; imports JAX lazily).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+import ipywidgets as W
+import numpy as np
+from IPython.display import clear_output
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from . import transformer as tf
+from .hardware import CHIPS, get_chip
+from .units import dtype_bytes, format_si
+from .widgets import _attach, _emit, _message_figure, static_png
+
+__all__ = [
+    "CALC_PREFIX", "SHARE_PREFIX", "INTENSITY_PREFIX", "REMAT_PREFIX", "KV_PREFIX", "MOE_PREFIX", "FLASH_PREFIX",
+    "CUSTOM", "REMAT_EXAMPLE", "KV_EXAMPLE",
+    "calculator_config", "calculator_numbers", "calculator_readout", "render_calculator", "calculator_widget",
+    "attention_share_readout", "render_attention_share",
+    "intensity_chips", "prefill_threshold", "intensity_readout", "render_attention_intensity", "intensity_widget",
+    "remat_rows", "remat_readout", "render_remat",
+    "kv_cache_bytes", "kv_readout", "render_kv_cache",
+    "moe_coefficient", "moe_readout", "render_moe_critical_batch",
+    "flash_inputs", "flash_readout", "render_flash", "flash_widget",
+    "format_count", "format_binary_bytes", "static_png",
+]
+
+#: The browser test and the notebook wait for these prefixes; do not change them.
+CALC_PREFIX = "calculator: "
+SHARE_PREFIX = "attention share: "
+INTENSITY_PREFIX = "attention intensity: "
+REMAT_PREFIX = "remat: "
+KV_PREFIX = "KV cache: "
+MOE_PREFIX = "MoE critical batch: "
+FLASH_PREFIX = "flash attention: "
+
+#: The calculator's model choice that takes the sizes from the boxes as they are.
+CUSTOM = "custom"
+_FIELDS = ("D", "F", "N", "K", "H", "L", "V")
+_FLAGS = {"gated": "gated_mlp", "tied": "tied_embeddings"}
+_ERRORS = (ValueError, KeyError, TypeError, ZeroDivisionError, OverflowError)
+
+#: The book's gradient-checkpointing example: B·T = 4M tokens, L = 64, D = 8192 (F, N, H, V are not given in the
+#: book and matter only for the FLOPs bars; an MHA model with F = 4D and NH = D).
+REMAT_EXAMPLE = tf.TransformerConfig(
+    "book-remat-example", L=64, D=8192, F=4 * 8192, N=64, K=64, H=128, V=32_000,
+    source="book ch. 4 'Gradient checkpointing' (BT = 4M, L = 64, D = 8192; F = 4D, NH = D, V chosen)")
+#: The book's KV-cache example: S = 8192, L = 64, K·H = N·H = D = 8192 → 8 GiB in int8.
+KV_EXAMPLE = {"L": 64, "N": 64, "H": 128}
+
+_PALETTE = ["#1f4e9c", "#e6550d", "#31a354", "#7b3294", "#d62728", "#8c6d31"]
+
+
+# --- small helpers ----------------------------------------------------------------------------------------
+
+
+def _msg(exc: BaseException) -> str:
+    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+
+
+def _num(x) -> str:
+    """4096.0 → '4096', 0.5 → '0.5'."""
+    x = float(x)
+    return f"{x:.0f}" if x.is_integer() else f"{x:.4g}"
+
+
+def format_count(n: float) -> str:
+    """Parameter counts as the book writes them: 70553706496 → '70.6B', 2216960 → '2.22M'."""
+    for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g}{unit}"
+    return f"{n:.0f}"
+
+
+def format_binary_bytes(n: float) -> str:
+    """Bytes with binary prefixes (KV caches are quoted that way): 327680 → '320 KiB', 2**33 → '8 GiB'."""
+    for scale, unit in ((2**50, "PiB"), (2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def _e(x: float) -> str:
+    """FLOP counts: 4.2335e11 → '4.23e11', 6.4e9 → '6.4e9', 512 → '512'."""
+    if x == 0 or 1e-3 <= abs(x) < 1e4 or not math.isfinite(x):
+        return f"{x:.3g}"
+    m, e = f"{x:.2e}".split("e")
+    return f"{float(m):.3g}e{int(e)}"
+
+
+def _share(x: float) -> str:
+    """0.171 → '17.1%', 1.9e-5 → '0.0019%' (a norm's share is not 0.0%)."""
+    return f"{x:.1%}" if x >= 0.001 or x == 0 else f"{100 * x:.2g}%"
+
+
+def _plain_formatter() -> FuncFormatter:
+    def fmt(v, _p):
+        if v <= 0:
+            return ""
+        return f"{v:,.0f}" if v >= 1 else f"{v:g}"
+    return FuncFormatter(fmt)
+
+
+def _new_figure(figsize, ax=None):
+    if ax is not None:
+        return ax.figure, ax
+    fig = Figure(figsize=figsize, layout="constrained")
+    return fig, fig.add_subplot()
+
+
+def _live_output(controls: dict, view, on_change: dict | None = None):
+    """`ipywidgets.interactive_output` that can change several controls with one redraw.
+
+    `on_change` maps a control's name to a handler that runs first when that control changes (e.g. a preset
+    that fills seven boxes); every change the handler makes is held back and the view redraws once, after it.
+    Returns the Output widget.
+    """
+    out = W.Output()
+    on_change = on_change or {}
+    held = [0]
+
+    def refresh():
+        if held[0]:
+            return
+        kwargs = {k: c.value for k, c in controls.items()}
+        with out:
+            clear_output(wait=True)
+            view(**kwargs)
+
+    def observer(name):
+        def changed(change):
+            if name in on_change and not held[0]:
+                held[0] += 1
+                try:
+                    on_change[name](change)
+                finally:
+                    held[0] -= 1
+            refresh()
+        return changed
+
+    for name, c in controls.items():
+        c.observe(observer(name), "value")
+    refresh()
+    return out
+
+
+# --- (1) the parameter / FLOP / KV calculator --------------------------------------------------------------
+
+
+def calculator_config(model: str | tf.TransformerConfig = "llama3-70b", **sizes) -> tf.TransformerConfig:
+    """A preset (`transformer.MODELS`) with some sizes replaced, or `CUSTOM` built from the sizes alone.
+
+    sizes: any of D, F, N, K, H, L, V (positive ints), gated (bool), tied (bool); None leaves the preset's
+    value. The name says what changed: ``llama3-70b``, ``llama3-70b with K=1``, ``custom``. A preset keeps
+    what the boxes cannot express (MoE experts, MLA). Raises ValueError for an invalid combination (the
+    message of `TransformerConfig`, e.g. K not dividing N, or a size ≤ 0).
+    """
+    unknown = set(sizes) - set(_FIELDS) - set(_FLAGS)
+    if unknown:
+        raise ValueError(f"unknown size(s) {', '.join(sorted(unknown))}; known: {', '.join(_FIELDS + tuple(_FLAGS))}")
+    given = {(_FLAGS.get(k, k)): v for k, v in sizes.items() if v is not None}
+    if isinstance(model, str) and model.strip().lower() == CUSTOM:
+        missing = [f for f in _FIELDS if f not in given]
+        if missing:
+            raise ValueError(f"a custom model needs every size; missing {', '.join(missing)}")
+        return tf.TransformerConfig(CUSTOM, **given, source="calculator: custom sizes")
+    base = tf.get_model(model)
+    changed = {k: v for k, v in given.items() if getattr(base, k) != v}
+    if not changed:
+        return base
+    label = ", ".join(f"{k}={v}" if k in _FIELDS else f"{'gated' if k == 'gated_mlp' else 'tied'}={v}"
+                      for k, v in changed.items())
+    return dataclasses.replace(base, name=f"{base.name} with {label}", **changed)
+
+
+def calculator_numbers(cfg: tf.TransformerConfig, T: float = 4096, B: float = 1) -> dict:
+    """Everything the calculator shows, per token unless stated (book ch. 4 summary table).
+
+    params (ParamCount); P = activated params (= total for a dense model); six_p = 6·P (the rule of thumb);
+    train_matmul = 6·matmul_params (attention projections, active MLP, unembedding; no embedding lookup,
+    no norms); train_attention = 12·T·N·H·L (dot-product attention, self-attention S = T, no causal
+    saving); train = their sum (`transformer.training_flops_per_token`); step = B·T·train; the FLOPs split
+    by component (training, per token); kv_bf16 / kv_int8 = KV-cache bytes per token.
+    """
+    if not (isinstance(B, (int, float)) and not isinstance(B, bool) and B >= 1):
+        raise ValueError(f"B must be a batch of ≥ 1 sequences, got {B!r}")
+    if not (isinstance(T, (int, float)) and not isinstance(T, bool) and T >= 1):
+        raise ValueError(f"T must be a sequence of ≥ 1 tokens, got {T!r}")
+    pc = tf.param_count(cfg)
+    train = tf.training_flops_per_token(cfg, T)
+    attention = 3 * tf.attention_flops(cfg, 1, T)
+    parts = {"QKVO projections": 3 * tf.projection_flops(cfg, 1), "MLP": 3 * tf.mlp_flops(cfg, 1),
+             "unembedding": 6 * cfg.D * cfg.V, "dot-product attention": attention}
+    return {"params": pc, "P": pc.activated, "six_p": 6 * pc.activated, "train_matmul": train - attention,
+            "train_attention": attention, "train": train, "step": B * T * train, "flops_parts": parts,
+            "kv_bf16": tf.kv_cache_bytes_per_token(cfg, "bf16"), "kv_int8": tf.kv_cache_bytes_per_token(cfg, "int8")}
+
+
+def _calc_head(model, T, B) -> str:
+    name = model.name if isinstance(model, tf.TransformerConfig) else str(model)
+    return f"{CALC_PREFIX}{name}, T={_num(T) if isinstance(T, (int, float)) else T}, B={B}"
+
+
+def calculator_readout(model: str | tf.TransformerConfig = "llama3-70b", T: float = 4096, B: float = 1,
+                       **sizes) -> str:
+    """``calculator: llama3-70b, T=4096, B=1 → 70.6B params | 6·P = 4.23e11 FLOPs/token | …``.
+
+    Then the exact training FLOPs per token: matmuls (6 · matmul params) + attention at context T, the
+    attention's share, the FLOPs of one step of B sequences of T tokens, and the KV cache per token in bf16
+    and int8. Invalid sizes give ``… → invalid: <reason>``.
+    """
+    try:
+        cfg = calculator_config(model, **sizes)
+        head = _calc_head(cfg, T, _num(B) if isinstance(B, (int, float)) else B)
+        n = calculator_numbers(cfg, T, B)
+    except _ERRORS as exc:
+        return f"{_calc_head(model, T, B)} → invalid: {_msg(exc)}"
+    pc = n["params"]
+    params = f"{format_count(pc.total)} params" + (f" ({format_count(pc.activated)} activated)" if cfg.is_moe else "")
+    share = n["train_attention"] / n["train_matmul"]
+    return (f"{head} → {params} | 6·P = {_e(n['six_p'])} FLOPs/token | exact: {_e(n['train_matmul'])} matmuls + "
+            f"{_e(n['train_attention'])} attention (+{share:.1%}) = {_e(n['train'])} | step {_e(n['step'])} FLOPs | "
+            f"KV {format_binary_bytes(n['kv_bf16'])}/token bf16, {format_binary_bytes(n['kv_int8'])} int8")
+
+
+def render_calculator(model: str | tf.TransformerConfig = "llama3-70b", T: float = 4096, B: float = 1,
+                      **sizes) -> Figure:
+    """Left: parameters by component (MoE: routed experts hatched beyond the activated ones). Right: training
+    FLOPs per token by component at context T, with 6·P as a dashed line."""
+    try:
+        cfg = calculator_config(model, **sizes)
+        n = calculator_numbers(cfg, T, B)
+    except _ERRORS as exc:
+        return _message_figure(f"cannot draw: {_msg(exc)}", figsize=(11, 1.4))
+    fig = Figure(figsize=(11.5, 3.6), layout="constrained")
+    ax1, ax2 = fig.subplots(1, 2)
+    pc = n["params"]
+    parts = {"embedding": pc.embedding, "attention": pc.attention, "MLP": pc.mlp, "norms": pc.norms,
+             "unembedding": pc.unembedding}
+    ys = np.arange(len(parts))[::-1]
+    vals = np.array(list(parts.values()), float)
+    ax1.barh(ys, vals, height=0.6, color=_PALETTE[0], label="parameters")
+    if cfg.is_moe:
+        active_mlp = pc.mlp - (pc.total - pc.activated)
+        ax1.barh(ys[2], active_mlp, height=0.6, color=_PALETTE[1], label="activated per token (k of E experts)")
+    for y, v in zip(ys, vals):
+        ax1.text(v + vals.max() * 0.015, y, f"{format_count(v)} ({_share(v / pc.total)})", va="center", fontsize=8)
+    ax1.set_yticks(ys, list(parts))
+    ax1.set_xlim(0, vals.max() * 1.4)
+    ax1.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: format_count(v) if v > 0 else "0"))
+    ax1.set_xlabel("parameters (count)")
+    ax1.set_ylabel("component")
+    ax1.set_title(f"{cfg.name}: {format_count(pc.total)} parameters", fontsize=10)
+    ax1.grid(True, axis="x", alpha=0.3)
+    ax1.legend(loc="lower right", fontsize=8)
+
+    fp = n["flops_parts"]
+    ys2 = np.arange(len(fp))[::-1]
+    v2 = np.array(list(fp.values()), float)
+    colors = [_PALETTE[0]] * 3 + [_PALETTE[4]]
+    ax2.barh(ys2, v2, height=0.6, color=colors)
+    top = max(v2.max(), n["six_p"])
+    for y, v in zip(ys2, v2):
+        ax2.text(v + top * 0.015, y, f"{_e(v)} ({_share(v / n['train'])})", va="center", fontsize=8, zorder=5,
+                 bbox={"fc": "white", "ec": "none", "pad": 1.0, "alpha": 0.9})  # readable over the 6·P line
+    ax2.axvline(n["six_p"], color="black", ls="--", lw=1.2, label=f"6·P = {_e(n['six_p'])} (rule of thumb)")
+    ax2.set_yticks(ys2, list(fp))
+    ax2.set_xlim(0, top * 1.45)
+    ax2.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: _e(v) if v > 0 else "0"))
+    ax2.set_xlabel("training FLOPs per token (forward + backward)")
+    ax2.set_ylabel("component")
+    share = n["train_attention"] / n["train_matmul"]
+    ax2.set_title(f"{_e(n['train'])} FLOPs/token at T = {_num(T)} (attention +{share:.1%})", fontsize=10)
+    ax2.grid(True, axis="x", alpha=0.3)
+    ax2.legend(loc="upper right", fontsize=8)
+    return fig
+
+
+def calculator_widget(model: str = "llama3-70b", T: int = 4096, B: int = 1) -> W.VBox:
+    """A model dropdown (the presets and "custom"), boxes D, F, N, K, H, L, V, gated and tied checkboxes, a batch
+    box B and a log slider T (128 … 1M tokens); prints `calculator_readout` and draws `render_calculator`.
+
+    Choosing a preset fills the boxes (one redraw); editing a box shows "<preset> with K=…"; "custom" uses the
+    boxes as they are. Any value may be typed, also a zero or a K that does not divide N: the readout says why
+    the model is invalid.
+    """
+    presets = list(tf.MODELS)
+    start = tf.get_model(model)
+    model_dd = W.Dropdown(options=presets + [CUSTOM], value=start.name, description="model")
+    boxes = {f: W.IntText(value=getattr(start, f), description=f, layout=W.Layout(width="170px"))
+             for f in _FIELDS}
+    gated_cb = W.Checkbox(value=start.gated_mlp, description="gated MLP", indent=False)
+    tied_cb = W.Checkbox(value=start.tied_embeddings, description="tied embeddings", indent=False)
+    b_box = W.IntText(value=int(B), description="B", layout=W.Layout(width="170px"))
+    t_slider = W.FloatLogSlider(value=float(T), base=2, min=7, max=20, step=1, description="T",
+                                readout_format=",.0f", continuous_update=False, layout=W.Layout(width="60%"))
+    box = W.VBox()
+
+    def view(model, D, F, N, K, H, L, V, gated, tied, B, T):
+        kw = dict(D=D, F=F, N=N, K=K, H=H, L=L, V=V, gated=gated, tied=tied)
+        _emit(box, calculator_readout(model, T, B, **kw), lambda: render_calculator(model, T, B, **kw))
+
+    controls = {"model": model_dd, **boxes, "gated": gated_cb, "tied": tied_cb, "B": b_box, "T": t_slider}
+
+    def on_model(change):
+        if change["new"] == CUSTOM:
+            return
+        cfg = tf.get_model(change["new"])
+        for f, b in boxes.items():
+            b.value = getattr(cfg, f)
+        gated_cb.value, tied_cb.value = cfg.gated_mlp, cfg.tied_embeddings
+
+    out = _live_output(controls, view, {"model": on_model})
+    fields = list(boxes.values())
+    box.children = [W.HBox([model_dd, gated_cb, tied_cb]), W.HBox(fields[:4]), W.HBox(fields[4:] + [b_box]),
+                    t_slider, out]
+
+    def values():
+        v = {k: c.value for k, c in controls.items()}
+        return (v.pop("model"), v.pop("T"), v.pop("B")), v
+
+    def readout():
+        a, kw = values()
+        return calculator_readout(*a, **kw)
+
+    def render():
+        a, kw = values()
+        return render_calculator(*a, **kw)
+
+    return _attach(box, controls, out, readout, render)
+
+
+# --- (2) attention's share of the FLOPs against T ----------------------------------------------------------
+
+
+def _mha(D: int, H: int = 128) -> tf.TransformerConfig:
+    """One MHA layer with F = 4D and N·H = D: the book's setting for T/(8D)."""
+    return tf.TransformerConfig(f"mha-D{D}", L=1, D=D, F=4 * D, N=max(D // H, 1), K=max(D // H, 1),
+                                H=H if D >= H else D, V=1)
+
+
+def _share_crossover(cfg: tf.TransformerConfig) -> float:
+    """T at which attention FLOPs equal the layers' matmul FLOPs (the ratio is linear in T)."""
+    return 1.0 / tf.attention_to_matmul_flops_ratio(cfg, 1)
+
+
+def attention_share_readout(model: str | tf.TransformerConfig = "llama3-70b", T: float = 4096) -> str:
+    """``attention share: llama3-70b at T=4096 → attention/matmul FLOPs 0.078 | = 1 at T≈52,224 | = QKVO
+    projections at T≈9216 (ch4.q5) | MHA, F=4D, D=8192: T/(8D), 1 at 8D = 65,536``.
+
+    The ratio is `transformer.attention_to_matmul_flops_ratio` (self-attention, no causal saving, no
+    unembedding); the last part is the book's idealised model of the same D.
+    """
+    name = model.name if isinstance(model, tf.TransformerConfig) else str(model)
+    try:
+        cfg = tf.get_model(model)
+        r = tf.attention_to_matmul_flops_ratio(cfg, T)
+        cross, proj = _share_crossover(cfg), tf.attention_projection_crossover(cfg)
+    except _ERRORS as exc:
+        return f"{SHARE_PREFIX}{name} at T={T} → cannot evaluate: {_msg(exc)}"
+    return (f"{SHARE_PREFIX}{cfg.name} at T={_num(T)} → attention/matmul FLOPs {r:.3g} | = 1 at T≈{cross:,.0f} | "
+            f"= QKVO projections at T≈{proj:,.0f} (ch4.q5) | MHA, F=4D, D={cfg.D}: T/(8D), 1 at 8D = {8 * cfg.D:,}")
+
+
+def render_attention_share(Ds: Sequence[int] = (2048, 4096, 8192, 16384), model: str | None = "llama3-70b", *,
+                           T_range: tuple[float, float] = (256, 2**20), ax=None) -> Figure:
+    """Log-log attention / matmul FLOPs against T for MHA layers with F = 4D (T/(8D)), one line per D, plus
+    `model` dashed. Circles: T = 8D (attention = MLP + projections); triangles: T = 2D (attention = QKVO
+    projections, ch4.q5). Book ch. 4 "Fractional cost of attention with context length"."""
+    try:
+        cfgs = [_mha(int(D)) for D in Ds]
+        mcfg = tf.get_model(model) if model else None
+        lo, hi = T_range
+        if not 1 <= lo < hi:
+            raise ValueError(f"T_range must be 1 ≤ lo < hi, got {T_range}")
+    except _ERRORS as exc:
+        return _message_figure(f"cannot draw: {_msg(exc)}")
+    fig, ax = _new_figure((9.0, 5.2), ax)
+    Ts = np.logspace(math.log10(lo), math.log10(hi), 200)
+    for i, cfg in enumerate(cfgs):
+        c = _PALETTE[i % len(_PALETTE)]
+        r = np.array([tf.attention_to_matmul_flops_ratio(cfg, t) for t in Ts])
+        ax.plot(Ts, r, color=c, lw=2, label=f"D = {cfg.D:,} (MHA, F = 4D): 8D = {8 * cfg.D:,}, 2D = {2 * cfg.D:,}")
+        for t, mk in ((8 * cfg.D, "o"), (2 * cfg.D, "^")):
+            if lo <= t <= hi:
+                ax.plot([t], [tf.attention_to_matmul_flops_ratio(cfg, t)], mk, color=c, ms=7, mec="white", zorder=5)
+    if mcfg is not None:
+        r = np.array([tf.attention_to_matmul_flops_ratio(mcfg, t) for t in Ts])
+        x1 = _share_crossover(mcfg)
+        ax.plot(Ts, r, color="black", lw=1.6, ls="--",
+                label=f"{mcfg.name} (D = {mcfg.D:,}, F = {mcfg.F:,}, GQA K = {mcfg.K}): = 1 at T ≈ {x1:,.0f} (■)")
+        if lo <= x1 <= hi:
+            ax.plot([x1], [1], "s", color="black", ms=6, zorder=6)
+    ax.axhline(1.0, color="0.3", lw=1)
+    ax.text(lo * 1.1, 1.08, "attention = all matmuls (MLP + projections)", fontsize=8, va="bottom", color="0.3")
+    ax.plot([], [], "o", color="0.4", mec="white", ms=7, label="T = 8D: attention FLOPs = matmul FLOPs")
+    ax.plot([], [], "^", color="0.4", mec="white", ms=7, label="T = 2D (ch4.q5): attention = QKVO projections")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v / 1024:.0f}k" if v >= 1024 else f"{v:.0f}"))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
+    ax.set_xlabel("sequence length T (tokens, log scale)")
+    ax.set_ylabel("attention FLOPs / matmul FLOPs (per layer)")
+    ax.set_title("Attention's share of the FLOPs grows linearly with T: 12BT²NH / (18BTDF + 24BTDNH) = T/(8D) "
+                 "when F = 4D, NH = D", fontsize=10)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
+    return fig
+
+
+# --- (3) attention arithmetic intensity (ch4.q4) ----------------------------------------------------------
+
+
+def intensity_chips() -> list[str]:
+    """Chips with a bf16 matmul peak (the ones whose critical intensity ch4.q4 compares against)."""
+    return [n for n, c in CHIPS.items() if "bf16" in c.peak_flops_per_s]
+
+
+def prefill_threshold(alpha: float, G: float) -> float:
+    """Smallest T with T·G/(G + 1) ≥ α: T = α(G + 1)/G (480 for MHA on v5e, → α for large G)."""
+    return alpha * (G + 1) / G
+
+
+def _decode_threshold(alpha: float, G: float) -> float:
+    """Smallest S with S·G/(S + G) ≥ α, or inf (decode intensity < G, so never when G ≤ α)."""
+    return math.inf if G <= alpha else alpha * G / (G - alpha)
+
+
+def intensity_readout(chip: str = "tpu-v5e", Gs: Sequence[int] = (1, 4, 8, 16)) -> str:
+    """``attention intensity: tpu-v5e, critical 240 FLOPs/byte (bf16) → prefill (S=T) compute-bound for T > 480
+    (G=1), 300 (G=4), 270 (G=8), 255 (G=16) | decode (T=1): intensity < G ≤ 16 → memory-bound at any S``."""
+    try:
+        spec = get_chip(chip)
+        a = spec.critical_intensity("bf16")
+        Gs = [int(g) for g in Gs]
+        if not Gs or min(Gs) < 1:
+            raise ValueError(f"G must be positive integers, got {Gs}")
+    except _ERRORS as exc:
+        return f"{INTENSITY_PREFIX}{chip} → cannot evaluate: {_msg(exc)}"
+    pre = ", ".join(f"{prefill_threshold(a, g):,.0f} (G={g})" for g in Gs)
+    dec = {g: _decode_threshold(a, g) for g in Gs}
+    if all(math.isinf(s) for s in dec.values()):
+        tail = f"intensity < G ≤ {max(Gs)} → memory-bound at any S"
+    else:
+        tail = ", ".join(f"G={g}: S > {s:,.0f}" if math.isfinite(s) else f"G={g}: never" for g, s in dec.items())
+    return (f"{INTENSITY_PREFIX}{spec.name}, critical {a:.0f} FLOPs/byte (bf16) → prefill (S=T) compute-bound for "
+            f"T > {pre} | decode (T=1): {tail}")
+
+
+def render_attention_intensity(chip: str = "tpu-v5e", Gs: Sequence[int] = (1, 4, 8, 16), *,
+                               T_range: tuple[float, float] = (16, 2**17)) -> Figure:
+    """Two log-log panels against the chip's critical intensity (bf16): prefill/training (S = T),
+    T·G/(G + 1), with each G's threshold marked; generation (T = 1), S·G/(S + G) < G. Book ch4.q4."""
+    try:
+        spec = get_chip(chip)
+        a = spec.critical_intensity("bf16")
+        Gs = [int(g) for g in Gs]
+        lo, hi = T_range
+        if not Gs or min(Gs) < 1 or not 1 <= lo < hi:
+            raise ValueError(f"need G ≥ 1 and 1 ≤ lo < hi; got G={Gs}, range {T_range}")
+    except _ERRORS as exc:
+        return _message_figure(f"cannot draw: {_msg(exc)}")
+    fig = Figure(figsize=(11.5, 4.6), layout="constrained")
+    ax1, ax2 = fig.subplots(1, 2, sharey=True)
+    x = np.logspace(math.log10(lo), math.log10(hi), 300)
+    for i, g in enumerate(Gs):
+        c = _PALETTE[i % len(_PALETTE)]
+        ax1.plot(x, [tf.attention_intensity(t, t, g) for t in x], color=c, lw=2, label=f"G = {g}: TG/(G+1)")
+        t0 = prefill_threshold(a, g)
+        if lo <= t0 <= hi:
+            ax1.plot([t0], [a], "o", color=c, ms=6, mec="white", zorder=5)
+        ax2.plot(x, [tf.attention_intensity(1, s, g) for s in x], color=c, lw=2, label=f"G = {g}: SG/(S+G) → {g}")
+    ymax = hi * 1.5
+    for ax in (ax1, ax2):
+        ax.axhline(a, color="#d62728", lw=1.5, ls="--", label=f"{spec.name} critical intensity {a:.0f} FLOPs/byte")
+        ax.axhspan(a, ymax, color="#54a24b", alpha=0.07, lw=0)
+        ax.axhspan(0.3, a, color="#e45756", alpha=0.06, lw=0)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(0.3, ymax)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v / 1024:.0f}k" if v >= 1024 else f"{v:.0f}"))
+        ax.yaxis.set_major_formatter(_plain_formatter())
+        ax.grid(True, which="major", alpha=0.3)
+        ax.text(lo * 1.15, a * 1.15, "compute-bound ↑", fontsize=8, va="bottom")
+        ax.text(lo * 1.15, a / 1.15, "memory-bound ↓", fontsize=8, va="top")
+    ax1.plot([], [], "o", color="0.4", mec="white", label="threshold T = α(G+1)/G")
+    ax1.set_xlabel("sequence length T = S (tokens)")
+    ax1.set_ylabel("arithmetic intensity (FLOPs / byte, bf16)")
+    ax1.set_title(f"prefill / training (S = T): compute-bound for T > {prefill_threshold(a, 1):,.0f} (MHA)",
+                  fontsize=10)
+    ax1.legend(loc="lower right", fontsize=8, framealpha=0.9)
+    ax2.set_xlabel("context length S (tokens), one new query (T = 1)")
+    ax2.set_ylabel("FLOPs / byte (same axis)")
+    ax2.set_title("generation (T = 1): intensity < G" + (", memory-bound" if max(Gs) <= a else ""), fontsize=10)
+    ax2.legend(loc="upper right", fontsize=8, framealpha=0.9)
+    fig.suptitle("Attention arithmetic intensity, one KV head and its G query heads (book ch. 4, Question 4)",
+                 fontsize=10)
+    return fig
+
+
+def intensity_widget(chip: str = "tpu-v5e", Gs: Sequence[int] = (1, 4, 8, 16)) -> W.VBox:
+    """A chip dropdown; prints `intensity_readout` and draws `render_attention_intensity`."""
+    chip_dd = W.Dropdown(options=intensity_chips(), value=get_chip(chip).name, description="chip")
+    box = W.VBox()
+
+    def view(chip):
+        _emit(box, intensity_readout(chip, Gs), lambda: render_attention_intensity(chip, Gs))
+
+    controls = {"chip": chip_dd}
+    out = W.interactive_output(view, controls)
+    box.children = [chip_dd, out]
+    return _attach(box, controls, out, lambda: intensity_readout(chip_dd.value, Gs),
+                   lambda: render_attention_intensity(chip_dd.value, Gs))
+
+
+# --- (4) gradient checkpointing -----------------------------------------------------------------------------
+
+_POLICY_LABELS = {"none": "save everything", "big_matmuls": "save the big matmul outputs", "block": "block remat"}
+
+
+def remat_rows(cfg: tf.TransformerConfig = REMAT_EXAMPLE, tokens: float = 4e6, seq_len: float = 4096) -> list[dict]:
+    """Per policy ("none", "big_matmuls", "block"): the book's tensors of D per token and layer
+    (`REMAT_TENSORS_PER_LAYER`: 20 / 7 / 1), their bf16 bytes for `tokens` tokens (2·n·BT·D·L), the same at the
+    tensors' true widths (`activation_bytes`; differs for "big_matmuls", whose F-wide outputs are 4D each), and
+    training FLOPs per token in units of matmul params: matmuls 6, attention 12·S·N·H·L/P, recompute
+    (`remat_recompute_flops_per_token`), total."""
+    P = tf.matmul_params(cfg)
+    attn = 3 * tf.attention_flops(cfg, 1, seq_len) / P
+    rows = []
+    for policy, n in tf.REMAT_TENSORS_PER_LAYER.items():
+        recompute = tf.remat_recompute_flops_per_token(cfg, seq_len, policy) / P
+        rows.append({"policy": policy, "tensors": n, "bytes": 2.0 * n * tokens * cfg.D * cfg.L,
+                     "bytes_true": tf.activation_bytes(cfg, tokens, policy),
+                     "true_tensors": tf.activation_elements_per_token_per_layer(cfg, policy) / cfg.D,
+                     "matmul": 6.0, "attention": attn, "recompute": recompute,
+                     "multiple": tf.training_flops_per_token(cfg, seq_len, remat=policy) / P})
+    return rows
+
+
+def remat_readout(cfg: tf.TransformerConfig = REMAT_EXAMPLE, tokens: float = 4e6, seq_len: float = 4096) -> str:
+    """``remat: BT=4M tokens, L=64, D=8192, T=4096 → save everything 20·D: 84 TB, 6.37·P | … | block remat 1·D:
+    4.2 TB, 8.5·P`` (memory in bf16 with the book's tensor counts; FLOPs per token / matmul params)."""
+    try:
+        rows = remat_rows(cfg, tokens, seq_len)
+    except _ERRORS as exc:
+        return f"{REMAT_PREFIX}{getattr(cfg, 'name', cfg)} → cannot evaluate: {_msg(exc)}"
+    parts = [f"{_POLICY_LABELS[r['policy']]} {'~' if r['policy'] == 'big_matmuls' else ''}{r['tensors']}·D: "
+             f"{format_si(r['bytes'], 'B', 2)}, {r['multiple']:.2f}·P" for r in rows]
+    return (f"{REMAT_PREFIX}BT={format_si(tokens, digits=3).replace(' ', '')} tokens, L={cfg.L}, D={cfg.D}, "
+            f"T={_num(seq_len)} → " + " | ".join(parts))
+
+
+def render_remat(cfg: tf.TransformerConfig = REMAT_EXAMPLE, tokens: float = 4e6, seq_len: float = 4096) -> Figure:
+    """Left: activation memory (TB, bf16) per policy with the book's tensor counts (the true-width count of
+    "big matmuls" as an outline). Right: training FLOPs per token / matmul params, stacked: 6 (forward +
+    backward matmuls), attention, recompute; the book's 6 and 8 as lines."""
+    try:
+        rows = remat_rows(cfg, tokens, seq_len)
+    except _ERRORS as exc:
+        return _message_figure(f"cannot draw: {_msg(exc)}")
+    fig = Figure(figsize=(11.5, 4.4), layout="constrained")
+    ax1, ax2 = fig.subplots(1, 2)
+    x = np.arange(len(rows))
+    labels = [f"{_POLICY_LABELS[r['policy']]}\n({'≈' if r['policy'] == 'big_matmuls' else ''}{r['tensors']}·D per "
+              f"token-layer)" for r in rows]
+    tb = np.array([r["bytes"] for r in rows]) / 1e12
+    true_tb = np.array([r["bytes_true"] for r in rows]) / 1e12
+    ax1.bar(x, tb, width=0.6, color=[_PALETTE[4], _PALETTE[1], _PALETTE[2]])
+    handles = [Patch(color="0.55", label="book's count: n tensors of D per token and layer")]
+    diff = ~np.isclose(true_tb, tb)
+    if diff.any():
+        ax1.bar(x[diff], true_tb[diff], width=0.6, fill=False, hatch="//", edgecolor="0.35", lw=1)
+        handles.append(Patch(fill=False, hatch="//", edgecolor="0.35",
+                             label=f"at true widths (F-wide outputs count F/D = {cfg.F / cfg.D:g} each)"))
+        for xi in x[diff]:
+            ax1.text(xi, true_tb[xi], f"{true_tb[xi]:.3g} TB ({rows[xi]['true_tensors']:.0f}·D)", ha="center",
+                     va="bottom", fontsize=8, color="0.3")
+    for xi, v in zip(x, tb):
+        inside = bool(diff[xi])  # under a true-width outline: label inside the bar
+        ax1.text(xi, v / 2 if inside else v, f"{v:.3g} TB", ha="center", va="center" if inside else "bottom",
+                 fontsize=9, fontweight="bold", color="white" if inside else "black")
+    ax1.set_xticks(x, labels, fontsize=8)
+    ax1.set_ylim(0, max(tb.max(), true_tb.max()) * 1.15)
+    ax1.set_ylabel("saved activations (TB, bf16)")
+    ax1.set_xlabel("checkpointing policy (what the forward pass keeps)")
+    ax1.set_title(f"memory: 2·n·BT·D·L bytes, BT = {format_si(tokens, digits=3)}, L = {cfg.L}, D = {cfg.D:,}",
+                  fontsize=10)
+    ax1.grid(True, axis="y", alpha=0.3)
+    ax1.legend(handles=handles, loc="upper right", fontsize=8)
+
+    bottom = np.zeros(len(rows))
+    for key, color, label in (("matmul", _PALETTE[0], "matmuls forward + backward (6·P)"),
+                              ("attention", "#9ecae1", f"dot-product attention (12·T·N·H·L, T = {_num(seq_len)})"),
+                              ("recompute", _PALETTE[4], "recomputed in the backward pass")):
+        v = np.array([r[key] for r in rows])
+        ax2.bar(x, v, bottom=bottom, width=0.6, color=color, label=label)
+        bottom += v
+    for xi, t in zip(x, bottom):
+        ax2.text(xi, t + 0.08, f"{t:.2f}·P", ha="center", va="bottom", fontsize=9)
+    for y in (6, 8):
+        ax2.axhline(y, color="0.25", lw=1, ls=":")
+    ax2.plot([], [], ls=":", color="0.25", label="the book's 6·P and 8·P per token")
+    ax2.set_xticks(x, labels, fontsize=8)
+    ax2.set_ylim(0, bottom.max() * 1.35)
+    ax2.set_ylabel("training FLOPs per token / matmul params P")
+    ax2.set_xlabel("checkpointing policy (what the forward pass keeps)")
+    ax2.set_title("compute: block remat reruns the forward pass (+2·P)", fontsize=10)
+    ax2.grid(True, axis="y", alpha=0.3)
+    ax2.legend(loc="upper left", fontsize=8)
+    fig.suptitle("Gradient checkpointing trades memory for FLOPs (book ch. 4)", fontsize=10)
+    return fig
+
+
+# --- (5) KV cache -------------------------------------------------------------------------------------------
+
+_ATTN_KIND = {1: "MQA"}
+
+
+def _kv_label(K: int, N: int) -> str:
+    return "MHA" if K == N else _ATTN_KIND.get(K, "GQA")
+
+
+def kv_cache_bytes(S: float, K: int, *, L: int = KV_EXAMPLE["L"], N: int = KV_EXAMPLE["N"], H: int = KV_EXAMPLE["H"],
+                   dtype: str = "int8") -> float:
+    """KV-cache bytes of one sequence of S tokens: S · 2·L·K·H · bytes(dtype) (`kv_cache_bytes_per_token`)."""
+    cfg = tf.TransformerConfig("kv", L=L, D=N * H, F=1, N=N, K=K, H=H, V=1)
+    if not S >= 1:
+        raise ValueError(f"S must be ≥ 1 token, got {S!r}")
+    return S * tf.kv_cache_bytes_per_token(cfg, dtype)
+
+
+def kv_readout(S: float = 8192, Ks: Sequence[int] = (64, 8, 1), *, L: int = KV_EXAMPLE["L"], N: int = KV_EXAMPLE["N"],
+               H: int = KV_EXAMPLE["H"]) -> str:
+    """``KV cache: S=8192, L=64, N·H=8192 → MHA (K=64) 8 GiB int8, 16 GiB bf16 | GQA (K=8) 1 GiB int8, … | MQA …``."""
+    head = f"{KV_PREFIX}S={_num(S) if isinstance(S, (int, float)) else S}, L={L}, N·H={N * H}"
+    try:
+        parts = [f"{_kv_label(K, N)} (K={K}) {format_binary_bytes(kv_cache_bytes(S, K, L=L, N=N, H=H))} int8, "
+                 f"{format_binary_bytes(kv_cache_bytes(S, K, L=L, N=N, H=H, dtype='bf16'))} bf16" for K in Ks]
+    except _ERRORS as exc:
+        return f"{head} → cannot evaluate: {_msg(exc)}"
+    return f"{head} → " + " | ".join(parts)
+
+
+def render_kv_cache(Ks: Sequence[int] = (64, 8, 1), *, L: int = KV_EXAMPLE["L"], N: int = KV_EXAMPLE["N"],
+                    H: int = KV_EXAMPLE["H"], S_range: tuple[float, float] = (512, 2**20), S_mark: float = 8192,
+                    chips: Sequence[str] = ("tpu-v5e", "h100"), ax=None) -> Figure:
+    """Log-log KV-cache bytes of one sequence against S for each K (colour) in bf16 (solid) and int8 (dashed),
+    the book's 8 GiB example (S = 8192, MHA, int8) marked, and the HBM of `chips` as horizontal lines."""
+    try:
+        lo, hi = S_range
+        if not 1 <= lo < hi:
+            raise ValueError(f"S_range must be 1 ≤ lo < hi, got {S_range}")
+        S = np.logspace(math.log10(lo), math.log10(hi), 100)
+        curves = {(K, d): S * kv_cache_bytes(1, K, L=L, N=N, H=H, dtype=d) for K in Ks for d in ("bf16", "int8")}
+        specs = [get_chip(c) for c in chips]
+    except _ERRORS as exc:
+        return _message_figure(f"cannot draw: {_msg(exc)}")
+    fig, ax = _new_figure((9.0, 5.2), ax)
+    for i, K in enumerate(Ks):
+        c = _PALETTE[i % len(_PALETTE)]
+        ax.plot(S, curves[(K, "bf16")], color=c, lw=2, label=f"{_kv_label(K, N)} K = {K}, bf16")
+        ax.plot(S, curves[(K, "int8")], color=c, lw=1.6, ls="--", label=f"{_kv_label(K, N)} K = {K}, int8")
+    for j, spec in enumerate(specs):
+        ax.axhline(spec.hbm_bytes, color="0.45", lw=1, ls=":")
+        ax.text(lo * 1.1, spec.hbm_bytes * 1.08, f"{spec.name} HBM ({format_si(spec.hbm_bytes, 'B', 3)})",
+                fontsize=7.5, ha="left", va="bottom", color="0.35")
+    if N in Ks and lo <= S_mark <= hi:
+        v = kv_cache_bytes(S_mark, N, L=L, N=N, H=H)
+        ax.plot([S_mark], [v], "o", color="black", ms=7, zorder=6)
+        note = f"book: S = {_num(S_mark)}, L = {L}, KH = {N * H:,}\n2·S·L·K·H = {format_binary_bytes(v)} (int8)"
+        ax.annotate(note,
+                    (S_mark, v), xytext=(25, -55), textcoords="offset points", fontsize=8,
+                    bbox={"boxstyle": "round", "fc": "white", "ec": "0.6", "alpha": 0.95},
+                    arrowprops={"arrowstyle": "->", "color": "0.3"})
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlim(lo, hi)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v / 1024:.0f}k" if v >= 1024 else f"{v:.0f}"))
+    ax.yaxis.set_major_locator(LogLocator(base=2, numticks=30))
+    ax.yaxis.set_major_formatter(FuncFormatter(
+        lambda v, _p: format_binary_bytes(v) if v > 0 and round(math.log2(v)) % 2 == 0 else ""))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("context length S (tokens, one sequence)")
+    ax.set_ylabel("KV cache (bytes; 2·S·L·K·H × bytes per value)")
+    ax.set_title(f"KV cache per sequence: L = {L}, N = {N}, H = {H} (MHA: K = N; GQA: K < N; MQA: K = 1)",
+                 fontsize=10)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8, ncol=2, framealpha=0.9)
+    return fig
+
+
+# --- (6) MoE critical batch -----------------------------------------------------------------------------------
+
+
+def moe_coefficient(chip: str = "tpu-v5e", weight_dtype: str = "int8", flops_dtype: str = "bf16") -> float:
+    """c in B_crit = c · E/k: (C/W_hbm) · bytes_per_weight / 2 (`transformer.moe_critical_batch`; v5e, int8: 120)."""
+    probe = tf.TransformerConfig("probe", L=1, D=1, F=1, N=1, K=1, H=1, V=1, E=1, k=1)
+    return tf.moe_critical_batch(probe, chip, weight_dtype, flops_dtype)
+
+
+def moe_readout(chip: str = "tpu-v5e", weight_dtype: str = "int8", E: int = 256, k: int = 8) -> str:
+    """``MoE critical batch: tpu-v5e, int8 weights, bf16 FLOPs → B > 120·E/k tokens | E=256, k=8 (DeepSeek):
+    3844 tokens (book, α = 240: 3840)``."""
+    try:
+        c = moe_coefficient(chip, weight_dtype)
+        spec = get_chip(chip)
+        if not (isinstance(E, int) and isinstance(k, int) and 1 <= k <= E):
+            raise ValueError(f"need integers 1 ≤ k ≤ E, got E={E!r}, k={k!r}")
+    except _ERRORS as exc:
+        return f"{MOE_PREFIX}{chip}, {weight_dtype} weights → cannot evaluate: {_msg(exc)}"
+    book = round(spec.critical_intensity("bf16")) * dtype_bytes(weight_dtype) / 2 * E / k
+    who = " (DeepSeek)" if (E, k) == (256, 8) else ""
+    return (f"{MOE_PREFIX}{spec.name}, {weight_dtype} weights, bf16 FLOPs → B > {c:.0f}·E/k tokens | "
+            f"E={E}, k={k}{who}: {c * E / k:,.0f} tokens (book, α = {round(spec.critical_intensity('bf16'))}: "
+            f"{book:,.0f})")
+
+
+def render_moe_critical_batch(chip: str = "tpu-v5e", weight_dtypes: Sequence[str] = ("int8", "bf16"), *,
+                              ratios: tuple[float, float] = (1, 64), ax=None) -> Figure:
+    """Log-log critical batch (tokens) against sparsity E/k for each weight dtype on `chip`; DeepSeek-V3
+    (E = 256, k = 8: 3840 tokens with int8 weights on v5e) and the ch. 7 MoE (E = 16, k = 2) marked."""
+    try:
+        spec = get_chip(chip)
+        coef = {d: moe_coefficient(spec.name, d) for d in weight_dtypes}
+        lo, hi = ratios
+        if not 1 <= lo < hi:
+            raise ValueError(f"ratios must be 1 ≤ lo < hi, got {ratios}")
+    except _ERRORS as exc:
+        return _message_figure(f"cannot draw: {_msg(exc)}")
+    fig, ax = _new_figure((9.0, 5.0), ax)
+    r = np.logspace(math.log2(lo), math.log2(hi), 100, base=2)
+    for i, (d, c) in enumerate(coef.items()):
+        ax.plot(r, c * r, color=_PALETTE[i], lw=2, label=f"{d} weights: B > {c:.0f}·E/k")
+        ax.plot([1], [c], "s", color=_PALETTE[i], ms=6)
+    first = next(iter(coef))
+    book = round(spec.critical_intensity("bf16")) * dtype_bytes(first) / 2
+    for (E, k, who) in ((256, 8, "DeepSeek-V3"), (16, 2, "ch. 7 MoE")):
+        if lo <= E / k <= hi:
+            v = coef[first] * E / k
+            ax.plot([E / k], [v], "o", color="black", ms=7, zorder=6)
+            ax.annotate(f"{who}: E = {E}, k = {k}, E/k = {E // k}\n{v:,.0f} tokens with {first} weights\n"
+                        f"(book, α = {round(spec.critical_intensity('bf16'))}: {book * E / k:,.0f})", (E / k, v),
+                        xytext=(-85, -80), textcoords="offset points", fontsize=8,
+                        arrowprops={"arrowstyle": "->", "color": "0.3"})
+    ax.plot([], [], "s", color="0.4", label="E/k = 1: the dense critical batch")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlim(lo / 1.08, hi * 1.08)
+    ax.xaxis.set_major_formatter(_plain_formatter())
+    ax.yaxis.set_major_formatter(_plain_formatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("sparsity E/k (experts per activated expert)")
+    ax.set_ylabel("critical batch (tokens per step)")
+    ax.set_title(f"MoE layer on {spec.name} (bf16 FLOPs): compute-bound when 2kBDF / (E·D·F·bytes) > "
+                 f"{spec.critical_intensity('bf16'):.0f}", fontsize=10)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    return fig
+
+
+# --- (7) flash attention, step by step ----------------------------------------------------------------------
+
+
+def flash_inputs(S: int = 64, H: int = 16, seed: int = 0, q_scale: float = 2.0):
+    """Seeded (q_row[H], k[S, H], v[S, H]) in float64; q is scaled by `q_scale` so the softmax is peaked
+    enough for the running max to move."""
+    if not (isinstance(S, int) and isinstance(H, int) and S >= 1 and H >= 1):
+        raise ValueError(f"S and H must be positive integers, got S={S!r}, H={H!r}")
+    rng = np.random.default_rng(seed)
+    return q_scale * rng.standard_normal(H), rng.standard_normal((S, H)), rng.standard_normal((S, H))
+
+
+def _flash(chunk: int, S: int, H: int, seed: int):
+    from . import tinymodel as tm  # JAX only when a flash view is asked for
+
+    q, k, v = flash_inputs(S, H, seed)
+    steps = tm.flash_steps(q, k, v, chunk)
+    return q, k, v, steps, tm.softmax_row
+
+
+def _flash_state(chunk, S, H, seed, step):
+    q, k, v, steps, softmax_row = _flash(chunk, S, H, seed)
+    n = len(steps)
+    j = n if step is None else int(step)
+    if not 1 <= j <= n:
+        raise ValueError(f"step must be 1 … {n} (S={S} keys in chunks of {chunk}), got {step!r}")
+    full = softmax_row(q, k, v)
+    errs = [float(np.max(np.abs(s.output - full))) for s in steps]
+    prefix = [float(np.max(np.abs(s.output - softmax_row(q, k[:s.keys[1]], v[:s.keys[1]])))) for s in steps]
+    return q, k, v, steps, j, full, errs, prefix
+
+
+def flash_readout(step: int | None = None, chunk: int = 16, S: int = 64, H: int = 16, seed: int = 0) -> str:
+    """``flash attention: S=64, chunk=16, step=2/4 (keys 16–31) → M=…, L=… | max|O/L − softmax(q·Kᵀ/√H)·V| = …
+    | vs keys 0–31 only: 4.4e-16`` (step None: the last chunk, where the first distance is ≈ 1e-16 too)."""
+    head = f"{FLASH_PREFIX}S={S}, chunk={chunk}"
+    try:
+        _q, _k, _v, steps, j, _full, errs, prefix = _flash_state(chunk, S, H, seed, step)
+    except _ERRORS as exc:
+        return f"{head}, step={step} → cannot evaluate: {_msg(exc)}"
+    s = steps[j - 1]
+    a, b = s.keys
+    return (f"{head}, step={j}/{len(steps)} (keys {a}–{b - 1}) → M={s.M:.4f}, L={s.L:.4f} | "
+            f"max|O/L − softmax(q·Kᵀ/√H)·V| = {errs[j - 1]:.2g} | "
+            f"vs keys 0–{b - 1} only: {prefix[j - 1]:.2g}")
+
+
+def render_flash(step: int | None = None, chunk: int = 16, S: int = 64, H: int = 16, seed: int = 0,
+                 dims: int = 4) -> Figure:
+    """Four panels for one query row: (a) scores q·k/√H per key, chunks merged so far and the running max M;
+    (b) the running denominator L (rescaled at each new max) against the naive Σ exp(s − max s);
+    (c) the first `dims` components of O/L against the naive softmax output; (d) max |O/L − naive| per step
+    (log scale), against all keys and against the keys seen so far."""
+    try:
+        q, k, v, steps, j, full, errs, prefix = _flash_state(chunk, S, H, seed, step)
+    except _ERRORS as exc:
+        return _message_figure(f"cannot draw: {_msg(exc)}")
+    fig = Figure(figsize=(11.5, 6.4), layout="constrained")
+    (ax1, ax2), (ax3, ax4) = fig.subplots(2, 2)
+    scores = k @ q / math.sqrt(H)
+    n = len(steps)
+    idx = np.arange(S)
+    seen = idx < steps[j - 1].keys[1]
+    cur = (idx >= steps[j - 1].keys[0]) & seen
+    ax1.plot(idx[~seen], scores[~seen], "o", color="0.75", ms=4, label="keys not read yet")
+    ax1.plot(idx[seen & ~cur], scores[seen & ~cur], "o", color=_PALETTE[0], ms=4, label="earlier chunks (merged)")
+    ax1.plot(idx[cur], scores[cur], "o", color=_PALETTE[1], ms=5, label=f"chunk {j} (this step)")
+    xs = [s.keys[0] for s in steps[:j]] + [steps[j - 1].keys[1]]
+    ms = [s.M for s in steps[:j]]
+    ax1.stairs(ms, np.array(xs) - 0.5, color=_PALETTE[4], lw=2, baseline=None, label="running max M")
+    ax1.axhline(scores.max(), color=_PALETTE[4], lw=1, ls=":", label=f"max over all keys = {scores.max():.2f}")
+    for s in steps[1:]:
+        ax1.axvline(s.keys[0] - 0.5, color="0.85", lw=0.8, zorder=0)
+    ax1.set_xlim(-1, S)
+    span = scores.max() - scores.min()
+    ax1.set_ylim(scores.min() - 0.55 * span, scores.max() + 0.12 * span)  # room for the legend below the dots
+    ax1.set_xlabel("key index")
+    ax1.set_ylabel("score q·k / √H")
+    ax1.set_title(f"(a) scores, chunks of {chunk} keys: step {j} of {n}", fontsize=10)
+    ax1.legend(loc="lower left", fontsize=7, ncol=2, framealpha=0.9)
+
+    x = np.arange(1, n + 1)
+    naive_L = float(np.exp(scores - scores.max()).sum())
+    ax2.plot(x[:j], [s.L for s in steps[:j]], "o-", color=_PALETTE[0], lw=2, label="running L = Σ exp(s − M)")
+    ax2.axhline(naive_L, color="black", ls="--", lw=1, label=f"naive Σ exp(s − max s) = {naive_L:.3f}")
+    ax2.set_xlim(0.5, n + 0.5)
+    ax2.set_xticks(x)
+    ax2.set_xlabel("chunks merged")
+    ax2.set_ylabel("denominator L")
+    ax2.set_title("(b) running denominator (rescaled by exp(M_old − M_new))", fontsize=10)
+    ax2.legend(loc="lower right", fontsize=8)
+
+    for d in range(min(dims, H)):
+        c = _PALETTE[d % len(_PALETTE)]
+        ax3.plot(x[:j], [s.output[d] for s in steps[:j]], "o-", color=c, lw=1.8, label=f"(O/L)[{d}]")
+        ax3.axhline(full[d], color=c, ls="--", lw=1)
+    ax3.plot([], [], "--", color="0.3", label="naive softmax(q·Kᵀ/√H)·V")
+    ax3.set_xlim(0.5, n + 0.5)
+    ax3.set_xticks(x)
+    ax3.set_xlabel("chunks merged")
+    ax3.set_ylabel("output component")
+    ax3.set_title(f"(c) output O/L, first {min(dims, H)} of H = {H} components", fontsize=10)
+    ax3.legend(loc="best", fontsize=7, ncol=2)
+
+    floor = 1e-17
+    ax4.semilogy(x[:j], np.maximum(errs[:j], floor), "o-", color=_PALETTE[4], lw=2, label="vs softmax over all keys")
+    ax4.semilogy(x[:j], np.maximum(prefix[:j], floor), "s--", color=_PALETTE[2], lw=1.5,
+                 label="vs softmax over the keys seen so far")
+    ax4.axhline(np.finfo(np.float64).eps, color="0.5", lw=1, ls=":", label="float64 epsilon")
+    ax4.set_xlim(0.5, n + 0.5)
+    ax4.set_ylim(floor / 2, 10)
+    ax4.set_xticks(x)
+    ax4.set_xlabel("chunks merged")
+    ax4.set_ylabel("max |O/L − naive| (log)")
+    ax4.set_title(f"(d) distance to the naive result: {errs[j - 1]:.1e} after step {j}", fontsize=10)
+    ax4.legend(loc="center left", fontsize=8)
+    fig.suptitle(f"Flash attention for one query (S = {S}, H = {H}): merge (M, L, O) chunk by chunk", fontsize=10)
+    return fig
+
+
+def flash_widget(chunk: int = 16, S: int = 64, H: int = 16, seed: int = 0) -> W.VBox:
+    """A "chunk" size dropdown and a "step" slider (chunks merged so far); prints `flash_readout`, draws
+    `render_flash`. Changing the chunk size resets the slider to the last step."""
+    sizes = sorted({4, 8, 16, 32, int(chunk)})
+    chunk_dd = W.Dropdown(options=sizes, value=int(chunk), description="chunk")
+    n = -(-S // chunk)
+    step_sl = W.IntSlider(value=n, min=1, max=n, description="step", continuous_update=False)
+    box = W.VBox()
+
+    def view(chunk, step):
+        _emit(box, flash_readout(step, chunk, S, H, seed), lambda: render_flash(step, chunk, S, H, seed))
+
+    controls = {"chunk": chunk_dd, "step": step_sl}
+
+    def on_chunk(change):
+        m = -(-S // change["new"])
+        step_sl.max = max(m, step_sl.min)
+        step_sl.value = m
+
+    out = _live_output(controls, view, {"chunk": on_chunk})
+    box.children = [W.HBox([chunk_dd, step_sl]), out]
+    return _attach(box, controls, out, lambda: flash_readout(step_sl.value, chunk_dd.value, S, H, seed),
+                   lambda: render_flash(step_sl.value, chunk_dd.value, S, H, seed))

@@ -709,8 +709,8 @@ class RematFlops:
     def __str__(self) -> str:
         fused = "" if self.fused is None else f"; one jitted step: {6 * self.fused / self.six_pt:.3f}"
         return (f"{self.cfg_name} remat={self.policy} B={self.B} T={self.T}: {self.multiple:.3f} · params · tokens "
-                f"(predicted {6 * self.predicted / self.six_pt:.3f}, adjusted {6 * self.adjusted / self.six_pt:.3f})"
-                + fused)
+                f"(predicted {6 * self.predicted / self.six_pt:.3f}"
+                + (f", adjusted {6 * self.adjusted / self.six_pt:.3f})" if self.dropped else ")") + fused)
 
 
 def train_flops_with_remat(cfg: TransformerConfig, B: int, T: int, policy: str = "none", *,

@@ -228,6 +228,7 @@ def forward_flops_per_token(cfg: TransformerConfig, seq_len: float = 1, *, causa
 
     `seq_len` is the number of keys each query attends to (self-attention over T tokens: S = T).
     """
+    _check_len(seq_len=seq_len)
     return 2 * matmul_params(cfg) + attention_flops(cfg, 1, seq_len, causal=causal)
 
 
@@ -291,7 +292,9 @@ def attention_intensity(T: float, S: float, G: float) -> float:
 
 # --- remat, activations, KV cache ----------------------------------------------------------------
 
-#: tensors of size D saved per layer and token, book ch. 4 "Gradient checkpointing" (20 / ~7 / 1)
+#: saved tensors per layer and token, book ch. 4 "Gradient checkpointing": ~20 intermediates of width D
+#: (no remat), ≈ 7 big matmul outputs (their true widths are in activation_elements_per_token_per_layer,
+#: 13·D for an MHA layer with F = 4D), 1 block input of width D (block remat)
 REMAT_TENSORS_PER_LAYER = {"none": 20, "big_matmuls": 7, "block": 1}
 
 

@@ -847,3 +847,12 @@ def write_harness_notebook(directory: str | os.PathLike, name: str = "harness.ip
     path = Path(directory) / name
     nbformat.write(nb, path)
     return path
+
+
+def browser_marks():
+    """`pytestmark` for a browser test module: marked `browser`, skipped with the reason when chromium is missing."""
+    import pytest
+
+    return [pytest.mark.browser,
+            pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK),
+                               reason=f"{CHROMIUM} is missing (install Debian's 'chromium' package; .ci/run does)")]

@@ -7,7 +7,6 @@ Helpers live in ``tests/browser_support.py``. Screenshots: ``/tmp/browser-*.png`
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import tempfile
@@ -22,19 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 CHAPTER1 = "notebooks/01_rooflines.ipynb"
 MARKER = "roofline explorer: B="
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not os.access(bs.CHROMIUM, os.X_OK),
-        reason=f"{bs.CHROMIUM} is missing (install Debian's 'chromium' package; .ci/run does)",
-    ),
-]
-
-
-@pytest.fixture
-def page():
-    with bs.chromium_page() as p:
-        yield p
+pytestmark = bs.browser_marks()
 
 
 @pytest.fixture
@@ -48,12 +35,6 @@ def harness_root():
 @pytest.fixture
 def harness_server(harness_root):
     with bs.lab_server(harness_root) as server:  # stopped (killpg) however the test ends
-        yield server
-
-
-@pytest.fixture
-def repo_server():
-    with bs.lab_server(REPO) as server:
         yield server
 
 

@@ -7,7 +7,6 @@ Helpers: ``tests/browser_support.py``. Screenshots: ``/tmp/browser-ch5-*.png``, 
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -19,25 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 CHAPTER5 = "notebooks/05_training.ipynb"
 CHAPTER6 = "notebooks/06_applied_training.ipynb"
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not os.access(bs.CHROMIUM, os.X_OK),
-        reason=f"{bs.CHROMIUM} is missing (install Debian's 'chromium' package; .ci/run does)",
-    ),
-]
-
-
-@pytest.fixture
-def page():
-    with bs.chromium_page() as p:
-        yield p
-
-
-@pytest.fixture
-def repo_server():
-    with bs.lab_server(REPO) as server:  # stopped (killpg) however the test ends
-        yield server
+pytestmark = bs.browser_marks()
 
 
 @pytest.mark.timeout(300)

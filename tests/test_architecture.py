@@ -10,7 +10,7 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / "scalebook_utils"
 # the modules allowed to import heavy UI/JAX libraries
 SHELL = {"jaxlab", "_compat", "plots", "widgets", "tinymodel", "jaxtrain", "jaxpipeline", "transformer_views",
-         "training_views"}
+         "attention_views", "training_views", "applied_training_views"}
 HEAVY = {"jax", "jaxlib", "matplotlib", "ipywidgets", "IPython"}
 def _module_name(path: Path) -> str:
     """scalebook_utils/questions/ch01.py → "questions.ch01"; a package's __init__.py → the package."""

@@ -1,4 +1,4 @@
-"""Views for chapter 4 (Transformer math): readouts, figures and widgets over `transformer` and `tinymodel`.
+"""Views for chapter 4 (Transformer math), the accounting: readouts, figures and widgets over `transformer`.
 
 The same three layers as `widgets` and `training_views` (DESIGN §3): a pure *readout* returning one
 deterministic line with a fixed prefix (tests and the browser test wait for it), a *render* function returning
@@ -9,13 +9,16 @@ an unknown chip) gives a readable line and a message figure, never an exception.
 Book ch. 4 "All the Transformer Math You Need to Know":
 
 1. `calculator_widget` — parameters by component, training FLOPs per token with and without attention,
-   the 6·P·tokens rule, KV bytes per token, for a preset or a custom model;
-2. `render_attention_share` — attention / matmul FLOPs against T (T/(8D); ch4.q5's 2D crossover);
-3. `intensity_widget` — attention arithmetic intensity, prefill and decode, against a chip (ch4.q4);
-4. `render_remat` — gradient checkpointing: memory against FLOPs (84 TB / 4.2 TB, 6 → 8 · P);
-5. `render_kv_cache` — KV cache against context length for MHA/GQA/MQA, bf16 and int8 (8 GiB);
-6. `render_moe_critical_batch` — the MoE critical batch 120·E/k (DeepSeek: 3840; ch4.q8);
-7. `flash_widget` — flash attention step by step for one query row (Appendix A; imports JAX lazily).
+   the 6·P·tokens rule, KV bytes per token, for a preset or a custom model ("Transformer Accounting",
+   "Global FLOPs and Params Calculation", "General rule of thumb for Transformer FLOPs");
+2. `render_remat` — memory against FLOPs (84 TB / 4.2 TB, 6 → 8 · P; "Gradient checkpointing");
+3. `render_kv_cache` — KV cache against context length for MHA/GQA/MQA, bf16 and int8 (8 GiB;
+   "Key-Value (KV) caching");
+4. `render_moe_critical_batch` — the MoE critical batch 120·E/k (DeepSeek: 3840; ch4.q8;
+   "Sparsity and Mixture-of-Experts").
+
+The attention views of the chapter (attention's share of the FLOPs, its arithmetic intensity, flash attention
+step by step) are in `attention_views`, which shares the helpers below (`INPUT_ERRORS` … `live_output`).
 """
 
 from __future__ import annotations
@@ -32,37 +35,33 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from . import transformer as tf
-from .hardware import CHIPS, get_chip
+from .hardware import get_chip
 from .units import dtype_bytes, format_si
 from .widgets import _attach, _emit, _message_figure, static_png
 
 __all__ = [
-    "CALC_PREFIX", "SHARE_PREFIX", "INTENSITY_PREFIX", "REMAT_PREFIX", "KV_PREFIX", "MOE_PREFIX", "FLASH_PREFIX",
+    "CALC_PREFIX", "REMAT_PREFIX", "KV_PREFIX", "MOE_PREFIX",
     "CUSTOM", "REMAT_EXAMPLE", "KV_EXAMPLE",
     "calculator_config", "calculator_numbers", "calculator_readout", "render_calculator", "calculator_widget",
-    "attention_share_readout", "render_attention_share",
-    "intensity_chips", "prefill_threshold", "intensity_readout", "render_attention_intensity", "intensity_widget",
     "remat_rows", "remat_readout", "render_remat",
     "kv_cache_bytes", "kv_readout", "render_kv_cache",
     "moe_coefficient", "moe_readout", "render_moe_critical_batch",
-    "flash_inputs", "flash_readout", "render_flash", "flash_widget",
     "format_count", "format_binary_bytes", "static_png",
+    "INPUT_ERRORS", "PALETTE", "error_text", "format_number", "plain_formatter", "new_figure", "live_output",
 ]
 
 #: The browser test and the notebook wait for these prefixes; do not change them.
 CALC_PREFIX = "calculator: "
-SHARE_PREFIX = "attention share: "
-INTENSITY_PREFIX = "attention intensity: "
 REMAT_PREFIX = "remat: "
 KV_PREFIX = "KV cache: "
 MOE_PREFIX = "MoE critical batch: "
-FLASH_PREFIX = "flash attention: "
 
 #: The calculator's model choice that takes the sizes from the boxes as they are.
 CUSTOM = "custom"
 _FIELDS = ("D", "F", "N", "K", "H", "L", "V")
 _FLAGS = {"gated": "gated_mlp", "tied": "tied_embeddings"}
-_ERRORS = (ValueError, KeyError, TypeError, ZeroDivisionError, OverflowError)
+#: What bad input raises; every readout and render catches these and says what went wrong instead.
+INPUT_ERRORS = (ValueError, KeyError, TypeError, ZeroDivisionError, OverflowError)
 
 #: The book's gradient-checkpointing example: B·T = 4M tokens, L = 64, D = 8192 (F, N, H, V are not given in the
 #: book and matter only for the FLOPs bars; an MHA model with F = 4D and NH = D).
@@ -72,17 +71,19 @@ REMAT_EXAMPLE = tf.TransformerConfig(
 #: The book's KV-cache example: S = 8192, L = 64, K·H = N·H = D = 8192 → 8 GiB in int8.
 KV_EXAMPLE = {"L": 64, "N": 64, "H": 128}
 
-_PALETTE = ["#1f4e9c", "#e6550d", "#31a354", "#7b3294", "#d62728", "#8c6d31"]
+#: Line colours of every chapter-4 figure, in order.
+PALETTE = ["#1f4e9c", "#e6550d", "#31a354", "#7b3294", "#d62728", "#8c6d31"]
 
 
-# --- small helpers ----------------------------------------------------------------------------------------
+# --- small helpers (shared with `attention_views`) --------------------------------------------------------
 
 
-def _msg(exc: BaseException) -> str:
+def error_text(exc: BaseException) -> str:
+    """The readable part of a caught `INPUT_ERRORS` exception (a KeyError's message without its quotes)."""
     return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
 
 
-def _num(x) -> str:
+def format_number(x) -> str:
     """4096.0 → '4096', 0.5 → '0.5'."""
     x = float(x)
     return f"{x:.0f}" if x.is_integer() else f"{x:.4g}"
@@ -117,7 +118,8 @@ def _share(x: float) -> str:
     return f"{x:.1%}" if x >= 0.001 or x == 0 else f"{100 * x:.2g}%"
 
 
-def _plain_formatter() -> FuncFormatter:
+def plain_formatter() -> FuncFormatter:
+    """Log-axis tick labels as plain numbers: 1000 → '1,000', 0.5 → '0.5', nothing at or below 0."""
     def fmt(v, _p):
         if v <= 0:
             return ""
@@ -125,14 +127,15 @@ def _plain_formatter() -> FuncFormatter:
     return FuncFormatter(fmt)
 
 
-def _new_figure(figsize, ax=None):
+def new_figure(figsize, ax=None):
+    """(fig, ax): `ax` and its figure when given (to draw into a caller's panel), else a new one-panel Figure."""
     if ax is not None:
         return ax.figure, ax
     fig = Figure(figsize=figsize, layout="constrained")
     return fig, fig.add_subplot()
 
 
-def _live_output(controls: dict, view, on_change: dict | None = None):
+def live_output(controls: dict, view, on_change: dict | None = None):
     """`ipywidgets.interactive_output` that can change several controls with one redraw.
 
     `on_change` maps a control's name to a handler that runs first when that control changes (e.g. a preset
@@ -222,7 +225,7 @@ def calculator_numbers(cfg: tf.TransformerConfig, T: float = 4096, B: float = 1)
 
 def _calc_head(model, T, B) -> str:
     name = model.name if isinstance(model, tf.TransformerConfig) else str(model)
-    return f"{CALC_PREFIX}{name}, T={_num(T) if isinstance(T, (int, float)) else T}, B={B}"
+    return f"{CALC_PREFIX}{name}, T={format_number(T) if isinstance(T, (int, float)) else T}, B={B}"
 
 
 def calculator_readout(model: str | tf.TransformerConfig = "llama3-70b", T: float = 4096, B: float = 1,
@@ -235,10 +238,10 @@ def calculator_readout(model: str | tf.TransformerConfig = "llama3-70b", T: floa
     """
     try:
         cfg = calculator_config(model, **sizes)
-        head = _calc_head(cfg, T, _num(B) if isinstance(B, (int, float)) else B)
+        head = _calc_head(cfg, T, format_number(B) if isinstance(B, (int, float)) else B)
         n = calculator_numbers(cfg, T, B)
-    except _ERRORS as exc:
-        return f"{_calc_head(model, T, B)} → invalid: {_msg(exc)}"
+    except INPUT_ERRORS as exc:
+        return f"{_calc_head(model, T, B)} → invalid: {error_text(exc)}"
     pc = n["params"]
     params = f"{format_count(pc.total)} params" + (f" ({format_count(pc.activated)} activated)" if cfg.is_moe else "")
     share = n["train_attention"] / n["train_matmul"]
@@ -254,8 +257,8 @@ def render_calculator(model: str | tf.TransformerConfig = "llama3-70b", T: float
     try:
         cfg = calculator_config(model, **sizes)
         n = calculator_numbers(cfg, T, B)
-    except _ERRORS as exc:
-        return _message_figure(f"cannot draw: {_msg(exc)}", figsize=(11, 1.4))
+    except INPUT_ERRORS as exc:
+        return _message_figure(f"cannot draw: {error_text(exc)}", figsize=(11, 1.4))
     fig = Figure(figsize=(11.5, 3.6), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
     pc = n["params"]
@@ -263,10 +266,10 @@ def render_calculator(model: str | tf.TransformerConfig = "llama3-70b", T: float
              "unembedding": pc.unembedding}
     ys = np.arange(len(parts))[::-1]
     vals = np.array(list(parts.values()), float)
-    ax1.barh(ys, vals, height=0.6, color=_PALETTE[0], label="parameters")
+    ax1.barh(ys, vals, height=0.6, color=PALETTE[0], label="parameters")
     if cfg.is_moe:
         active_mlp = pc.mlp - (pc.total - pc.activated)
-        ax1.barh(ys[2], active_mlp, height=0.6, color=_PALETTE[1], label="activated per token (k of E experts)")
+        ax1.barh(ys[2], active_mlp, height=0.6, color=PALETTE[1], label="activated per token (k of E experts)")
     for y, v in zip(ys, vals):
         ax1.text(v + vals.max() * 0.015, y, f"{format_count(v)} ({_share(v / pc.total)})", va="center", fontsize=8)
     ax1.set_yticks(ys, list(parts))
@@ -281,7 +284,7 @@ def render_calculator(model: str | tf.TransformerConfig = "llama3-70b", T: float
     fp = n["flops_parts"]
     ys2 = np.arange(len(fp))[::-1]
     v2 = np.array(list(fp.values()), float)
-    colors = [_PALETTE[0]] * 3 + [_PALETTE[4]]
+    colors = [PALETTE[0]] * 3 + [PALETTE[4]]
     ax2.barh(ys2, v2, height=0.6, color=colors)
     top = max(v2.max(), n["six_p"])
     for y, v in zip(ys2, v2):
@@ -294,7 +297,7 @@ def render_calculator(model: str | tf.TransformerConfig = "llama3-70b", T: float
     ax2.set_xlabel("training FLOPs per token (forward + backward)")
     ax2.set_ylabel("component")
     share = n["train_attention"] / n["train_matmul"]
-    ax2.set_title(f"{_e(n['train'])} FLOPs/token at T = {_num(T)} (attention +{share:.1%})", fontsize=10)
+    ax2.set_title(f"{_e(n['train'])} FLOPs/token at T = {format_number(T)} (attention +{share:.1%})", fontsize=10)
     ax2.grid(True, axis="x", alpha=0.3)
     ax2.legend(loc="upper right", fontsize=8)
     return fig
@@ -334,7 +337,7 @@ def calculator_widget(model: str = "llama3-70b", T: int = 4096, B: int = 1) -> W
             b.value = getattr(cfg, f)
         gated_cb.value, tied_cb.value = cfg.gated_mlp, cfg.tied_embeddings
 
-    out = _live_output(controls, view, {"model": on_model})
+    out = live_output(controls, view, {"model": on_model})
     fields = list(boxes.values())
     box.children = [W.HBox([model_dd, gated_cb, tied_cb]), W.HBox(fields[:4]), W.HBox(fields[4:] + [b_box]),
                     t_slider, out]
@@ -354,192 +357,9 @@ def calculator_widget(model: str = "llama3-70b", T: int = 4096, B: int = 1) -> W
     return _attach(box, controls, out, readout, render)
 
 
-# --- (2) attention's share of the FLOPs against T ----------------------------------------------------------
 
 
-def _mha(D: int, H: int = 128) -> tf.TransformerConfig:
-    """One MHA layer with F = 4D and N·H = D: the book's setting for T/(8D)."""
-    return tf.TransformerConfig(f"mha-D{D}", L=1, D=D, F=4 * D, N=max(D // H, 1), K=max(D // H, 1),
-                                H=H if D >= H else D, V=1)
-
-
-def _share_crossover(cfg: tf.TransformerConfig) -> float:
-    """T at which attention FLOPs equal the layers' matmul FLOPs (the ratio is linear in T)."""
-    return 1.0 / tf.attention_to_matmul_flops_ratio(cfg, 1)
-
-
-def attention_share_readout(model: str | tf.TransformerConfig = "llama3-70b", T: float = 4096) -> str:
-    """``attention share: llama3-70b at T=4096 → attention/matmul FLOPs 0.078 | = 1 at T≈52,224 | = QKVO
-    projections at T≈9216 (ch4.q5) | MHA, F=4D, D=8192: T/(8D), 1 at 8D = 65,536``.
-
-    The ratio is `transformer.attention_to_matmul_flops_ratio` (self-attention, no causal saving, no
-    unembedding); the last part is the book's idealised model of the same D.
-    """
-    name = model.name if isinstance(model, tf.TransformerConfig) else str(model)
-    try:
-        cfg = tf.get_model(model)
-        r = tf.attention_to_matmul_flops_ratio(cfg, T)
-        cross, proj = _share_crossover(cfg), tf.attention_projection_crossover(cfg)
-    except _ERRORS as exc:
-        return f"{SHARE_PREFIX}{name} at T={T} → cannot evaluate: {_msg(exc)}"
-    return (f"{SHARE_PREFIX}{cfg.name} at T={_num(T)} → attention/matmul FLOPs {r:.3g} | = 1 at T≈{cross:,.0f} | "
-            f"= QKVO projections at T≈{proj:,.0f} (ch4.q5) | MHA, F=4D, D={cfg.D}: T/(8D), 1 at 8D = {8 * cfg.D:,}")
-
-
-def render_attention_share(Ds: Sequence[int] = (2048, 4096, 8192, 16384), model: str | None = "llama3-70b", *,
-                           T_range: tuple[float, float] = (256, 2**20), ax=None) -> Figure:
-    """Log-log attention / matmul FLOPs against T for MHA layers with F = 4D (T/(8D)), one line per D, plus
-    `model` dashed. Circles: T = 8D (attention = MLP + projections); triangles: T = 2D (attention = QKVO
-    projections, ch4.q5). Book ch. 4 "Fractional cost of attention with context length"."""
-    try:
-        cfgs = [_mha(int(D)) for D in Ds]
-        mcfg = tf.get_model(model) if model else None
-        lo, hi = T_range
-        if not 1 <= lo < hi:
-            raise ValueError(f"T_range must be 1 ≤ lo < hi, got {T_range}")
-    except _ERRORS as exc:
-        return _message_figure(f"cannot draw: {_msg(exc)}")
-    fig, ax = _new_figure((9.0, 5.2), ax)
-    Ts = np.logspace(math.log10(lo), math.log10(hi), 200)
-    for i, cfg in enumerate(cfgs):
-        c = _PALETTE[i % len(_PALETTE)]
-        r = np.array([tf.attention_to_matmul_flops_ratio(cfg, t) for t in Ts])
-        ax.plot(Ts, r, color=c, lw=2, label=f"D = {cfg.D:,} (MHA, F = 4D): 8D = {8 * cfg.D:,}, 2D = {2 * cfg.D:,}")
-        for t, mk in ((8 * cfg.D, "o"), (2 * cfg.D, "^")):
-            if lo <= t <= hi:
-                ax.plot([t], [tf.attention_to_matmul_flops_ratio(cfg, t)], mk, color=c, ms=7, mec="white", zorder=5)
-    if mcfg is not None:
-        r = np.array([tf.attention_to_matmul_flops_ratio(mcfg, t) for t in Ts])
-        x1 = _share_crossover(mcfg)
-        ax.plot(Ts, r, color="black", lw=1.6, ls="--",
-                label=f"{mcfg.name} (D = {mcfg.D:,}, F = {mcfg.F:,}, GQA K = {mcfg.K}): = 1 at T ≈ {x1:,.0f} (■)")
-        if lo <= x1 <= hi:
-            ax.plot([x1], [1], "s", color="black", ms=6, zorder=6)
-    ax.axhline(1.0, color="0.3", lw=1)
-    ax.text(lo * 1.1, 1.08, "attention = all matmuls (MLP + projections)", fontsize=8, va="bottom", color="0.3")
-    ax.plot([], [], "o", color="0.4", mec="white", ms=7, label="T = 8D: attention FLOPs = matmul FLOPs")
-    ax.plot([], [], "^", color="0.4", mec="white", ms=7, label="T = 2D (ch4.q5): attention = QKVO projections")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v / 1024:.0f}k" if v >= 1024 else f"{v:.0f}"))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
-    ax.set_xlabel("sequence length T (tokens, log scale)")
-    ax.set_ylabel("attention FLOPs / matmul FLOPs (per layer)")
-    ax.set_title("Attention's share of the FLOPs grows linearly with T: 12BT²NH / (18BTDF + 24BTDNH) = T/(8D) "
-                 "when F = 4D, NH = D", fontsize=10)
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
-    return fig
-
-
-# --- (3) attention arithmetic intensity (ch4.q4) ----------------------------------------------------------
-
-
-def intensity_chips() -> list[str]:
-    """Chips with a bf16 matmul peak (the ones whose critical intensity ch4.q4 compares against)."""
-    return [n for n, c in CHIPS.items() if "bf16" in c.peak_flops_per_s]
-
-
-def prefill_threshold(alpha: float, G: float) -> float:
-    """Smallest T with T·G/(G + 1) ≥ α: T = α(G + 1)/G (480 for MHA on v5e, → α for large G)."""
-    return alpha * (G + 1) / G
-
-
-def _decode_threshold(alpha: float, G: float) -> float:
-    """Smallest S with S·G/(S + G) ≥ α, or inf (decode intensity < G, so never when G ≤ α)."""
-    return math.inf if G <= alpha else alpha * G / (G - alpha)
-
-
-def intensity_readout(chip: str = "tpu-v5e", Gs: Sequence[int] = (1, 4, 8, 16)) -> str:
-    """``attention intensity: tpu-v5e, critical 240 FLOPs/byte (bf16) → prefill (S=T) compute-bound for T > 480
-    (G=1), 300 (G=4), 270 (G=8), 255 (G=16) | decode (T=1): intensity < G ≤ 16 → memory-bound at any S``."""
-    try:
-        spec = get_chip(chip)
-        a = spec.critical_intensity("bf16")
-        Gs = [int(g) for g in Gs]
-        if not Gs or min(Gs) < 1:
-            raise ValueError(f"G must be positive integers, got {Gs}")
-    except _ERRORS as exc:
-        return f"{INTENSITY_PREFIX}{chip} → cannot evaluate: {_msg(exc)}"
-    pre = ", ".join(f"{prefill_threshold(a, g):,.0f} (G={g})" for g in Gs)
-    dec = {g: _decode_threshold(a, g) for g in Gs}
-    if all(math.isinf(s) for s in dec.values()):
-        tail = f"intensity < G ≤ {max(Gs)} → memory-bound at any S"
-    else:
-        tail = ", ".join(f"G={g}: S > {s:,.0f}" if math.isfinite(s) else f"G={g}: never" for g, s in dec.items())
-    return (f"{INTENSITY_PREFIX}{spec.name}, critical {a:.0f} FLOPs/byte (bf16) → prefill (S=T) compute-bound for "
-            f"T > {pre} | decode (T=1): {tail}")
-
-
-def render_attention_intensity(chip: str = "tpu-v5e", Gs: Sequence[int] = (1, 4, 8, 16), *,
-                               T_range: tuple[float, float] = (16, 2**17)) -> Figure:
-    """Two log-log panels against the chip's critical intensity (bf16): prefill/training (S = T),
-    T·G/(G + 1), with each G's threshold marked; generation (T = 1), S·G/(S + G) < G. Book ch4.q4."""
-    try:
-        spec = get_chip(chip)
-        a = spec.critical_intensity("bf16")
-        Gs = [int(g) for g in Gs]
-        lo, hi = T_range
-        if not Gs or min(Gs) < 1 or not 1 <= lo < hi:
-            raise ValueError(f"need G ≥ 1 and 1 ≤ lo < hi; got G={Gs}, range {T_range}")
-    except _ERRORS as exc:
-        return _message_figure(f"cannot draw: {_msg(exc)}")
-    fig = Figure(figsize=(11.5, 4.6), layout="constrained")
-    ax1, ax2 = fig.subplots(1, 2, sharey=True)
-    x = np.logspace(math.log10(lo), math.log10(hi), 300)
-    for i, g in enumerate(Gs):
-        c = _PALETTE[i % len(_PALETTE)]
-        ax1.plot(x, [tf.attention_intensity(t, t, g) for t in x], color=c, lw=2, label=f"G = {g}: TG/(G+1)")
-        t0 = prefill_threshold(a, g)
-        if lo <= t0 <= hi:
-            ax1.plot([t0], [a], "o", color=c, ms=6, mec="white", zorder=5)
-        ax2.plot(x, [tf.attention_intensity(1, s, g) for s in x], color=c, lw=2, label=f"G = {g}: SG/(S+G) → {g}")
-    ymax = hi * 1.5
-    for ax in (ax1, ax2):
-        ax.axhline(a, color="#d62728", lw=1.5, ls="--", label=f"{spec.name} critical intensity {a:.0f} FLOPs/byte")
-        ax.axhspan(a, ymax, color="#54a24b", alpha=0.07, lw=0)
-        ax.axhspan(0.3, a, color="#e45756", alpha=0.06, lw=0)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlim(lo, hi)
-        ax.set_ylim(0.3, ymax)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v / 1024:.0f}k" if v >= 1024 else f"{v:.0f}"))
-        ax.yaxis.set_major_formatter(_plain_formatter())
-        ax.grid(True, which="major", alpha=0.3)
-        ax.text(lo * 1.15, a * 1.15, "compute-bound ↑", fontsize=8, va="bottom")
-        ax.text(lo * 1.15, a / 1.15, "memory-bound ↓", fontsize=8, va="top")
-    ax1.plot([], [], "o", color="0.4", mec="white", label="threshold T = α(G+1)/G")
-    ax1.set_xlabel("sequence length T = S (tokens)")
-    ax1.set_ylabel("arithmetic intensity (FLOPs / byte, bf16)")
-    ax1.set_title(f"prefill / training (S = T): compute-bound for T > {prefill_threshold(a, 1):,.0f} (MHA)",
-                  fontsize=10)
-    ax1.legend(loc="lower right", fontsize=8, framealpha=0.9)
-    ax2.set_xlabel("context length S (tokens), one new query (T = 1)")
-    ax2.set_ylabel("FLOPs / byte (same axis)")
-    ax2.set_title("generation (T = 1): intensity < G" + (", memory-bound" if max(Gs) <= a else ""), fontsize=10)
-    ax2.legend(loc="upper right", fontsize=8, framealpha=0.9)
-    fig.suptitle("Attention arithmetic intensity, one KV head and its G query heads (book ch. 4, Question 4)",
-                 fontsize=10)
-    return fig
-
-
-def intensity_widget(chip: str = "tpu-v5e", Gs: Sequence[int] = (1, 4, 8, 16)) -> W.VBox:
-    """A chip dropdown; prints `intensity_readout` and draws `render_attention_intensity`."""
-    chip_dd = W.Dropdown(options=intensity_chips(), value=get_chip(chip).name, description="chip")
-    box = W.VBox()
-
-    def view(chip):
-        _emit(box, intensity_readout(chip, Gs), lambda: render_attention_intensity(chip, Gs))
-
-    controls = {"chip": chip_dd}
-    out = W.interactive_output(view, controls)
-    box.children = [chip_dd, out]
-    return _attach(box, controls, out, lambda: intensity_readout(chip_dd.value, Gs),
-                   lambda: render_attention_intensity(chip_dd.value, Gs))
-
-
-# --- (4) gradient checkpointing -----------------------------------------------------------------------------
+# --- (2) gradient checkpointing -----------------------------------------------------------------------------
 
 _POLICY_LABELS = {"none": "save everything", "big_matmuls": "save the big matmul outputs", "block": "block remat"}
 
@@ -568,12 +388,12 @@ def remat_readout(cfg: tf.TransformerConfig = REMAT_EXAMPLE, tokens: float = 4e6
     4.2 TB, 8.5·P`` (memory in bf16 with the book's tensor counts; FLOPs per token / matmul params)."""
     try:
         rows = remat_rows(cfg, tokens, seq_len)
-    except _ERRORS as exc:
-        return f"{REMAT_PREFIX}{getattr(cfg, 'name', cfg)} → cannot evaluate: {_msg(exc)}"
+    except INPUT_ERRORS as exc:
+        return f"{REMAT_PREFIX}{getattr(cfg, 'name', cfg)} → cannot evaluate: {error_text(exc)}"
     parts = [f"{_POLICY_LABELS[r['policy']]} {'~' if r['policy'] == 'big_matmuls' else ''}{r['tensors']}·D: "
              f"{format_si(r['bytes'], 'B', 2)}, {r['multiple']:.2f}·P" for r in rows]
     return (f"{REMAT_PREFIX}BT={format_si(tokens, digits=3).replace(' ', '')} tokens, L={cfg.L}, D={cfg.D}, "
-            f"T={_num(seq_len)} → " + " | ".join(parts))
+            f"T={format_number(seq_len)} → " + " | ".join(parts))
 
 
 def render_remat(cfg: tf.TransformerConfig = REMAT_EXAMPLE, tokens: float = 4e6, seq_len: float = 4096) -> Figure:
@@ -582,8 +402,8 @@ def render_remat(cfg: tf.TransformerConfig = REMAT_EXAMPLE, tokens: float = 4e6,
     backward matmuls), attention, recompute; the book's 6 and 8 as lines."""
     try:
         rows = remat_rows(cfg, tokens, seq_len)
-    except _ERRORS as exc:
-        return _message_figure(f"cannot draw: {_msg(exc)}")
+    except INPUT_ERRORS as exc:
+        return _message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(11.5, 4.4), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
     x = np.arange(len(rows))
@@ -591,7 +411,7 @@ def render_remat(cfg: tf.TransformerConfig = REMAT_EXAMPLE, tokens: float = 4e6,
               f"token-layer)" for r in rows]
     tb = np.array([r["bytes"] for r in rows]) / 1e12
     true_tb = np.array([r["bytes_true"] for r in rows]) / 1e12
-    ax1.bar(x, tb, width=0.6, color=[_PALETTE[4], _PALETTE[1], _PALETTE[2]])
+    ax1.bar(x, tb, width=0.6, color=[PALETTE[4], PALETTE[1], PALETTE[2]])
     handles = [Patch(color="0.55", label="book's count: n tensors of D per token and layer")]
     diff = ~np.isclose(true_tb, tb)
     if diff.any():
@@ -615,9 +435,10 @@ def render_remat(cfg: tf.TransformerConfig = REMAT_EXAMPLE, tokens: float = 4e6,
     ax1.legend(handles=handles, loc="upper right", fontsize=8)
 
     bottom = np.zeros(len(rows))
-    for key, color, label in (("matmul", _PALETTE[0], "matmuls forward + backward (6·P)"),
-                              ("attention", "#9ecae1", f"dot-product attention (12·T·N·H·L, T = {_num(seq_len)})"),
-                              ("recompute", _PALETTE[4], "recomputed in the backward pass")):
+    attn_label = f"dot-product attention (12·T·N·H·L, T = {format_number(seq_len)})"
+    for key, color, label in (("matmul", PALETTE[0], "matmuls forward + backward (6·P)"),
+                              ("attention", "#9ecae1", attn_label),
+                              ("recompute", PALETTE[4], "recomputed in the backward pass")):
         v = np.array([r[key] for r in rows])
         ax2.bar(x, v, bottom=bottom, width=0.6, color=color, label=label)
         bottom += v
@@ -637,7 +458,7 @@ def render_remat(cfg: tf.TransformerConfig = REMAT_EXAMPLE, tokens: float = 4e6,
     return fig
 
 
-# --- (5) KV cache -------------------------------------------------------------------------------------------
+# --- (3) KV cache -------------------------------------------------------------------------------------------
 
 _ATTN_KIND = {1: "MQA"}
 
@@ -658,12 +479,12 @@ def kv_cache_bytes(S: float, K: int, *, L: int = KV_EXAMPLE["L"], N: int = KV_EX
 def kv_readout(S: float = 8192, Ks: Sequence[int] = (64, 8, 1), *, L: int = KV_EXAMPLE["L"], N: int = KV_EXAMPLE["N"],
                H: int = KV_EXAMPLE["H"]) -> str:
     """``KV cache: S=8192, L=64, N·H=8192 → MHA (K=64) 8 GiB int8, 16 GiB bf16 | GQA (K=8) 1 GiB int8, … | MQA …``."""
-    head = f"{KV_PREFIX}S={_num(S) if isinstance(S, (int, float)) else S}, L={L}, N·H={N * H}"
+    head = f"{KV_PREFIX}S={format_number(S) if isinstance(S, (int, float)) else S}, L={L}, N·H={N * H}"
     try:
         parts = [f"{_kv_label(K, N)} (K={K}) {format_binary_bytes(kv_cache_bytes(S, K, L=L, N=N, H=H))} int8, "
                  f"{format_binary_bytes(kv_cache_bytes(S, K, L=L, N=N, H=H, dtype='bf16'))} bf16" for K in Ks]
-    except _ERRORS as exc:
-        return f"{head} → cannot evaluate: {_msg(exc)}"
+    except INPUT_ERRORS as exc:
+        return f"{head} → cannot evaluate: {error_text(exc)}"
     return f"{head} → " + " | ".join(parts)
 
 
@@ -679,11 +500,11 @@ def render_kv_cache(Ks: Sequence[int] = (64, 8, 1), *, L: int = KV_EXAMPLE["L"],
         S = np.logspace(math.log10(lo), math.log10(hi), 100)
         curves = {(K, d): S * kv_cache_bytes(1, K, L=L, N=N, H=H, dtype=d) for K in Ks for d in ("bf16", "int8")}
         specs = [get_chip(c) for c in chips]
-    except _ERRORS as exc:
-        return _message_figure(f"cannot draw: {_msg(exc)}")
-    fig, ax = _new_figure((9.0, 5.2), ax)
+    except INPUT_ERRORS as exc:
+        return _message_figure(f"cannot draw: {error_text(exc)}")
+    fig, ax = new_figure((9.0, 5.2), ax)
     for i, K in enumerate(Ks):
-        c = _PALETTE[i % len(_PALETTE)]
+        c = PALETTE[i % len(PALETTE)]
         ax.plot(S, curves[(K, "bf16")], color=c, lw=2, label=f"{_kv_label(K, N)} K = {K}, bf16")
         ax.plot(S, curves[(K, "int8")], color=c, lw=1.6, ls="--", label=f"{_kv_label(K, N)} K = {K}, int8")
     for j, spec in enumerate(specs):
@@ -693,7 +514,8 @@ def render_kv_cache(Ks: Sequence[int] = (64, 8, 1), *, L: int = KV_EXAMPLE["L"],
     if N in Ks and lo <= S_mark <= hi:
         v = kv_cache_bytes(S_mark, N, L=L, N=N, H=H)
         ax.plot([S_mark], [v], "o", color="black", ms=7, zorder=6)
-        note = f"book: S = {_num(S_mark)}, L = {L}, KH = {N * H:,}\n2·S·L·K·H = {format_binary_bytes(v)} (int8)"
+        note = (f"book: S = {format_number(S_mark)}, L = {L}, KH = {N * H:,}\n"
+                f"2·S·L·K·H = {format_binary_bytes(v)} (int8)")
         ax.annotate(note,
                     (S_mark, v), xytext=(25, -55), textcoords="offset points", fontsize=8,
                     bbox={"boxstyle": "round", "fc": "white", "ec": "0.6", "alpha": 0.95},
@@ -715,7 +537,7 @@ def render_kv_cache(Ks: Sequence[int] = (64, 8, 1), *, L: int = KV_EXAMPLE["L"],
     return fig
 
 
-# --- (6) MoE critical batch -----------------------------------------------------------------------------------
+# --- (4) MoE critical batch -----------------------------------------------------------------------------------
 
 
 def moe_coefficient(chip: str = "tpu-v5e", weight_dtype: str = "int8", flops_dtype: str = "bf16") -> float:
@@ -732,8 +554,8 @@ def moe_readout(chip: str = "tpu-v5e", weight_dtype: str = "int8", E: int = 256,
         spec = get_chip(chip)
         if not (isinstance(E, int) and isinstance(k, int) and 1 <= k <= E):
             raise ValueError(f"need integers 1 ≤ k ≤ E, got E={E!r}, k={k!r}")
-    except _ERRORS as exc:
-        return f"{MOE_PREFIX}{chip}, {weight_dtype} weights → cannot evaluate: {_msg(exc)}"
+    except INPUT_ERRORS as exc:
+        return f"{MOE_PREFIX}{chip}, {weight_dtype} weights → cannot evaluate: {error_text(exc)}"
     book = round(spec.critical_intensity("bf16")) * dtype_bytes(weight_dtype) / 2 * E / k
     who = " (DeepSeek)" if (E, k) == (256, 8) else ""
     return (f"{MOE_PREFIX}{spec.name}, {weight_dtype} weights, bf16 FLOPs → B > {c:.0f}·E/k tokens | "
@@ -751,13 +573,13 @@ def render_moe_critical_batch(chip: str = "tpu-v5e", weight_dtypes: Sequence[str
         lo, hi = ratios
         if not 1 <= lo < hi:
             raise ValueError(f"ratios must be 1 ≤ lo < hi, got {ratios}")
-    except _ERRORS as exc:
-        return _message_figure(f"cannot draw: {_msg(exc)}")
-    fig, ax = _new_figure((9.0, 5.0), ax)
+    except INPUT_ERRORS as exc:
+        return _message_figure(f"cannot draw: {error_text(exc)}")
+    fig, ax = new_figure((9.0, 5.0), ax)
     r = np.logspace(math.log2(lo), math.log2(hi), 100, base=2)
     for i, (d, c) in enumerate(coef.items()):
-        ax.plot(r, c * r, color=_PALETTE[i], lw=2, label=f"{d} weights: B > {c:.0f}·E/k")
-        ax.plot([1], [c], "s", color=_PALETTE[i], ms=6)
+        ax.plot(r, c * r, color=PALETTE[i], lw=2, label=f"{d} weights: B > {c:.0f}·E/k")
+        ax.plot([1], [c], "s", color=PALETTE[i], ms=6)
     first = next(iter(coef))
     book = round(spec.critical_intensity("bf16")) * dtype_bytes(first) / 2
     for (E, k, who) in ((256, 8, "DeepSeek-V3"), (16, 2, "ch. 7 MoE")):
@@ -772,8 +594,8 @@ def render_moe_critical_batch(chip: str = "tpu-v5e", weight_dtypes: Sequence[str
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlim(lo / 1.08, hi * 1.08)
-    ax.xaxis.set_major_formatter(_plain_formatter())
-    ax.yaxis.set_major_formatter(_plain_formatter())
+    ax.xaxis.set_major_formatter(plain_formatter())
+    ax.yaxis.set_major_formatter(plain_formatter())
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("sparsity E/k (experts per activated expert)")
     ax.set_ylabel("critical batch (tokens per step)")
@@ -782,148 +604,3 @@ def render_moe_critical_batch(chip: str = "tpu-v5e", weight_dtypes: Sequence[str
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
     return fig
-
-
-# --- (7) flash attention, step by step ----------------------------------------------------------------------
-
-
-def flash_inputs(S: int = 64, H: int = 16, seed: int = 0, q_scale: float = 2.0):
-    """Seeded (q_row[H], k[S, H], v[S, H]) in float64; q is scaled by `q_scale` so the softmax is peaked
-    enough for the running max to move."""
-    if not (isinstance(S, int) and isinstance(H, int) and S >= 1 and H >= 1):
-        raise ValueError(f"S and H must be positive integers, got S={S!r}, H={H!r}")
-    rng = np.random.default_rng(seed)
-    return q_scale * rng.standard_normal(H), rng.standard_normal((S, H)), rng.standard_normal((S, H))
-
-
-def _flash(chunk: int, S: int, H: int, seed: int):
-    from . import tinymodel as tm  # JAX only when a flash view is asked for
-
-    q, k, v = flash_inputs(S, H, seed)
-    steps = tm.flash_steps(q, k, v, chunk)
-    return q, k, v, steps, tm.softmax_row
-
-
-def _flash_state(chunk, S, H, seed, step):
-    q, k, v, steps, softmax_row = _flash(chunk, S, H, seed)
-    n = len(steps)
-    j = n if step is None else int(step)
-    if not 1 <= j <= n:
-        raise ValueError(f"step must be 1 … {n} (S={S} keys in chunks of {chunk}), got {step!r}")
-    full = softmax_row(q, k, v)
-    errs = [float(np.max(np.abs(s.output - full))) for s in steps]
-    prefix = [float(np.max(np.abs(s.output - softmax_row(q, k[:s.keys[1]], v[:s.keys[1]])))) for s in steps]
-    return q, k, v, steps, j, full, errs, prefix
-
-
-def flash_readout(step: int | None = None, chunk: int = 16, S: int = 64, H: int = 16, seed: int = 0) -> str:
-    """``flash attention: S=64, chunk=16, step=2/4 (keys 16–31) → M=…, L=… | max|O/L − softmax(q·Kᵀ/√H)·V| = …
-    | vs keys 0–31 only: 4.4e-16`` (step None: the last chunk, where the first distance is ≈ 1e-16 too)."""
-    head = f"{FLASH_PREFIX}S={S}, chunk={chunk}"
-    try:
-        _q, _k, _v, steps, j, _full, errs, prefix = _flash_state(chunk, S, H, seed, step)
-    except _ERRORS as exc:
-        return f"{head}, step={step} → cannot evaluate: {_msg(exc)}"
-    s = steps[j - 1]
-    a, b = s.keys
-    return (f"{head}, step={j}/{len(steps)} (keys {a}–{b - 1}) → M={s.M:.4f}, L={s.L:.4f} | "
-            f"max|O/L − softmax(q·Kᵀ/√H)·V| = {errs[j - 1]:.2g} | "
-            f"vs keys 0–{b - 1} only: {prefix[j - 1]:.2g}")
-
-
-def render_flash(step: int | None = None, chunk: int = 16, S: int = 64, H: int = 16, seed: int = 0,
-                 dims: int = 4) -> Figure:
-    """Four panels for one query row: (a) scores q·k/√H per key, chunks merged so far and the running max M;
-    (b) the running denominator L (rescaled at each new max) against the naive Σ exp(s − max s);
-    (c) the first `dims` components of O/L against the naive softmax output; (d) max |O/L − naive| per step
-    (log scale), against all keys and against the keys seen so far."""
-    try:
-        q, k, v, steps, j, full, errs, prefix = _flash_state(chunk, S, H, seed, step)
-    except _ERRORS as exc:
-        return _message_figure(f"cannot draw: {_msg(exc)}")
-    fig = Figure(figsize=(11.5, 6.4), layout="constrained")
-    (ax1, ax2), (ax3, ax4) = fig.subplots(2, 2)
-    scores = k @ q / math.sqrt(H)
-    n = len(steps)
-    idx = np.arange(S)
-    seen = idx < steps[j - 1].keys[1]
-    cur = (idx >= steps[j - 1].keys[0]) & seen
-    ax1.plot(idx[~seen], scores[~seen], "o", color="0.75", ms=4, label="keys not read yet")
-    ax1.plot(idx[seen & ~cur], scores[seen & ~cur], "o", color=_PALETTE[0], ms=4, label="earlier chunks (merged)")
-    ax1.plot(idx[cur], scores[cur], "o", color=_PALETTE[1], ms=5, label=f"chunk {j} (this step)")
-    xs = [s.keys[0] for s in steps[:j]] + [steps[j - 1].keys[1]]
-    ms = [s.M for s in steps[:j]]
-    ax1.stairs(ms, np.array(xs) - 0.5, color=_PALETTE[4], lw=2, baseline=None, label="running max M")
-    ax1.axhline(scores.max(), color=_PALETTE[4], lw=1, ls=":", label=f"max over all keys = {scores.max():.2f}")
-    for s in steps[1:]:
-        ax1.axvline(s.keys[0] - 0.5, color="0.85", lw=0.8, zorder=0)
-    ax1.set_xlim(-1, S)
-    span = scores.max() - scores.min()
-    ax1.set_ylim(scores.min() - 0.55 * span, scores.max() + 0.12 * span)  # room for the legend below the dots
-    ax1.set_xlabel("key index")
-    ax1.set_ylabel("score q·k / √H")
-    ax1.set_title(f"(a) scores, chunks of {chunk} keys: step {j} of {n}", fontsize=10)
-    ax1.legend(loc="lower left", fontsize=7, ncol=2, framealpha=0.9)
-
-    x = np.arange(1, n + 1)
-    naive_L = float(np.exp(scores - scores.max()).sum())
-    ax2.plot(x[:j], [s.L for s in steps[:j]], "o-", color=_PALETTE[0], lw=2, label="running L = Σ exp(s − M)")
-    ax2.axhline(naive_L, color="black", ls="--", lw=1, label=f"naive Σ exp(s − max s) = {naive_L:.3f}")
-    ax2.set_xlim(0.5, n + 0.5)
-    ax2.set_xticks(x)
-    ax2.set_xlabel("chunks merged")
-    ax2.set_ylabel("denominator L")
-    ax2.set_title("(b) running denominator (rescaled by exp(M_old − M_new))", fontsize=10)
-    ax2.legend(loc="lower right", fontsize=8)
-
-    for d in range(min(dims, H)):
-        c = _PALETTE[d % len(_PALETTE)]
-        ax3.plot(x[:j], [s.output[d] for s in steps[:j]], "o-", color=c, lw=1.8, label=f"(O/L)[{d}]")
-        ax3.axhline(full[d], color=c, ls="--", lw=1)
-    ax3.plot([], [], "--", color="0.3", label="naive softmax(q·Kᵀ/√H)·V")
-    ax3.set_xlim(0.5, n + 0.5)
-    ax3.set_xticks(x)
-    ax3.set_xlabel("chunks merged")
-    ax3.set_ylabel("output component")
-    ax3.set_title(f"(c) output O/L, first {min(dims, H)} of H = {H} components", fontsize=10)
-    ax3.legend(loc="best", fontsize=7, ncol=2)
-
-    floor = 1e-17
-    ax4.semilogy(x[:j], np.maximum(errs[:j], floor), "o-", color=_PALETTE[4], lw=2, label="vs softmax over all keys")
-    ax4.semilogy(x[:j], np.maximum(prefix[:j], floor), "s--", color=_PALETTE[2], lw=1.5,
-                 label="vs softmax over the keys seen so far")
-    ax4.axhline(np.finfo(np.float64).eps, color="0.5", lw=1, ls=":", label="float64 epsilon")
-    ax4.set_xlim(0.5, n + 0.5)
-    ax4.set_ylim(floor / 2, 10)
-    ax4.set_xticks(x)
-    ax4.set_xlabel("chunks merged")
-    ax4.set_ylabel("max |O/L − naive| (log)")
-    ax4.set_title(f"(d) distance to the naive result: {errs[j - 1]:.1e} after step {j}", fontsize=10)
-    ax4.legend(loc="center left", fontsize=8)
-    fig.suptitle(f"Flash attention for one query (S = {S}, H = {H}): merge (M, L, O) chunk by chunk", fontsize=10)
-    return fig
-
-
-def flash_widget(chunk: int = 16, S: int = 64, H: int = 16, seed: int = 0) -> W.VBox:
-    """A "chunk" size dropdown and a "step" slider (chunks merged so far); prints `flash_readout`, draws
-    `render_flash`. Changing the chunk size resets the slider to the last step."""
-    sizes = sorted({4, 8, 16, 32, int(chunk)})
-    chunk_dd = W.Dropdown(options=sizes, value=int(chunk), description="chunk")
-    n = -(-S // chunk)
-    step_sl = W.IntSlider(value=n, min=1, max=n, description="step", continuous_update=False)
-    box = W.VBox()
-
-    def view(chunk, step):
-        _emit(box, flash_readout(step, chunk, S, H, seed), lambda: render_flash(step, chunk, S, H, seed))
-
-    controls = {"chunk": chunk_dd, "step": step_sl}
-
-    def on_chunk(change):
-        m = -(-S // change["new"])
-        step_sl.max = max(m, step_sl.min)
-        step_sl.value = m
-
-    out = _live_output(controls, view, {"chunk": on_chunk})
-    box.children = [W.HBox([chunk_dd, step_sl]), out]
-    return _attach(box, controls, out, lambda: flash_readout(step_sl.value, chunk_dd.value, S, H, seed),
-                   lambda: render_flash(step_sl.value, chunk_dd.value, S, H, seed))

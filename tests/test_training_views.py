@@ -1,7 +1,4 @@
-"""Chapters 5 and 6 views: readouts, figures and widgets over `training` (pure readouts first, then builders)."""
-
-import math
-import re
+"""Chapter 5 views: readouts, figures and widgets over `training` (pure readouts first, then builders)."""
 
 import numpy as np
 import pytest
@@ -188,75 +185,11 @@ def test_threshold_rows():
     assert text.splitlines()[0].startswith("chip") and len(text.splitlines()) == 4
 
 
-# --- chapter 6 -----------------------------------------------------------------------------------------------
-
-
-def test_param_breakdown_book_numbers():
-    d = V.param_breakdown("llama3-70b")
-    assert d["FFW (MLP)"] == 3 * 80 * 8192 * 28_672
-    assert d["vocab (embed + unembed)"] == 2 * 128_256 * 8192
-    assert d["attention"] == 80 * (2 * 8192 * 64 * 128 + 2 * 8192 * 8 * 128)
-    assert sum(d.values()) == pytest.approx(70.6e9, rel=0.01)
-    fig = _draw(V.render_param_breakdown(("llama3-70b", "llama3-405b")))
-    assert len(fig.axes) == 2 and all(len(ax.patches) == 4 for ax in fig.axes)
-    assert fig.axes[0].get_xlabel() == "parameters (billions)" and "70.6 B" in fig.axes[0].get_title()
-    assert _is_message(V.render_param_breakdown("nope"))
-
-
-def test_days_and_memory_book_numbers():
-    # ch6.iq4: 8960 chips at 40% MFU → ~44 days (6.3e24 FLOPs)
-    assert V.days_to_train("llama3-70b", 15e12, 8960, "tpu-v5p", 0.4) == pytest.approx(44.7, rel=0.01)
-    m = V.memory_per_chip("llama3-70b", 4 * 2**20, 8960, 2)
-    assert sum(m.values()) == pytest.approx(1.31e9, rel=0.01)  # ch6.iq6
-    assert V.min_chips_for_memory("llama3-70b", 4 * 2**20, 2, "tpu-v5p") == 122  # ch6.iq5: ≈ 11.7 TB / 96 GB
-    line = V.budget_readout()
-    assert line.startswith("training budget: llama3-70b, 15 T tokens, chips=8960, MFU=40% → 44.7 days")
-    assert "1.31 GB/chip (fits in 96 GB)" in line and "≥ 122 chips" in line
-    assert "cannot evaluate: unknown model" in V.budget_readout("nope")
-
-
-def test_days_and_memory_figures():
-    fig = _draw(V.render_days_to_train("llama3-70b", mfus=(0.2, 0.4, 0.6)))
-    ax = fig.axes[0]
-    _labelled(ax)
-    assert ax.get_xscale() == "log" and len(ax.get_legend_handles_labels()[1]) == 3
-    assert any("8,960" in t.get_text() for t in ax.texts)  # the full pod marked
-    fig = _draw(V.render_memory_vs_checkpoints("llama3-70b", n_chips=256, checkpoints=(1, 2, 4, 8)))
-    ax = fig.axes[0]
-    _labelled(ax)
-    assert len(ax.patches) == 3 * 4  # params, optimizer, activations stacked for 4 settings
-    assert any("HBM" in lbl for lbl in ax.get_legend_handles_labels()[1])
-    assert len(_draw(V.render_budget()).axes) == 2
-    assert _is_message(V.render_budget("nope"))
-
-
-def test_budget_widget_updates():
-    w = V.budget_widget()
-    first = w.last_readout
-    w.controls["chips"].value = 4480
-    assert "chips=4480" in w.last_readout and w.last_readout != first
-    w.controls["MFU"].value = 0.5
-    assert "MFU=50%" in w.last_readout
-    assert isinstance(w.snapshot(), Image)
-
-
-def test_decision_path_book_narrative():
-    rows = V.decision_path("llama3-70b", 4 * 2**20, 4096, "tpu-v5p")
-    assert [r["feasible"] for r in rows] == [False, True, True]
-    assert "1024 sequences" in rows[0]["estimate"].reason  # ch6.iq7
-    assert rows[1]["verdict"] == "communication-bound (468 < 850)"  # ch6.iq8
-    assert rows[2]["verdict"] == "compute-bound (468 > 113)"  # ch6.iq9
-    assert rows[2]["config"] == "FSDP 2240 × TP 4"
-    text = V.decision_path_text()
-    assert re.search(r"FSDP over batch and sequence\s+FSDP 8960", text) and "why infeasible" in text
-    assert math.isnan(rows[0]["step_s"])
-
-
 def test_format_rows_empty():
     assert V.format_rows([]) == "(no rows)"
 
 
-# --- (7) pipelining ----------------------------------------------------------------------------------------
+# --- (5) pipelining ----------------------------------------------------------------------------------------
 
 
 def _gpipe_grid(P, M):

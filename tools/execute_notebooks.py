@@ -20,11 +20,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
 
 import nbformat
+from jupyter_client import KernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
@@ -67,15 +69,19 @@ def execute(path: Path, timeout: int = CELL_TIMEOUT_S) -> tuple[bool, float, int
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         nb = nbformat.read(str(path), as_version=4)
-    client = NotebookClient(nb, timeout=timeout, kernel_name=KERNEL, record_timing=False,
-                            store_widget_state=True, extra_arguments=["--IPKernelApp.log_level=ERROR"],
-                            resources={"metadata": {"path": str(path.resolve().parent)}})
     t0 = time.monotonic()
-    try:
-        client.execute()
-    except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
-        print(f"\n{path}: {type(exc).__name__}\n{_error_summary(exc)}\n", file=sys.stderr)
-        return False, time.monotonic() - t0, len(nb.cells), "not written"
+    # IPC sockets in a private folder instead of TCP ports, so kernels started at the same moment by other
+    # processes (tests, a second run of this tool) can never collide with this one (as benchmarks/run.py does).
+    with tempfile.TemporaryDirectory(prefix="sb-kernel-") as sockets:
+        km = KernelManager(kernel_name=KERNEL, transport="ipc", ip=str(Path(sockets) / "k"))
+        client = NotebookClient(nb, km=km, timeout=timeout, kernel_name=KERNEL, record_timing=False,
+                                store_widget_state=True, extra_arguments=["--IPKernelApp.log_level=ERROR"],
+                                resources={"metadata": {"path": str(path.resolve().parent)}})
+        try:
+            client.execute()
+        except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
+            print(f"\n{path}: {type(exc).__name__}\n{_error_summary(exc)}\n", file=sys.stderr)
+            return False, time.monotonic() - t0, len(nb.cells), "not written"
     seconds = time.monotonic() - t0
     if _is_exercise(path):
         return True, seconds, len(nb.cells), "exercise: checked, not written"

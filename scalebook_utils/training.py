@@ -22,7 +22,7 @@ takes max(T_math, T_comms on each axis) — a roofline (lower bound), not a simu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
 from . import transformer as tf

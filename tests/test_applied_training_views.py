@@ -8,22 +8,9 @@ import pytest
 pytest.importorskip("ipywidgets")
 
 from IPython.display import Image  # noqa: E402
-from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 
 from scalebook_utils import applied_training_views as A  # noqa: E402
-
-
-def _draw(fig):
-    FigureCanvasAgg(fig).draw()
-    return fig
-
-
-def _labelled(ax):
-    assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title(), (ax.get_xlabel(), ax.get_ylabel(), ax.get_title())
-
-
-def _is_message(fig):
-    return not fig.axes and any("cannot draw" in t.get_text() for t in fig.texts)
+from figure_support import _draw, _labelled, _is_message  # noqa: E402
 
 
 def test_param_breakdown_book_numbers():

@@ -33,7 +33,8 @@ from . import training as T
 from . import transformer as tf
 from .hardware import chip_names, get_chip
 from .units import format_bytes, format_si, format_time
-from .widgets import _attach, _emit, _message_figure, static_png
+from .widgets import INPUT_ERRORS as _ERRORS, _attach, _emit, _message_figure, static_png
+from .widgets import error_text as _msg, format_number as _num, plain_formatter as _plain_formatter
 
 __all__ = [
     "PICTURE_PREFIX", "STEP_PREFIX", "PLANNER_PREFIX", "SCHEMES",
@@ -51,20 +52,9 @@ PLANNER_PREFIX = "planner: "
 #: The chapter's four schemes, as `training.STRATEGIES` spells them → how the book writes them.
 SCHEMES = {"dp": "DP", "fsdp": "FSDP", "tp": "TP", "fsdp+tp": "FSDP+TP"}
 _COLORS = {"dp": "#e6550d", "fsdp": "#1f4e9c", "tp": "#31a354", "fsdp+tp": "#d62728"}
-_ERRORS = (ValueError, KeyError, TypeError, ZeroDivisionError)
 
 
 # --- small helpers ----------------------------------------------------------------------------------------
-
-
-def _msg(exc: BaseException) -> str:
-    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-
-
-def _num(x) -> str:
-    """850.0 → '850', 851.138 → '851.1', 1e5 → '100000'."""
-    x = float(x)
-    return f"{x:.0f}" if x.is_integer() else f"{x:.4g}"
 
 
 def _ratio(r: float) -> str:
@@ -75,14 +65,6 @@ def _ratio(r: float) -> str:
 
 def _si_formatter(unit: str = "") -> FuncFormatter:
     return FuncFormatter(lambda v, _p: "" if v <= 0 else format_si(v, unit, digits=3).replace(" u", " µ"))
-
-
-def _plain_formatter() -> FuncFormatter:
-    def fmt(v, _p):
-        if v <= 0:
-            return ""
-        return f"{v:,.0f}" if v >= 1 else f"{v:g}"
-    return FuncFormatter(fmt)
 
 
 def _tpu_names() -> list[str]:

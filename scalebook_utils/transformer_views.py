@@ -37,7 +37,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from . import transformer as tf
 from .hardware import get_chip
 from .units import dtype_bytes, format_si
-from .widgets import _attach, _emit, _message_figure, static_png
+from .widgets import INPUT_ERRORS, _attach, _emit, _message_figure, error_text, format_number, plain_formatter, static_png
 
 __all__ = [
     "CALC_PREFIX", "REMAT_PREFIX", "KV_PREFIX", "MOE_PREFIX",
@@ -61,8 +61,6 @@ CUSTOM = "custom"
 _FIELDS = ("D", "F", "N", "K", "H", "L", "V")
 _FLAGS = {"gated": "gated_mlp", "tied": "tied_embeddings"}
 #: What bad input raises; every readout and render catches these and says what went wrong instead.
-INPUT_ERRORS = (ValueError, KeyError, TypeError, ZeroDivisionError, OverflowError)
-
 #: The book's gradient-checkpointing example: B·T = 4M tokens, L = 64, D = 8192 (F, N, H, V are not given in the
 #: book and matter only for the FLOPs bars; an MHA model with F = 4D and NH = D).
 REMAT_EXAMPLE = tf.TransformerConfig(
@@ -76,17 +74,6 @@ PALETTE = ["#1f4e9c", "#e6550d", "#31a354", "#7b3294", "#d62728", "#8c6d31"]
 
 
 # --- small helpers (shared with `attention_views`) --------------------------------------------------------
-
-
-def error_text(exc: BaseException) -> str:
-    """The readable part of a caught `INPUT_ERRORS` exception (a KeyError's message without its quotes)."""
-    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-
-
-def format_number(x) -> str:
-    """4096.0 → '4096', 0.5 → '0.5'."""
-    x = float(x)
-    return f"{x:.0f}" if x.is_integer() else f"{x:.4g}"
 
 
 def format_count(n: float) -> str:
@@ -116,15 +103,6 @@ def _e(x: float) -> str:
 def _share(x: float) -> str:
     """0.171 → '17.1%', 1.9e-5 → '0.0019%' (a norm's share is not 0.0%)."""
     return f"{x:.1%}" if x >= 0.001 or x == 0 else f"{100 * x:.2g}%"
-
-
-def plain_formatter() -> FuncFormatter:
-    """Log-axis tick labels as plain numbers: 1000 → '1,000', 0.5 → '0.5', nothing at or below 0."""
-    def fmt(v, _p):
-        if v <= 0:
-            return ""
-        return f"{v:,.0f}" if v >= 1 else f"{v:g}"
-    return FuncFormatter(fmt)
 
 
 def new_figure(figsize, ax=None):

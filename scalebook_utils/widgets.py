@@ -24,6 +24,7 @@ from collections.abc import Mapping
 import ipywidgets as W
 from IPython.display import Image, display
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 from . import plots, roofline, topology
 from .hardware import CHIPS, ChipSpec, get_chip
@@ -97,10 +98,31 @@ def _message_figure(text: str, figsize=(8.0, 1.2)) -> Figure:
     return fig
 
 
-def _num(x) -> str:
-    """512 → '512', 8192.0 → '8192', 0.5 → '0.5'."""
+#: what a readout or render catches from bad input and turns into a message (never a traceback in a widget)
+INPUT_ERRORS = (ValueError, KeyError, TypeError, ZeroDivisionError, OverflowError)
+
+
+def error_text(exc: BaseException) -> str:
+    """The readable part of a caught `INPUT_ERRORS` exception (a KeyError's message without its quotes)."""
+    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+
+
+def format_number(x) -> str:
+    """512 → '512', 8192.0 → '8192', 0.5 → '0.5', 851.138 → '851.1'."""
     x = float(x)
     return f"{x:.0f}" if x.is_integer() else f"{x:.4g}"
+
+
+_num = format_number
+
+
+def plain_formatter() -> FuncFormatter:
+    """Log-axis tick labels as plain numbers: 1000 → '1,000', 0.5 → '0.5', nothing at or below 0."""
+    def fmt(v, _p):
+        if v <= 0:
+            return ""
+        return f"{v:,.0f}" if v >= 1 else f"{v:g}"
+    return FuncFormatter(fmt)
 
 
 def _compute_dtype(mode: str) -> str:

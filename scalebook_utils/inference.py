@@ -234,6 +234,14 @@ def collective_time(nbytes: float, n_shards: int, chip="tpu-v5e") -> float:
     return max(hop * n_shards / 2, nbytes / _ici_bandwidth(c))
 
 
+def ring_hops(n_chips: int, ici_axes: int = 1) -> float:
+    """Hops a bidirectional-ring collective waits for: |X|/2 per axis (ch. 7 Appendix C), over `ici_axes` equal
+    axes of n^(1/ici_axes) chips each (a 4x4 slice: 2 + 2 = 4 hops; one 16-chip axis: 8)."""
+    _count("n_chips", n_chips)
+    _count("ici_axes", ici_axes)
+    return ici_axes * n_chips ** (1 / ici_axes) / 2
+
+
 def latency_bound_bytes(n_shards: int, chip="tpu-v5e") -> float:
     """Array size below which a collective over n_shards is latency-bound: T_hop·n·W_ici/2 (= per-shard bytes
     below one-way link × hop latency). Book ch. 7 Appendix C: 8-way on v5e → 360 kB. Units: bytes."""
@@ -347,7 +355,8 @@ def decode_step(model, B: float, S: float, chip="tpu-v5e", n_chips: int = 1, pre
     t_ici = 0.0
     if n_chips > 1 and m.D is not None and m.L is not None:
         nbytes = B * m.D * p.activation_bytes
-        per = max((c.ici_hop_latency_s or 0.0) * n_chips / 2, nbytes / (_ici_bandwidth(c) * ici_axes))
+        per = max((c.ici_hop_latency_s or 0.0) * ring_hops(n_chips, ici_axes),
+                  nbytes / (_ici_bandwidth(c) * ici_axes))
         t_ici = COLLECTIVES_PER_LAYER * m.L * per
     return DecodeStep(
         model=m.name, chip=c.name, precision=p.name, B=B, S=S, n_chips=n_chips,

@@ -10,6 +10,9 @@ Sections (run all, or one with --only NAME):
   matmul     book ch. 1 "predict, then measure": calibrate this machine (jaxlab.calibrate), then
              predicted T_lower = max(2BDF / C, (BD + DF + BF)·4 / W) vs measured time of X[B,D] @ W[D,F]
              for square and skinny shapes, and the median predicted / measured ratio.
+  sharding   the sharding explorer widget (ch. 3): plan + cost readout and redraw, per update.
+  planner    training.plan: a full layout enumeration, per layout.
+  frontier   serving.frontier: the latency–throughput frontier over batches and slices, per point.
 
 --quick: fewer repeats, a quick calibration, smaller sweeps. The tables are also written to
 benchmarks/out/latest.txt (gitignored).
@@ -34,7 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "out" / "latest.txt"
-SECTIONS = ("coldstart", "widget", "notebooks", "matmul", "sharding", "planner")
+SECTIONS = ("coldstart", "widget", "notebooks", "matmul", "sharding", "planner", "frontier")
 
 if str(ROOT) not in sys.path:  # run from a checkout without an install
     sys.path.insert(0, str(ROOT))
@@ -346,10 +349,37 @@ def bench_planner(quick: bool) -> str:
                                  "policies; a widget redraw adds the figure (see the widget sections)"])
 
 
+def bench_frontier(quick: bool) -> str:
+    """The serving planner's latency–throughput frontier (serving.frontier) over every batch and slice size."""
+    title = "serving frontier (ch. 7–8): batches × power-of-two slices"
+    from scalebook_utils import inference, serving
+
+    l70 = inference.served_model("llama3-70b", params=70e9)
+    cases = [(l70, "tpu-v5e", "int8-weights", 8192, 4), (l70, "tpu-v5e", "bf16", 2048, 4),
+             ("llama3-405b", "tpu-v5e", "int8-weights", 8192, 4), ("llama3-8b", "h100", "fp8", 8192, 4),
+             (l70, "tpu-v5e", "int8-weights", 8192, 16)]
+    reps = 3 if quick else 10
+    rows = []
+    for model, chip, prec, S, per_octave in cases:
+        best = math.inf
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            f = serving.frontier(model, chip, prec, S, per_octave=per_octave)
+            best = min(best, time.perf_counter() - t0)
+        top = f.best_under(15e-3)
+        rows.append([f.model, chip, prec, f"{S}", len(f.plans), len(f.points), len(f.pareto), _ms(best),
+                     f"{best / len(f.points) * 1e6:.1f} µs", top.describe().split(":")[0] if top else "none"])
+    body = table(["model", "chip", "precision", "S", "slices", "points", "pareto", "frontier()", "per point",
+                  "best ≤ 15 ms/step"], rows, right={4, 5, 6, 7, 8})
+    return section(title, body, [f"best of {reps} runs; per_octave batches per doubling (4, or 16 in the last row); "
+                                 "each point is one inference.decode_step"])
+
+
 # --- main ------------------------------------------------------------------------------------------
 
 BENCHES = {"coldstart": bench_coldstart, "widget": bench_widget, "notebooks": bench_notebooks, "matmul": bench_matmul,
-           "sharding": bench_sharding, "planner": bench_planner}
+           "sharding": bench_sharding, "planner": bench_planner,
+           "frontier": bench_frontier}
 
 
 def header(args) -> str:

@@ -203,9 +203,9 @@ def plan_serving(model, chip="tpu-v5e", slice_=None, precision="bf16", S: float 
     n, shape = _slice(c, slice_)
     if inf.inference_memory(m, 1, S, p) > n * c.hbm_bytes:
         need = inf.min_chips(m, c, p, B=1, S=S)
-        raise ValueError(f"{m.name} in {p.name} with one {S:g}-token sequence needs "
-                         f"{inf.inference_memory(m, 1, S, p) / 1e9:.1f} GB, more than {n} × {c.name} "
-                         f"({n * c.hbm_bytes / 1e9:.0f} GB); use at least {need} chips or a smaller precision")
+        raise ValueError(f"{m.name} in {p.name} does not fit {n} × {c.name}: with one {S:g}-token sequence it needs "
+                         f"{inf.inference_memory(m, 1, S, p) / 1e9:.1f} GB, more than its "
+                         f"{n * c.hbm_bytes / 1e9:.0f} GB; use at least {need} chips or a smaller precision")
     B_max = inf.max_batch(m, S, c, n, p)
     if batches is None:
         batches = batch_grid(B_max, per_octave)

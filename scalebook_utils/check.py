@@ -172,7 +172,7 @@ def _check_formula(q: Question, answer) -> tuple[bool, str]:
             got = float(answer(**kwargs))
         except Exception as exc:
             return False, f"incorrect — your function raised {type(exc).__name__}: {exc}"
-        if not math.isclose(got, want, rel_tol=_FORMULA_RTOL):
+        if not math.isclose(got, want, rel_tol=max(_FORMULA_RTOL, q.formula_rtol)):
             ratios.append(got / want if want else float("inf"))
     if not ratios:
         return True, "correct"

@@ -234,9 +234,15 @@ def collective_time(nbytes: float, n_shards: int, chip="tpu-v5e") -> float:
     return max(hop * n_shards / 2, nbytes / _ici_bandwidth(c))
 
 
-def ring_hops(n_chips: int, ici_axes: int = 1) -> float:
-    """Hops a bidirectional-ring collective waits for: |X|/2 per axis (ch. 7 Appendix C), over `ici_axes` equal
-    axes of n^(1/ici_axes) chips each (a 4x4 slice: 2 + 2 = 4 hops; one 16-chip axis: 8)."""
+def ring_hops(n_chips: int, ici_axes: int = 1, shape=None) -> float:
+    """Hops a bidirectional-ring collective waits for: |X|/2 per axis (ch. 7 Appendix C). With a slice `shape`
+    (e.g. (8, 16)) the sum over its axes (4 + 8 = 12); otherwise `ici_axes` equal axes of n^(1/ici_axes) chips
+    (a 16-chip single axis: 8; 16 chips on 2 axes: 2 + 2)."""
+    if shape is not None:
+        dims = tuple(shape)
+        if not dims or math.prod(dims) != n_chips or not all(isinstance(d, numbers.Integral) and d >= 1 for d in dims):
+            raise ValueError(f"slice shape {shape!r} must be positive integers whose product is n_chips={n_chips}")
+        return sum(d / 2 for d in dims if d > 1)
     _count("n_chips", n_chips)
     _count("ici_axes", ici_axes)
     return ici_axes * n_chips ** (1 / ici_axes) / 2
@@ -326,18 +332,25 @@ class DecodeStep:
 
 
 def decode_step(model, B: float, S: float, chip="tpu-v5e", n_chips: int = 1, precision="bf16", *,
-                max_context: float | None = None, check_memory: bool = True, ici_axes: int = 1) -> DecodeStep:
+                max_context: float | None = None, check_memory: bool = True, ici_axes: int = 1,
+                shape=None) -> DecodeStep:
     """Roofline of one generate step (book ch. 7 "Theoretical estimates for LLM latency and throughput" and
     "Distributing Inference Over Multiple Accelerators"; ch. 8 "What's the LLaMA Serving Story?").
 
     B sequences (≥ 1), context S tokens (≥ 1, ≤ max_context when given), n_chips-way model parallelism with
     weights and KV fully sharded. `check_memory` raises when P·w + B·S·KV exceeds N·HBM (the book's LLaMA-2-13B
-    table computes beyond that on purpose: pass False). `ici_axes` = hardware axes the TP axis spans (M_Y).
+    table computes beyond that on purpose: pass False). `ici_axes` = hardware axes the TP axis spans (M_Y), of
+    equal length; or give the slice `shape` (e.g. (4, 8)): M_Y = its axes longer than 1, hops = Σ|axis|/2.
     """
     _count("B (batch)", B)
     _count("S (context)", S)
     _count("n_chips", n_chips)
     _count("ici_axes", ici_axes)
+    if shape is not None:
+        hops = ring_hops(n_chips, shape=shape)
+        ici_axes = max(1, sum(1 for d in shape if d > 1))
+    else:
+        hops = ring_hops(n_chips, ici_axes)
     if max_context is not None and S > max_context:
         raise ValueError(f"context S={S} is longer than the maximum context {max_context}")
     c, m, p = get_chip(chip), _model(model), get_precision(precision)
@@ -355,7 +368,7 @@ def decode_step(model, B: float, S: float, chip="tpu-v5e", n_chips: int = 1, pre
     t_ici = 0.0
     if n_chips > 1 and m.D is not None and m.L is not None:
         nbytes = B * m.D * p.activation_bytes
-        per = max((c.ici_hop_latency_s or 0.0) * ring_hops(n_chips, ici_axes),
+        per = max((c.ici_hop_latency_s or 0.0) * hops,
                   nbytes / (_ici_bandwidth(c) * ici_axes))
         t_ici = COLLECTIVES_PER_LAYER * m.L * per
     return DecodeStep(

@@ -27,17 +27,21 @@ PER_OCTAVE = 4
 # --- slices -----------------------------------------------------------------------------------------------
 
 def slice_shape(chip: str | ChipSpec, n_chips: int) -> tuple[int, ...]:
-    """The book's slice shape for a power-of-two chip count: doublings dealt to the torus axes, first axis
-    first (v5e: 2x2, 4x2, 4x4, 4x8, 8x8, ...). Other counts, or chips without a torus, are one axis."""
+    """The book's slice shape for a power-of-two chip count: doublings dealt round-robin to the torus axes
+    (v5e: 2x2, 4x2, 4x4, 4x8, 8x8, 8x16, 16x16 — named as the book names them, ch. 7–8; v5p: 4x4x4 ...).
+    Other counts, or chips without a torus, are one axis."""
     inf._count("n_chips", n_chips)
     c = get_chip(chip)
     dims = c.ici_torus_dims or 1
     n = int(n_chips)
     if n & (n - 1):
         return (n,)
+    k = int(math.log2(n))
     shape = [1] * dims
-    for i in range(int(math.log2(n))):
+    for i in range(k):
         shape[i % dims] *= 2
+    if dims == 2 and k % 2 and k >= 5:   # the book writes 4x8 and 8x16 (but 4x2)
+        shape.reverse()
     return tuple(s for s in shape if s > 1) or (1,)
 
 
@@ -189,7 +193,8 @@ def plan_serving(model, chip="tpu-v5e", slice_=None, precision="bf16", S: float 
 
     slice_: chips (int), a shape "4x4" / (4, 4), or None for the smallest power-of-two slice that holds the
     weights and one S-token KV cache. batches: the batch sizes to evaluate (default: `batch_grid` up to the
-    largest that fits). The TP collectives span every slice axis longer than 1 (M_Y of ch. 5).
+    largest that fits). The TP collectives span every slice axis longer than 1 (M_Y of ch. 5), each waiting
+    |axis|/2 hops (ch. 7 Appendix C).
     Raises ValueError when the model does not fit, S exceeds max_context, or a batch is outside 1 … B_max.
     """
     c, m, p = get_chip(chip), inf.served_model(model), inf.get_precision(precision)
@@ -216,9 +221,8 @@ def plan_serving(model, chip="tpu-v5e", slice_=None, precision="bf16", S: float 
             if b > B_max:
                 raise ValueError(f"batch {b} does not fit: at most {B_max} sequences of {S:g} tokens fit on "
                                  f"{n} × {c.name} in {p.name}")
-    axes = max(1, sum(1 for d in shape if d > 1))
     price = _price(c, price_per_hour_usd)
-    points = tuple(ServingPoint(inf.decode_step(m, b, S, c, n, p, ici_axes=axes), price) for b in batches)
+    points = tuple(ServingPoint(inf.decode_step(m, b, S, c, n, p, shape=shape), price) for b in batches)
     return ServingPlan(model=m.name, chip=c.name, precision=p.name, S=S, n_chips=n, shape=shape, B_max=B_max,
                        B_crit=inf.critical_batch(c, p), points=points)
 

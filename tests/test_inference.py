@@ -230,6 +230,9 @@ def test_ring_hops_per_axis():
     assert I.ring_hops(16, 1) == 8
     assert I.ring_hops(16, 2) == pytest.approx(4)
     assert I.ring_hops(64, 3) == pytest.approx(6)
+    assert I.ring_hops(128, shape=(8, 16)) == 12
+    with pytest.raises(ValueError, match="product"):
+        I.ring_hops(128, shape=(8, 8))
     with pytest.raises(ValueError):
         I.ring_hops(16, 0)
 

@@ -34,7 +34,16 @@ CH6_IDS = ["ch6.iq1a", "ch6.iq1b", "ch6.iq1c", "ch6.iq1d", "ch6.iq2a", "ch6.iq2b
            "ch6.iq5a", "ch6.iq5b", "ch6.iq5c", "ch6.iq5d", "ch6.iq5e", "ch6.iq5f", "ch6.iq6", "ch6.iq7a", "ch6.iq7b",
            "ch6.iq8a", "ch6.iq8b", "ch6.iq8c", "ch6.iq9a", "ch6.iq9b", "ch6.iq9c", "ch6.iq9d", "ch6.iq9e", "ch6.q1a",
            "ch6.q1b", "ch6.q1c", "ch6.q2a", "ch6.q2b", "ch6.q2c", "ch6.q2d", "ch6.q2e", "ch6.q2f"]
-IDS = {1: CH1_IDS, 2: CH2_IDS, 3: CH3_IDS, 4: CH4_IDS, 5: CH5_IDS, 6: CH6_IDS}
+CH7_IDS = ["ch7.pq1a", "ch7.pq1b", "ch7.q1a", "ch7.q1b", "ch7.q2a", "ch7.q2b", "ch7.q3", "ch7.q4a", "ch7.q4b",
+           "ch7.q4c", "ch7.q5a", "ch7.q5b", "ch7.q5c", "ch7.q5d", "ch7.q5e", "ch7.q6a", "ch7.q6b", "ch7.q6c",
+           "ch7.q7a", "ch7.q7b", "ch7.q7c", "ch7.q7d", "ch7.q7e"]
+CH8_IDS = ["ch8.iq1", "ch8.iq2a", "ch8.iq2b", "ch8.iq2c", "ch8.iq3a", "ch8.iq3b", "ch8.iq3c", "ch8.iq3d", "ch8.iq4a",
+           "ch8.iq4b", "ch8.iq4c", "ch8.iq5a", "ch8.iq5b", "ch8.iq5c", "ch8.iq5d", "ch8.iq5e", "ch8.iq5f", "ch8.iq5g",
+           "ch8.iq6", "ch8.iq7a", "ch8.iq7b", "ch8.iq7c", "ch8.iq8a", "ch8.iq8b", "ch8.iq8c", "ch8.iq8d", "ch8.iq8e",
+           "ch8.iq9a", "ch8.iq9b", "ch8.iq9c", "ch8.iq9d", "ch8.iq9e", "ch8.iq9f", "ch8.iq9g", "ch8.iq10", "ch8.iq11a",
+           "ch8.iq11b", "ch8.iq12", "ch8.q1a", "ch8.q1b", "ch8.q1c", "ch8.q2a", "ch8.q2b", "ch8.q2c", "ch8.q2d",
+           "ch8.q3a", "ch8.q3b", "ch8.q3c"]
+IDS = {1: CH1_IDS, 2: CH2_IDS, 3: CH3_IDS, 4: CH4_IDS, 5: CH5_IDS, 6: CH6_IDS, 7: CH7_IDS, 8: CH8_IDS}
 
 
 @pytest.mark.parametrize("chapter", IDS)
@@ -155,3 +164,11 @@ def test_every_question_is_well_formed():
             assert expected(qid) in q.options
         if q.accept:
             assert q.accept[0] <= q.accept[1]
+
+
+def test_formula_with_a_rounded_constant_accepts_the_books_print():
+    # ch7.q5e: the book prints 2·31.2e9·T; the exact activated count is 31.27e9 (0.2% apart)
+    from scalebook_utils.check import verdict
+    assert verdict("ch7.q5e", lambda T: 2 * 31.2e9 * T)[0]
+    assert not verdict("ch7.q5e", lambda T: 31.2e9 * T)[0]
+    assert not verdict("ch7.q5e", lambda T: 2 * 212e9 * T)[0]

@@ -14,7 +14,7 @@ L70 = I.served_model("llama3-70b", params=70e9)  # ch. 8's "70e9 parameters"
 
 # --- slices and grids ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("n, shape", [(1, (1,)), (4, (2, 2)), (8, (4, 2)), (16, (4, 4)), (32, (8, 4)), (12, (12,))])
+@pytest.mark.parametrize("n, shape", [(1, (1,)), (4, (2, 2)), (8, (4, 2)), (16, (4, 4)), (32, (4, 8)), (128, (8, 16)), (12, (12,))])
 def test_slice_shape_v5e(n, shape):
     assert S.slice_shape(V5E, n) == shape
 
@@ -43,7 +43,7 @@ def test_plan_matches_the_cost_model_point_by_point():
     assert plan.n_chips == 16 and plan.shape == (4, 4)
     assert plan.B_max == I.max_batch(L70, 8192, V5E, 16, "int8-weights")
     for pt in plan.points:
-        ref = I.decode_step(L70, pt.B, 8192, V5E, 16, "int8-weights", ici_axes=2)
+        ref = I.decode_step(L70, pt.B, 8192, V5E, 16, "int8-weights", shape=(4, 4))
         assert pt.latency == approx(ref.step_time)
         assert pt.tokens_per_s_per_chip == approx(pt.B / (ref.step_time * 16))
 

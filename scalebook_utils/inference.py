@@ -431,15 +431,18 @@ class TPMatmulTimes:
         return max(terms, key=terms.get)
 
 
-def tp_matmul_times(B: float, D: float, F: float, Y: int, chip="tpu-v5e", precision="bf16") -> TPMatmulTimes:
-    """T_math = 2BDF/(Y·C), T_hbm = w·DF/(Y·W_hbm), T_ici = a·BD/W_ici (book ch. 7 "Generation"; ch. 8 question 9:
-    LLaMA 3-70B bf16 on 4x8, B = 64 → 4.8 µs, 17.9 µs, 11.7 µs: HBM-bound)."""
+def tp_matmul_times(B: float, D: float, F: float, Y: int, chip="tpu-v5e", precision="bf16", *,
+                    M_Y: int = 1) -> TPMatmulTimes:
+    """T_math = 2BDF/(Y·C), T_hbm = w·DF/(Y·W_hbm), T_ici = a·BD/(M_Y·W_ici) (book ch. 7 "Generation"; ch. 8
+    question 9: LLaMA 3-70B bf16 on 4x8, B = 64 → 4.8 µs, 17.9 µs, 11.7 µs: HBM-bound). The book's question uses
+    one axis (M_Y = 1) here but M_Y = 2 in its large-batch limit `tp_limit_large_batch`; pass M_Y to match."""
     require_positive(B=B, D=D, F=F)
     _count("Y (TP degree)", Y)
+    _count("M_Y", M_Y)
     c, p = get_chip(chip), get_precision(precision)
     return TPMatmulTimes(t_math=2 * B * D * F / (Y * c.peak_flops(p.compute_dtype)),
                          t_hbm=p.weight_bytes * D * F / (Y * c.hbm_bandwidth_bytes_per_s),
-                         t_ici=p.activation_bytes * B * D / _ici_bandwidth(c))
+                         t_ici=p.activation_bytes * B * D / (M_Y * _ici_bandwidth(c)))
 
 
 def hbm_ici_beta(chip="tpu-v5e") -> float:
@@ -551,7 +554,8 @@ def kv_eviction_rate(B: float, prefill_len: float, decode_len: float, *, kv_byte
                      step_time: float | None = None) -> KVEviction:
     """Steady state: B/G sequences finish per step, each freeing (P + G) KV tokens: B·(P+G)/G tokens per step
     (book ch. 8 question 11: B = 32, P = 8192, G = 4096 → 96). With KV bytes/token and the step time this is the
-    bytes/s that must be evicted and streamed in (the KV transfer of disaggregated serving)."""
+    bytes/s of cache freed (and re-filled by new sequences). Under disaggregated serving only the P prompt tokens
+    of each new sequence arrive from a prefill server: that inbound transfer is sequences_per_step·P·KV bytes."""
     require_positive(B=B, prefill_len=prefill_len, decode_len=decode_len)
     seqs = B / decode_len
     toks = seqs * (prefill_len + decode_len)

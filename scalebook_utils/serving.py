@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from . import inference as inf
 from .hardware import ChipSpec, get_chip
-from .topology import _parse_shape
+from .topology import _parse_shape, make_slice
 from .units import require_positive
 
 #: batch grid density of `batch_grid` (points per doubling) used by plans and frontiers
@@ -49,6 +49,8 @@ def _slice(chip: ChipSpec, slice_) -> tuple[int, tuple[int, ...]]:
     """(n_chips, shape) from an int chip count, "4x4" or a tuple; checks against the pod size."""
     if isinstance(slice_, (str, tuple, list)):
         shape = _parse_shape(slice_)
+        if chip.kind == "tpu":
+            make_slice(chip, shape)   # raises unless the shape fits the chip's torus and pod
         n = math.prod(shape)
     else:
         inf._count("slice (chips)", slice_)
@@ -174,7 +176,7 @@ class ServingPlan:
         return "\n".join([
             f"{self.model} in {self.precision} on {self.chip} {shape} ({self.n_chips} chips), {self.S:g}-token context:",
             f"  batches 1 … {self.B_max} fit in HBM; the weight matmuls turn compute-bound above "
-            f"B ≈ {self.B_crit:.0f} per step (B_crit = {self.B_crit:.0f})",
+            f"B_crit ≈ {self.B_crit:.0f} sequences per step",
             f"  lowest latency:   {lo.describe()}",
             f"  most throughput:  {hi.describe()}",
         ])
@@ -259,10 +261,11 @@ class Frontier:
 
 
 def pareto_front(points) -> tuple[ServingPoint, ...]:
-    """Points not dominated by another with lower-or-equal latency and higher-or-equal tokens/s/chip."""
+    """Points not dominated by another with lower-or-equal latency and higher-or-equal tokens/s/chip. Throughput
+    within a relative 1e-9 counts as equal (a compute- or KV-bound plateau is flat up to rounding)."""
     best, out = -math.inf, []
     for pt in sorted(points, key=lambda p: (p.latency, -p.tokens_per_s_per_chip)):
-        if pt.tokens_per_s_per_chip > best:
+        if pt.tokens_per_s_per_chip > best * (1 + 1e-9):
             out.append(pt)
             best = pt.tokens_per_s_per_chip
     return tuple(out)
@@ -312,13 +315,11 @@ def book_roofline_curve(S: float = 8192, n_chips: int = 16, params: float = 70e9
     c = get_chip(chip)
     W, C = c.hbm_bandwidth_bytes_per_s, c.peak_flops("bf16")
     weights = params * bytes_per_param
-    scan = range(1, 1024, 4)
-    fits = [b for b in scan if weights + b * S * kv_bytes_per_token <= n_chips * c.hbm_bytes]
-    if not fits:
+    true_max = math.floor((n_chips * c.hbm_bytes - weights) / (S * kv_bytes_per_token))
+    if true_max < 1:
         raise ValueError(f"{weights / 1e9:.0f} GB of weights and one {S:g}-token cache do not fit {n_chips} chips")
-    B_max = len(fits) - 1 if book_compat else fits[-1]
-    if book_compat:
-        B_max = max(B_max, 1)
+    # the book: the index of the last fit in the scan 1, 5, 9, ... (1023), used as a batch count
+    B_max = max(len(range(1, min(true_max, 1023) + 1, 4)) - 1, 1) if book_compat else true_max
     batches = tuple(range(1, B_max + 1))
     lat = tuple(b * S * kv_bytes_per_token / (n_chips * W) + max(2 * params * b / (n_chips * C), weights / (n_chips * W))
                 for b in batches)

@@ -315,10 +315,16 @@ class DecodeStep:
 
     @property
     def bottleneck(self) -> str:
-        """Largest single term: "compute", "weights" (HBM), "kv" (HBM) or "ici"."""
-        terms = {"compute": self.t_math + self.t_math_attention, "weights": self.t_hbm_weights,
-                 "kv": self.t_hbm_kv, "ici": self.t_ici}
-        return max(terms, key=terms.get)
+        """What sets step_time: "ici" when the collectives outlast the rest; otherwise the dominant term of the
+        larger half of attention + parameter matmuls: "kv" or "compute" (attention), "weights" or "compute"
+        (matmuls)."""
+        attention = max(self.t_hbm_kv, self.t_math_attention)
+        matmuls = max(self.t_math, self.t_hbm_weights)
+        if self.t_ici > attention + matmuls:
+            return "ici"
+        if attention >= matmuls:
+            return "kv" if self.t_hbm_kv >= self.t_math_attention else "compute"
+        return "compute" if self.t_math > self.t_hbm_weights else "weights"
 
     @property
     def mlp_compute_bound(self) -> bool:

@@ -66,7 +66,7 @@ def _slice(chip: ChipSpec, slice_) -> tuple[int, tuple[int, ...]]:
 def pow2_slices(chip: str | ChipSpec, smallest: int = 1) -> list[int]:
     """Power-of-two chip counts from the first ≥ `smallest` up to a pod (TPU) or a node (GPU)."""
     c = get_chip(chip)
-    top = c.pod_chips or getattr(c, "node_gpus", None) or 8
+    top = c.pod_chips or c.gpus_per_node or 8
     first = 2 ** math.ceil(math.log2(max(smallest, 1)))
     return [2 ** k for k in range(int(math.log2(first)), int(math.log2(top)) + 1)]
 
@@ -163,8 +163,9 @@ class ServingPlan:
 
     @property
     def max_throughput(self) -> ServingPoint:
-        """The point with the most tokens/s per chip (the largest batch that fits, as step time grows sublinearly)."""
-        return max(self.points, key=lambda p: p.tokens_per_s_per_chip)
+        """The point with the most tokens/s per chip; on a flat plateau (compute- and KV-bound, throughput equal up
+        to rounding) the one with the lowest latency."""
+        return _fastest_of_best(self.points)
 
     def best_under(self, max_latency: float) -> ServingPoint | None:
         """Highest-throughput point whose step time is ≤ max_latency seconds (None if even B = 1 is slower)."""
@@ -182,10 +183,16 @@ class ServingPlan:
         ])
 
 
+def _fastest_of_best(points) -> ServingPoint:
+    """Most tokens/s per chip; ties within a relative 1e-9 go to the lower latency."""
+    top = max(p.tokens_per_s_per_chip for p in points)
+    return min((p for p in points if p.tokens_per_s_per_chip >= top * (1 - 1e-9)), key=lambda p: p.latency)
+
+
 def _best_under(points, max_latency: float) -> ServingPoint | None:
     require_positive(max_latency=max_latency)
     ok = [p for p in points if p.latency <= max_latency]
-    return max(ok, key=lambda p: p.tokens_per_s_per_chip) if ok else None
+    return _fastest_of_best(ok) if ok else None
 
 
 def plan_serving(model, chip="tpu-v5e", slice_=None, precision="bf16", S: float = 8192, *,

@@ -244,3 +244,13 @@ def test_decode_ici_latency_floor_uses_the_slice_axes():
     two = I.decode_step(m, 1, 128, "tpu-v5e", 64, "int8-weights", ici_axes=2)
     assert one.t_ici == pytest.approx(4 * 80 * 1e-6 * 32)
     assert two.t_ici == pytest.approx(4 * 80 * 1e-6 * 8)
+
+
+def test_bottleneck_names_what_sets_the_step():
+    # 8x8, B = 128, int8 weights: ICI (3.7 ms) is the largest single term, but KV (3.3 ms) + FLOPs (1.4 ms) is longer
+    m = I.served_model("llama3-70b", params=70e9)
+    st = I.decode_step(m, 128, 8192, "tpu-v5e", 64, "int8-weights", shape=(8, 8))
+    assert st.t_ici > max(st.t_hbm_kv, st.t_math, st.t_hbm_weights)
+    assert st.t_ici < st.step_time and st.bottleneck == "kv"
+    assert I.decode_step(m, 1, 128, "tpu-v5e", 16, "int8-weights").bottleneck == "weights"
+    assert I.decode_step(m, 1, 128, "tpu-v5e", 256, "int8-weights").bottleneck == "ici"

@@ -202,3 +202,15 @@ def test_nonfinite_latency_cap():
     with pytest.raises(ValueError):
         plan.best_under(0)
     assert math.isfinite(plan.max_throughput.tokens_per_s_per_chip)
+
+
+def test_ties_on_a_throughput_plateau_go_to_the_lower_latency():
+    f = S.frontier(L70, V5E, "int8-weights", 8192)
+    best = f.best_under(10e-3)
+    same = [p for p in f.points if p.latency <= 10e-3
+            and p.tokens_per_s_per_chip >= best.tokens_per_s_per_chip * (1 - 1e-9)]
+    assert best.latency == min(p.latency for p in same)
+
+
+def test_gpu_slices_stop_at_the_node():
+    assert S.pow2_slices("gb200")[-1] == 64 and S.pow2_slices("h100")[-1] == 8

@@ -15,6 +15,7 @@ from IPython.display import Image  # noqa: E402
 
 from scalebook_utils import inference as inf  # noqa: E402
 from scalebook_utils import inference_views as V  # noqa: E402
+from scalebook_utils import inference_figures as IF  # noqa: E402
 from scalebook_utils import serving as sv  # noqa: E402
 from scalebook_utils import transformer as tf  # noqa: E402
 from figure_support import _draw, _labelled, _is_message  # noqa: E402
@@ -214,21 +215,21 @@ def test_context_pareto():
 # --- (5) static figures --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("render", [V.render_intensity, V.render_critical_batch, V.render_weight_stationary,
-                                    V.render_allgather_latency, V.render_speculative])
+@pytest.mark.parametrize("render", [IF.render_intensity, IF.render_critical_batch, IF.render_weight_stationary,
+                                    IF.render_allgather_latency, IF.render_speculative])
 def test_static_figures_have_units(render):
     _units(render().axes[0])
 
 
 def test_static_figures_content_and_bad_input():
-    ax = V.render_intensity().axes[0]
+    ax = IF.render_intensity().axes[0]
     assert any("240" in lbl for lbl in ax.get_legend_handles_labels()[1])
     assert any("T > 480" in t.get_text() for t in ax.texts)
-    ws = V.render_weight_stationary().axes[0]
+    ws = IF.render_weight_stationary().axes[0]
     assert any("crossover N = 72" in lbl for lbl in ws.get_legend_handles_labels()[1])  # F = 4D (ch7.q7)
-    ag = V.render_allgather_latency().axes[0]
+    ag = IF.render_allgather_latency().axes[0]
     assert any("8 shards: knee 360 kB" in lbl for lbl in ag.get_legend_handles_labels()[1])  # Appendix C
-    assert "Leviathan" in V.render_speculative().axes[0].get_title()  # the formula is external
-    assert _is_message(V.render_intensity("tpu-v9")) and _is_message(V.render_critical_batch(["x"]))
-    assert _is_message(V.render_weight_stationary(B=0)) and _is_message(V.render_speculative((-1,)))
-    assert _is_message(V.render_allgather_latency(shards=(0,)))
+    assert "Leviathan" in IF.render_speculative().axes[0].get_title()  # the formula is external
+    assert _is_message(IF.render_intensity("tpu-v9")) and _is_message(IF.render_critical_batch(["x"]))
+    assert _is_message(IF.render_weight_stationary(B=0)) and _is_message(IF.render_speculative((-1,)))
+    assert _is_message(IF.render_allgather_latency(shards=(0,)))

@@ -13,6 +13,8 @@ Sections (run all, or one with --only NAME):
   sharding   the sharding explorer widget (ch. 3): plan + cost readout and redraw, per update.
   planner    training.plan: a full layout enumeration, per layout.
   frontier   serving.frontier: the latency–throughput frontier over batches and slices, per point.
+  decode     book ch. 7 on this CPU: the KV-cached decoder's measured step time vs the calibrated roofline per
+             batch (jaxdecode.measure_decode), and prefill vs decode cost per token.
 
 --quick: fewer repeats, a quick calibration, smaller sweeps. The tables are also written to
 benchmarks/out/latest.txt (gitignored).
@@ -37,7 +39,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "out" / "latest.txt"
-SECTIONS = ("coldstart", "widget", "notebooks", "matmul", "sharding", "planner", "frontier")
+SECTIONS = ("coldstart", "widget", "notebooks", "matmul", "sharding", "planner", "frontier", "decode")
 
 if str(ROOT) not in sys.path:  # run from a checkout without an install
     sys.path.insert(0, str(ROOT))
@@ -369,17 +371,38 @@ def bench_frontier(quick: bool) -> str:
         top = f.best_under(15e-3)
         rows.append([f.model, chip, prec, f"{S}", len(f.plans), len(f.points), len(f.pareto), _ms(best),
                      f"{best / len(f.points) * 1e6:.1f} µs", top.describe().split(":")[0] if top else "none"])
-    body = table(["model", "chip", "precision", "S", "slices", "points", "pareto", "frontier()", "per point",
+    body = table(["model", "chip", "precision", "S", "slices", "points", "pareto", "frontier() ms", "per point",
                   "best ≤ 15 ms/step"], rows, right={4, 5, 6, 7, 8})
     return section(title, body, [f"best of {reps} runs; per_octave batches per doubling (4, or 16 in the last row); "
                                  "each point is one inference.decode_step"])
+
+
+def bench_decode(quick: bool) -> str:
+    """jaxdecode: predicted/measured decode step time per batch, and prefill vs decode cost per token."""
+    title = "KV-cached decode on this CPU (ch. 7): measured vs calibrated roofline"
+    from scalebook_utils import jaxdecode
+
+    batches = (1, 8, 32, 128) if quick else (1, 2, 4, 8, 16, 32, 64, 128)
+    t0 = time.perf_counter()
+    rows = jaxdecode.measure_decode(jaxdecode.DECODE_DEMO, batches, S=64, rounds=2 if quick else 3)
+    sweep = time.perf_counter() - t0
+    pvd = jaxdecode.prefill_vs_decode(jaxdecode.DECODE_DEMO, B=1, T=128)
+    body = table(["B", "measured (ms)", "predicted (ms)", "pred/meas", "bound"],
+                 [[r.B, _ms(r.measured_s), _ms(r.predicted_s), f"{r.ratio:.2f}", r.bound] for r in rows],
+                 right={0, 1, 2, 3})
+    ok = all(0.5 <= r.ratio <= 2 for r in rows if r.B >= 8)
+    return section(title, body, [
+        f"demo model {jaxdecode.DECODE_DEMO.name}, S = 64 cached tokens, float32; C = {rows[0].flops_per_s:.3g} "
+        f"FLOP/s and W = {rows[0].bytes_per_s:.3g} B/s (reads) measured in the same passes; sweep {sweep:.1f} s",
+        f"within 2× for every B ≥ 8: {ok}",
+        f"decode / prefill cost per token (B = 1, T = 128): {pvd.ratio:.1f}× (roofline {pvd.predicted_ratio:.1f}×)"])
 
 
 # --- main ------------------------------------------------------------------------------------------
 
 BENCHES = {"coldstart": bench_coldstart, "widget": bench_widget, "notebooks": bench_notebooks, "matmul": bench_matmul,
            "sharding": bench_sharding, "planner": bench_planner,
-           "frontier": bench_frontier}
+           "frontier": bench_frontier, "decode": bench_decode}
 
 
 def header(args) -> str:

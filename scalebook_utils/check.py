@@ -25,7 +25,7 @@ import numpy as np
 from .questions import Question, get_question
 from .units import parse_quantity
 
-_UNIT_BASE = {"s": "s", "bytes": "B", "B": "B", "B/s": "B/s", "FLOPs": "FLOP", "OPs": "FLOP", "FLOPs/s": "FLOP/s",
+_UNIT_BASE = {"s": "s", "bytes": "B", "B": "B", "B/s": "B/s", "bytes/s": "B/s", "Hz": "Hz", "FLOPs": "FLOP", "OPs": "FLOP", "FLOPs/s": "FLOP/s",
               "FLOPs/byte": "FLOP/B", "OPs/byte": "FLOP/B", "tokens": "", "count": "", "params": "", "": ""}
 _FORMULA_POINTS = 8
 _FORMULA_RTOL = 1e-6

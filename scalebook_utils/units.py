@@ -137,6 +137,7 @@ _BASE_UNITS: dict[str, tuple[str, float]] = {
     "FLOP/s": ("FLOP/s", 1.0), "FLOPs/s": ("FLOP/s", 1.0), "flop/s": ("FLOP/s", 1.0), "flops/s": ("FLOP/s", 1.0),
     "OP/s": ("FLOP/s", 1.0), "OPs/s": ("FLOP/s", 1.0),
     "FLOPs/byte": ("FLOP/B", 1.0), "FLOP/B": ("FLOP/B", 1.0), "OPs/byte": ("FLOP/B", 1.0),
+    "Hz": ("Hz", 1.0), "hz": ("Hz", 1.0),
     "tokens": ("", 1.0), "token": ("", 1.0),
     "": ("", 1.0),
 }
@@ -173,4 +174,4 @@ def parse_quantity(text: str) -> tuple[float, str]:
                 break
             return number * scale * f, base
     raise ValueError(f"unknown unit {unit!r} in {text!r}; use s/ms/us, B/KB/MB/GB (or KiB/MiB/GiB), B/s, FLOPs, "
-                     "FLOP/s with an SI prefix (k, M, G, T, P)")
+                     "FLOP/s, Hz with an SI prefix (k, M, G, T, P)")

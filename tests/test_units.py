@@ -56,3 +56,9 @@ def test_require_positive_accepts_numpy_scalars():
     import numpy as np
     units.require_positive(B=np.int64(3), D=np.float32(2.5))
     assert math.isclose(units.GiB / units.GB, 1.073741824)
+
+
+def test_parse_clock_frequencies():
+    # ch. 12 asks for clocks ("≈ 2.1 GHz"); the checker must read them
+    assert units.parse_quantity("2.1 GHz") == (pytest.approx(2.1e9), "Hz")
+    assert units.parse_quantity("1980 MHz") == (pytest.approx(1.98e9), "Hz")

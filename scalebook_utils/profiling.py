@@ -1,0 +1,751 @@
+"""profiling: capture a trace of a jitted step, read it as an op table, and compare op times with the roofline.
+
+Book ch. 9, "How to Profile TPU Programs". The chapter's profiler (XProf / TensorBoard) shows a
+timeline of XLA ops per core; here we do the same by hand on whatever JAX runs on:
+
+- `capture_trace(f, *args)` runs `jax.profiler.trace` around a few calls of jit(f) and parses the
+  Chrome-trace JSON (`*.trace.json.gz`) the profiler writes beside its `.xplane.pb` (ch. 9 §"The JAX
+  Profiler"). Every XLA op the runtime executed is one complete event ("ph": "X") whose `args` carry
+  `hlo_op` (the HLO instruction name, e.g. `dot.8`, `fusion.3`) and `hlo_module` (`jit_step`).
+  Works on CPU with jax 0.4.35 and 0.10.x; no TensorBoard/XProf needed.
+- `op_table(trace)` sums those events per HLO op: total seconds, calls, category (matmul, fusion,
+  collective, copy, other), read from the compiled HLO text (ch. 9 §"How to read an XLA op").
+- `matmul_vs_roofline(trace, calibration)` predicts each matmul's time with the roofline of ch. 1,
+  T = max(2·(∏ dims) / C, bytes / W), and divides by the measured time (ch. 9 "Looking at a real(ish)
+  example profile": the book's FFW matmul, 95.6 ms predicted, 96 ms measured).
+- `memory_vs_roofline(trace, W)` does the same for elementwise fusions and copies, whose only limit is
+  bandwidth: T ≥ (operand bytes + output bytes) / W.
+- `hlo_listing(hlo, mesh_shape, axis_names)` lists a compiled program's fusions and, through
+  `jaxlab.parse_hlo_collectives`, its collectives with their shapes and mesh axes (ch. 9 §"Graph Viewer").
+- `memory_report(compiled)` reads `compiled.memory_analysis()` (ch. 9 §"Memory Profile").
+- `parse_hlo_shape` / `tiled_shape` read an HLO type such as `bf16[32,32,4096]{2,1,0:T(8,128)(2,1)S(1)}`:
+  dtype, dims, layout, tiles, memory space, and the padding that tiling costs (ch. 9 §"How to read an XLA op").
+
+Times are seconds, sizes bytes. Times measured on simulated CPU devices say nothing about interconnects:
+read communication from the compiled HLO (which collectives, how many bytes), not from the clock.
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import json
+import math
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import jax
+
+from . import _compat, jaxlab
+from .hardware import ChipSpec
+from .roofline import MatmulRoofline, matmul_roofline
+
+CATEGORIES = ("matmul", "fusion", "collective", "copy", "other")
+
+# --- reading HLO types and instructions -----------------------------------------------------------
+
+#: bytes per element of HLO element types
+HLO_ITEMSIZE = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4,
+                "f32": 4, "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16, "f8e4m3fn": 1, "f8e5m2": 1,
+                "s4": 0.5, "u4": 0.5}
+_TYPE_RE = re.compile(r"\b([a-z][a-z0-9]*)\[([\d,\s]*)\](\{[^{}]*(?:\([^)]*\))*[^{}]*\})?")
+_INSTR_RE = re.compile(r"^\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*?)\s([a-z][\w\-]*)\((.*)$")
+_COMP_RE = re.compile(r"^\s*(ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$")
+
+
+@dataclass(frozen=True)
+class HloShape:
+    """One HLO array type, e.g. `bf16[8,1024,8192]{2,1,0:T(8,128)(2,1)S(1)}`.
+
+    minor_to_major: the layout's dimension order, most-minor first (`{1,0}` = row-major for 2-D);
+    tiles: the tiling, outermost first (`T(8,128)(2,1)` → ((8, 128), (2, 1))); memory_space: the `S(n)`
+    annotation (0 = HBM, the default; 1 = VMEM on TPU). nbytes = ∏ dims × itemsize, without padding.
+    """
+
+    dtype: str
+    dims: tuple[int, ...]
+    minor_to_major: tuple[int, ...] = ()
+    tiles: tuple[tuple[int, ...], ...] = ()
+    memory_space: int = 0
+
+    @property
+    def itemsize(self) -> float:
+        return HLO_ITEMSIZE[self.dtype]
+
+    @property
+    def nbytes(self) -> float:
+        return math.prod(self.dims) * self.itemsize
+
+    def __str__(self) -> str:
+        return f"{self.dtype}[{','.join(map(str, self.dims))}]"
+
+
+def parse_hlo_shape(text: str) -> HloShape:
+    """The first array type in `text` (an HLO line or a bare type); ValueError when there is none.
+
+    `parse_hlo_shape("bf16[32,32,4096]{2,1,0:T(8,128)(2,1)S(1)}")` → dtype 'bf16', dims (32, 32, 4096),
+    minor_to_major (2, 1, 0), tiles ((8, 128), (2, 1)), memory_space 1 (VMEM) — ch. 9 §"How to read an XLA op".
+    """
+    m = _TYPE_RE.search(str(text))
+    if not m or m.group(1) not in HLO_ITEMSIZE:
+        raise ValueError(f"no HLO array type such as 'bf16[8,128]{{1,0}}' in {str(text)[:80]!r}")
+    dims = tuple(int(d) for d in m.group(2).replace(" ", "").split(",") if d)
+    layout = (m.group(3) or "")[1:-1]
+    order_text, _, rest = layout.partition(":")
+    order = tuple(int(d) for d in order_text.split(",") if d.strip().isdigit())
+    tile_text = rest.split("S(")[0]
+    tiles = tuple(tuple(int(v) for v in t.split(",") if v) for t in re.findall(r"\(([\d,]+)\)", tile_text))
+    space = re.search(r"S\((\d+)\)", rest)
+    return HloShape(m.group(1), dims, order, tiles, int(space.group(1)) if space else 0)
+
+
+def tiled_shape(dims: Sequence[int], tile: Sequence[int]) -> tuple[int, ...]:
+    """The shape after padding the last len(tile) dims up to multiples of the tile (ch. 9 §"tiling").
+
+    `tiled_shape((3, 5), (2, 2))` → (4, 6): 24 stored elements for 15, so memory grows by 24/15 = 1.6×.
+    Only the outer tile pads (an inner tile such as (2, 1) for bf16 subdivides the outer one).
+    """
+    dims, tile = tuple(int(d) for d in dims), tuple(int(t) for t in tile)
+    if any(d < 0 for d in dims) or any(t < 1 for t in tile):
+        raise ValueError(f"dims must be ≥ 0 and tiles ≥ 1, got dims={dims}, tile={tile}")
+    if len(tile) > len(dims):
+        raise ValueError(f"a tile of rank {len(tile)} does not fit an array of rank {len(dims)}")
+    lead = dims[:len(dims) - len(tile)]
+    return lead + tuple(-(-d // t) * t for d, t in zip(dims[len(dims) - len(tile):], tile))
+
+
+def padding_overhead(dims: Sequence[int], tile: Sequence[int]) -> float:
+    """Stored elements ÷ logical elements after tiling: (3, 5) in (2, 2) tiles → 1.6."""
+    n = math.prod(dims)
+    if n == 0:
+        raise ValueError("an empty array has no padding overhead")
+    return math.prod(tiled_shape(dims, tile)) / n
+
+
+@dataclass(frozen=True)
+class HloOp:
+    """One instruction of compiled HLO text: name, opcode ('dot', 'fusion', 'all-reduce', …), the output
+    types, the operand types, the fusion kind (kLoop, kOutput, kCustom …), the computation it calls,
+    the opcodes inside that computation (`inner`), and the computation it belongs to."""
+
+    name: str
+    opcode: str
+    outputs: tuple[HloShape, ...]
+    operands: tuple[HloShape, ...]
+    fusion_kind: str = ""
+    calls: str = ""
+    inner: tuple[str, ...] = ()
+    computation: str = ""
+    attributes: str = ""
+
+    @property
+    def shape(self) -> HloShape | None:
+        return self.outputs[0] if self.outputs else None
+
+
+def _split_operands(rest: str) -> tuple[str, str]:
+    """(operand text, attribute text) of an instruction's text after the opening parenthesis."""
+    depth = 1
+    for i, ch in enumerate(rest):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0:
+            return rest[:i], rest[i + 1:]
+    return rest, ""
+
+
+def _shapes(text: str) -> tuple[HloShape, ...]:
+    out = []
+    for m in _TYPE_RE.finditer(text):
+        if m.group(1) in HLO_ITEMSIZE:
+            out.append(parse_hlo_shape(m.group(0)))
+    return tuple(out)
+
+
+def parse_hlo_ops(hlo: str) -> dict[str, HloOp]:
+    """Every instruction of compiled HLO text (`compiled.as_text()`), by name.
+
+    Operand types are the types printed before operand names (`dot(f32[8,16]{1,0} %a, …)`) when the
+    text carries them; otherwise they are looked up from the operands' own instructions. A fusion's
+    `inner` lists the opcodes of the computation it calls (with nested calls), so a fusion that wraps a
+    `dot` or `convolution` is recognisable as a matmul. Raises ValueError on text with no instructions.
+    """
+    if not isinstance(hlo, str):
+        raise TypeError(f"hlo must be HLO text (str), got {type(hlo).__name__}")
+    raw: list[tuple] = []
+    comp_ops: dict[str, list[str]] = {}
+    comp_calls: dict[str, list[str]] = {}
+    comp = ""
+    for line in hlo.splitlines():
+        if not line.strip() or line.lstrip().startswith(("HloModule", "//", "}")):
+            continue
+        cm = _COMP_RE.match(line)
+        if cm and "=" not in line.split("{")[0].split("(")[0]:
+            comp = cm.group(2)
+            comp_ops.setdefault(comp, [])
+            continue
+        m = _INSTR_RE.match(line)
+        if not m:
+            continue
+        _, name, type_text, opcode, rest = m.groups()
+        operand_text, attrs = _split_operands(rest)
+        kind = re.search(r"kind=(k\w+)", attrs)
+        calls = re.search(r"(?:calls|to_apply)=%?([\w.\-]+)", attrs)
+        raw.append((name, opcode, type_text, operand_text, attrs, kind.group(1) if kind else "",
+                    calls.group(1) if calls else "", comp))
+        comp_ops.setdefault(comp, []).append(opcode)
+        if calls:
+            comp_calls.setdefault(comp, []).append(calls.group(1))
+    if not raw:
+        raise ValueError("no HLO instructions found: pass the text of compiled.as_text() "
+                         "(or jaxlab.compiled_hlo_text(f, *args))")
+
+    def inner(c: str, seen=()) -> tuple[str, ...]:
+        if not c or c in seen:
+            return ()
+        ops = tuple(comp_ops.get(c, ()))
+        for sub in comp_calls.get(c, ()):
+            ops += inner(sub, seen + (c,))
+        return ops
+
+    by_name = {r[0]: _shapes(r[2]) for r in raw}
+    out = {}
+    for name, opcode, type_text, operand_text, attrs, kind, calls, c in raw:
+        operands = _shapes(operand_text)
+        if not operands:
+            refs = re.findall(r"%([\w.\-]+)", operand_text) or re.findall(r"([\w.\-]+)", operand_text)
+            operands = tuple(s for r in refs for s in by_name.get(r, ())[:1])
+        out[name] = HloOp(name, opcode, by_name[name], operands, kind, calls, inner(calls), c, attrs)
+    return out
+
+
+_COLLECTIVE_OPS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
+                   "collective-broadcast", "send", "recv")
+_COPY_OPS = ("copy", "copy-start", "copy-done", "transpose", "bitcast", "reshape", "dynamic-update-slice",
+             "dynamic-slice", "slice", "concatenate", "pad")
+_MATMUL_OPS = ("dot", "convolution")
+_CONTAINER_OPS = ("call", "while", "conditional")
+
+
+def categorize(name: str, ops: dict[str, HloOp] | None = None) -> str:
+    """Category of one executed op: 'matmul', 'fusion', 'collective', 'copy' or 'other'.
+
+    With the compiled HLO (`parse_hlo_ops`): a `dot`/`convolution`, or a fusion whose computation holds
+    one (XLA fuses at most one matmul with its pointwise neighbours — ch. 9), is a matmul; collectives
+    (also inside an async wrapper or a fusion, as TPUs' `all-reduce-scatter` fusions) are collectives;
+    copies, transposes and slices are copies; other fusions are fusions. Without HLO the op's name decides
+    (XLA names ops after their opcode: `dot.8`, `fusion.3`, `all-reduce.1`, `copy.2`).
+    """
+    op = (ops or {}).get(name)
+    if op is not None:
+        base = re.sub(r"-(start|done|update)$", "", op.opcode)
+        pool = (op.opcode,) + op.inner
+        if base in _COLLECTIVE_OPS or any(re.sub(r"-(start|done)$", "", o) in _COLLECTIVE_OPS for o in pool):
+            return "collective"
+        if op.opcode in _MATMUL_OPS or any(o in _MATMUL_OPS for o in op.inner) or op.opcode == "custom-call" \
+                and re.search(r"matmul|gemm|dot", op.attributes, re.I):
+            return "matmul"
+        if op.opcode in _COPY_OPS or (op.opcode == "fusion" and op.inner and
+                                      all(o in _COPY_OPS + ("parameter", "tuple", "get-tuple-element")
+                                          for o in op.inner)):
+            return "copy"
+        if op.opcode == "fusion":
+            return "fusion"
+        return "other"
+    n = name.lower()
+    if any(k in n for k in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
+                            "allreduce", "allgather", "reducescatter")):
+        return "collective"
+    if re.match(r"(dot|convolution|gemm|matmul|cublas)", n) or "_dot" in n or "dot_" in n:
+        return "matmul"
+    if re.match(r"(copy|transpose|bitcast|reshape|slice|dynamic|concatenate|pad)", n):
+        return "copy"
+    if "fusion" in n:
+        return "fusion"
+    return "other"
+
+
+# --- traces ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    """One complete event of a Chrome trace: start and duration in seconds, the thread it ran on, and for
+    XLA ops the HLO instruction (`hlo_op`) and module (`hlo_module`, e.g. 'jit_step')."""
+
+    name: str
+    start_s: float
+    duration_s: float
+    thread: str
+    pid: int = 0
+    hlo_op: str = ""
+    hlo_module: str = ""
+
+    @property
+    def is_xla_op(self) -> bool:
+        return bool(self.hlo_op)
+
+
+@dataclass
+class Trace:
+    """A parsed profile: its events, the file it came from, and (when `capture_trace` made it) the compiled
+    HLO of the traced function and its XLA module name."""
+
+    events: list[TraceEvent]
+    path: str = ""
+    hlo: str = ""
+    module: str = ""
+    calls: int = 0
+    ops: dict[str, HloOp] = field(default_factory=dict, repr=False)
+
+    def xla_ops(self, module: str | None = None) -> list[TraceEvent]:
+        """The XLA op events (of `module`, default: the traced function's module when known)."""
+        module = self.module if module is None else module
+        return [e for e in self.events if e.is_xla_op and (not module or _same_module(e.hlo_module, module))]
+
+
+def _same_module(a: str, b: str) -> bool:
+    """Module names differ in small ways between the trace and the HLO text ('jit__lambda' vs 'jit__lambda_')."""
+    return a.rstrip("_.0123456789") == b.rstrip("_.0123456789")
+
+
+def find_trace_file(log_dir: str | os.PathLike) -> str:
+    """The newest `*.trace.json.gz` (or `*.trace.json`) under `log_dir` (jax.profiler.trace writes
+    `plugins/profile/<timestamp>/<host>.trace.json.gz`). FileNotFoundError names what was there instead."""
+    log_dir = os.fspath(log_dir)
+    if not os.path.isdir(log_dir):
+        raise FileNotFoundError(f"profile directory {log_dir!r} does not exist")
+    found = glob.glob(os.path.join(log_dir, "**", "*.trace.json.gz"), recursive=True) + \
+        glob.glob(os.path.join(log_dir, "**", "*.trace.json"), recursive=True)
+    if not found:
+        seen = sorted(os.path.relpath(p, log_dir) for p in glob.glob(os.path.join(log_dir, "**", "*"), recursive=True)
+                      if os.path.isfile(p))[:8]
+        raise FileNotFoundError(f"no *.trace.json.gz under {log_dir!r} (files there: {seen or 'none'}); was the "
+                                "profile written by jax.profiler.trace?")
+    return max(found, key=os.path.getmtime)
+
+
+def load_trace(path: str | os.PathLike) -> Trace:
+    """Parse a Chrome-trace JSON file (gzip or plain, or a directory holding one) into a `Trace`.
+
+    Keeps complete events ("ph": "X"), with `ts`/`dur` converted from µs to seconds and thread names from
+    the "thread_name" metadata events. Drops the CPU runtime's zero-length markers ('end: …').
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        path = find_trace_file(path)
+    opener = gzip.open if path.endswith(".gz") else open
+    try:
+        with opener(path, "rt") as fh:
+            data = json.load(fh)
+    except (OSError, json.JSONDecodeError, EOFError) as exc:
+        raise ValueError(f"{path} is not a readable Chrome-trace JSON file: {exc}") from exc
+    raw = data.get("traceEvents") if isinstance(data, dict) else data
+    if not isinstance(raw, list):
+        raise ValueError(f"{path} has no 'traceEvents' list: not a Chrome trace")
+    threads = {(e.get("pid"), e.get("tid")): (e.get("args") or {}).get("name", "")
+               for e in raw if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == "thread_name"}
+    events = []
+    for e in raw:
+        if not isinstance(e, dict) or e.get("ph") != "X" or str(e.get("name", "")).startswith("end: "):
+            continue
+        args = e.get("args") or {}
+        events.append(TraceEvent(str(e.get("name", "")), float(e.get("ts", 0.0)) * 1e-6,
+                                 float(e.get("dur", 0.0)) * 1e-6, threads.get((e.get("pid"), e.get("tid")), ""),
+                                 int(e.get("pid") or 0), str(args.get("hlo_op", "")),
+                                 str(args.get("hlo_module", ""))))
+    events.sort(key=lambda ev: ev.start_s)
+    return Trace(events, path)
+
+
+def _module_name(hlo: str) -> str:
+    m = re.search(r"^HloModule\s+([\w.\-]+)", hlo, re.M)
+    return m.group(1) if m else ""
+
+
+def capture_trace(f: Callable, *args, repeats: int = 3, log_dir: str | os.PathLike | None = None) -> Trace:
+    """Profile `repeats` calls of jit(f)(*args) with `jax.profiler.trace` and parse the trace.
+
+    f is jitted (jitting a jitted function is free) and called once before tracing, so compilation is
+    not in the profile. The trace goes to `log_dir` (default: a fresh temporary directory, kept, so
+    TensorBoard/XProf can open it: `trace.path`). The returned Trace also holds the compiled HLO text,
+    its parsed instructions and the module name, so `op_table` can categorise the ops.
+    """
+    if not callable(f):
+        raise TypeError(f"f must be a function to profile, got {type(f).__name__}")
+    if int(repeats) < 1:
+        raise ValueError(f"repeats must be ≥ 1, got {repeats}")
+    jf = jax.jit(f)
+    compiled = jf.lower(*args).compile()
+    hlo = compiled.as_text()
+    _compat.block_until_ready(jf(*args))                    # warm up: compile outside the trace
+    log_dir = os.fspath(log_dir) if log_dir is not None else tempfile.mkdtemp(prefix="scalebook-trace-")
+    with jax.profiler.trace(log_dir):
+        for _ in range(int(repeats)):
+            _compat.block_until_ready(jf(*args))
+    trace = load_trace(find_trace_file(log_dir))
+    trace.hlo, trace.module, trace.calls = hlo, _module_name(hlo), int(repeats)
+    trace.ops = parse_hlo_ops(hlo)
+    return trace
+
+
+# --- the op table ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OpRow:
+    """One HLO op of a profile: total seconds over all its executions, count, category, and its share of
+    the traced op time. `per_call_s` divides by the number of profiled steps when known (else by count)."""
+
+    name: str
+    category: str
+    total_s: float
+    count: int
+    fraction: float
+    per_call_s: float
+    shape: str = ""
+
+    def __str__(self) -> str:
+        return (f"{self.name:<28} {self.category:<10} {self.total_s * 1e6:>11.1f} µs {self.count:>5}× "
+                f"{self.fraction:>6.1%}  {self.shape}")
+
+
+def _op_events(trace: Trace, module: str | None, ops: dict[str, HloOp] | None) -> list[TraceEvent]:
+    """XLA op events without container ops (a `call` that runs a computation in parallel tasks, `while`,
+    `conditional`): they enclose the events of the ops they run, so counting both would count that time twice."""
+    events = trace.xla_ops(module)
+    containers = {n for n, op in (ops or {}).items() if op.opcode in _CONTAINER_OPS}
+    if containers and any(e.hlo_op not in containers for e in events):
+        events = [e for e in events if e.hlo_op not in containers]
+    return events
+
+
+def op_table(trace: Trace, *, module: str | None = None, ops: dict[str, HloOp] | None = None) -> list[OpRow]:
+    """Sum the XLA op events of `trace` per HLO op, largest total first (the profiler's "op profile").
+
+    Container ops (`call`, `while`, `conditional`: old XLA:CPU wraps parallel work in a `call`) are left
+    out when the ops they run have events of their own, so no time is counted twice.
+    fraction = op total / Σ totals over all ops; per_call_s = total / trace.calls (time per step) when
+    `capture_trace` recorded the number of calls, else total / count. `ops` (default: the trace's own
+    parsed HLO) names each op's category (`categorize`). ValueError when the trace has no XLA op events —
+    e.g. a trace of Python only, or a module name that does not match.
+    """
+    ops = trace.ops if ops is None else ops
+    events = _op_events(trace, module, ops)
+    if not events:
+        mods = sorted({e.hlo_module for e in trace.events if e.is_xla_op})
+        raise ValueError(f"no XLA op events{' of module ' + repr(module or trace.module) if (module or trace.module) else ''}"
+                         f" in the trace (modules with ops: {mods or 'none'}); was the step executed inside "
+                         "jax.profiler.trace?")
+    totals: dict[str, list] = {}
+    for e in events:
+        t = totals.setdefault(e.hlo_op, [0.0, 0])
+        t[0] += e.duration_s
+        t[1] += 1
+    grand = sum(t for t, _ in totals.values()) or 1.0
+    rows = []
+    for name, (total, count) in totals.items():
+        op = ops.get(name) if ops else None
+        rows.append(OpRow(name, categorize(name, ops), total, count, total / grand,
+                          total / (trace.calls or count), str(op.shape) if op and op.shape else ""))
+    rows.sort(key=lambda r: (-r.total_s, r.name))
+    return rows
+
+
+@dataclass(frozen=True)
+class Span:
+    """One executed XLA op on the timeline: thread (lane), op, category, start (s, from the first op) and duration."""
+
+    thread: str
+    name: str
+    category: str
+    start_s: float
+    duration_s: float
+
+
+def timeline(trace: Trace, *, module: str | None = None) -> list[Span]:
+    """The XLA op events of `trace` as spans on a common clock (0 = the first op's start), in time order —
+    the "XLA Ops" rows of the profiler's trace viewer (ch. 9 §"Trace Viewer"). ValueError when there are none."""
+    events = _op_events(trace, module, trace.ops)
+    if not events:
+        raise ValueError("the trace has no XLA op events to draw")
+    t0 = min(e.start_s for e in events)
+    return [Span(e.thread or f"pid {e.pid}", e.hlo_op, categorize(e.hlo_op, trace.ops), e.start_s - t0, e.duration_s)
+            for e in events]
+
+
+def top_ops(rows: Sequence[OpRow], k: int = 5) -> list[OpRow]:
+    """The k rows with the largest total time."""
+    if k < 1:
+        raise ValueError(f"k must be ≥ 1, got {k}")
+    return sorted(rows, key=lambda r: -r.total_s)[:k]
+
+
+def category_totals(rows: Sequence[OpRow]) -> dict[str, float]:
+    """Seconds per category (every category in `CATEGORIES`, 0.0 when absent); they sum to the table total."""
+    out = {c: 0.0 for c in CATEGORIES}
+    for r in rows:
+        out[r.category] = out.get(r.category, 0.0) + r.total_s
+    return out
+
+
+def format_op_table(rows: Sequence[OpRow], k: int | None = 10) -> str:
+    """A text table of the first k rows (all when k is None)."""
+    head = f"{'op':<28} {'category':<10} {'total':>14} {'count':>6} {'share':>6}  output"
+    return "\n".join([head] + [str(r) for r in (rows if k is None else rows[:k])])
+
+
+# --- matmuls against the roofline -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MatmulCheck:
+    """One matmul op of a profile against the roofline: B·D·F are the (batch×rows, contraction, columns)
+    sizes of its dot, `roofline` the ch. 1 prediction on the chip, measured_s the time per call.
+    ratio = predicted / measured (1.0: at the roofline; 0.25: four times slower than it)."""
+
+    name: str
+    B: int
+    D: int
+    F: int
+    measured_s: float
+    roofline: MatmulRoofline
+
+    @property
+    def predicted_s(self) -> float:
+        return self.roofline.t_lower_s
+
+    @property
+    def ratio(self) -> float:
+        return self.predicted_s / self.measured_s
+
+    def __str__(self) -> str:
+        return (f"{self.name:<24} [{self.B}×{self.D}]·[{self.D}×{self.F}] measured {self.measured_s * 1e6:9.1f} µs "
+                f"roofline {self.predicted_s * 1e6:9.1f} µs → {self.ratio:.2f}")
+
+
+def dot_dims(op: HloOp, ops: dict[str, HloOp] | None = None) -> tuple[int, int, int]:
+    """(B, D, F) of a dot with 2·B·D·F FLOPs: D = ∏ contracting dims of the lhs, F = output size / B, where
+    B = ∏ lhs dims that are not contracted (batch dims included). For a fusion, the `dot` inside the computation
+    it calls is read (pass `ops`, all instructions from `parse_hlo_ops`); without it the sizes are guessed from
+    the fusion's two largest operands and its output. ValueError when not a matmul."""
+    if op.opcode == "fusion" and ops:
+        inner = [o for o in ops.values() if o.opcode == "dot" and o.computation == op.calls]
+        if inner:
+            return dot_dims(inner[0])
+    lhs_c = re.search(r"lhs_contracting_dims=\{([\d,]*)\}", op.attributes)
+    out = op.shape
+    if out is None or len(op.operands) < 2:
+        raise ValueError(f"{op.name} ({op.opcode}) has no two operands and an output: not a matmul")
+    if op.opcode == "dot" and lhs_c is not None:
+        lhs = op.operands[0]
+        cdims = [int(c) for c in lhs_c.group(1).split(",") if c]
+        D = math.prod(lhs.dims[c] for c in cdims)
+        B = math.prod(lhs.dims) // max(D, 1)
+        F = math.prod(out.dims) // max(B, 1)
+        return int(B), int(D), int(F)
+    # a fusion around a dot: inputs X[B, D] and W[D, F] (any order), output [B, F]
+    a, b = sorted(op.operands, key=lambda s: math.prod(s.dims))[-2:]
+    n_out = math.prod(out.dims)
+    for x, w in ((a, b), (b, a)):
+        for D in sorted({d for d in x.dims if d in w.dims}, reverse=True):
+            B, F = math.prod(x.dims) // D, math.prod(w.dims) // D
+            if B * F == n_out:
+                return int(B), int(D), int(F)
+    raise ValueError(f"cannot read the matmul sizes of {op.name} from {[str(s) for s in op.operands]} → {out}")
+
+
+def matmul_vs_roofline(trace: Trace, chip: ChipSpec | str | None = None, *, mode: str | None = None,
+                       calibration=None, rows: Sequence[OpRow] | None = None) -> list[MatmulCheck]:
+    """Each matmul op of the profile: measured time per call vs the roofline T = max(2BDF/C, bytes/W).
+
+    Give `calibration` (`jaxlab.calibrate()`: this machine's measured C and W) or a `chip` name / ChipSpec
+    (`mode`, default the calibration's dtype or 'bf16', picks the peak and bytes per element). The
+    measured time is the op's total ÷ its count. Book ch. 9: the FFW matmul of the mock Transformer,
+    2·32·1024·8192·32768 / (8 · 23e12) = 95.6 ms predicted, 96 ms measured → ratio ≈ 1.0.
+    """
+    if calibration is not None:
+        chip, mode = calibration.as_chip(), mode or calibration.mode
+    if chip is None:
+        raise ValueError("give a calibration (jaxlab.calibrate()) or a chip to predict matmul times")
+    mode = mode or "bf16"
+    rows = op_table(trace) if rows is None else rows
+    out = []
+    for r in rows:
+        if r.category != "matmul" or r.name not in trace.ops:
+            continue
+        try:
+            B, D, F = dot_dims(trace.ops[r.name], trace.ops)
+        except ValueError:
+            continue
+        out.append(MatmulCheck(r.name, B, D, F, r.total_s / r.count, matmul_roofline(B, D, F, chip, mode)))
+    return out
+
+
+@dataclass(frozen=True)
+class BandwidthCheck:
+    """One non-matmul op against the memory roofline: it must read its operands and write its output at least
+    once, so T ≥ bytes / W. ratio = (bytes / W) / measured (1.0: streaming at full bandwidth)."""
+
+    name: str
+    category: str
+    bytes: float
+    measured_s: float
+    predicted_s: float
+
+    @property
+    def ratio(self) -> float:
+        return self.predicted_s / self.measured_s
+
+    def __str__(self) -> str:
+        return (f"{self.name:<28} {self.category:<8} {self.bytes / 2**20:8.2f} MiB measured "
+                f"{self.measured_s * 1e6:9.1f} µs, bytes/W {self.predicted_s * 1e6:9.1f} µs → {self.ratio:.2f}")
+
+
+def memory_vs_roofline(trace: Trace, bytes_per_s: float, *, rows: Sequence[OpRow] | None = None,
+                       categories: Sequence[str] = ("fusion", "copy", "other")) -> list[BandwidthCheck]:
+    """Ops of the given categories against the memory roofline: (operand bytes + output bytes) / W vs the
+    measured time per execution, largest total time first. Elementwise fusions and copies have an arithmetic
+    intensity near 0 (ch. 1), so bandwidth is their only limit; a ratio far below 1 marks a slow kernel
+    (e.g. a transposing copy that writes memory with a large stride). W in bytes/s, e.g. `calibrate().bytes_per_s`."""
+    if not bytes_per_s or bytes_per_s <= 0:
+        raise ValueError(f"bytes_per_s must be a positive bandwidth in B/s, got {bytes_per_s}")
+    rows = op_table(trace) if rows is None else rows
+    out = []
+    for r in rows:
+        op = trace.ops.get(r.name)
+        if r.category not in categories or op is None or not op.outputs:
+            continue
+        nbytes = sum(x.nbytes for x in op.operands) + sum(x.nbytes for x in op.outputs)
+        if nbytes:
+            out.append(BandwidthCheck(r.name, r.category, nbytes, r.total_s / r.count, nbytes / bytes_per_s))
+    return out
+
+
+# --- compiled programs: fusions, collectives, memory ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HloListing:
+    """What a compiled program contains: its fusions (name, kind, output type, whether it wraps a matmul),
+    its matmuls (dots outside fusions too) and its collectives (`jaxlab.HloCollective`, with shapes,
+    bytes and mesh axes)."""
+
+    fusions: list[tuple[str, str, str, bool]]
+    matmuls: list[tuple[str, str]]
+    collectives: list
+
+    def collective_kinds(self) -> dict[str, int]:
+        """Count of collective instructions per kind."""
+        out: dict[str, int] = {}
+        for c in self.collectives:
+            out[c.kind] = out.get(c.kind, 0) + 1
+        return out
+
+    def __str__(self) -> str:
+        lines = [f"{len(self.fusions)} fusions, {len(self.matmuls)} matmuls, {len(self.collectives)} collectives"]
+        lines += [f"  fusion {n} ({k}) → {s}{'  [matmul]' if m else ''}" for n, k, s, m in self.fusions]
+        lines += [f"  {c}" for c in self.collectives]
+        return "\n".join(lines)
+
+
+def hlo_listing(hlo: str, mesh_shape: Sequence[int] = (1,), axis_names: Sequence[str] = ("x",)) -> HloListing:
+    """Fusions, matmuls and collectives of compiled HLO text (ENTRY and called computations).
+
+    `mesh_shape`/`axis_names` are the mesh the program was compiled for; they let
+    `jaxlab.parse_hlo_collectives` name each collective's mesh axes. Only the top-level fusions are
+    listed (not the computations they call).
+    """
+    if len(tuple(mesh_shape)) != len(tuple(axis_names)):
+        raise ValueError(f"mesh_shape {tuple(mesh_shape)} and axis_names {tuple(axis_names)} differ in length")
+    ops = parse_hlo_ops(hlo)
+    called = {op.calls for op in ops.values() if op.opcode == "fusion"}
+    fusions, matmuls = [], []
+    for op in ops.values():
+        if op.computation in called:
+            continue
+        if op.opcode == "fusion":
+            is_mm = any(o in _MATMUL_OPS for o in op.inner)
+            fusions.append((op.name, op.fusion_kind, str(op.shape) if op.shape else "", is_mm))
+            if is_mm:
+                matmuls.append((op.name, str(op.shape)))
+        elif op.opcode in _MATMUL_OPS:
+            matmuls.append((op.name, str(op.shape)))
+    return HloListing(fusions, matmuls, jaxlab.parse_hlo_collectives(hlo, mesh_shape, axis_names))
+
+
+@dataclass(frozen=True)
+class MemoryReport:
+    """Bytes a compiled program needs per device (ch. 9 §"Memory Profile"): arguments, outputs, temporaries
+    (XLA's scratch buffers), generated code, and outputs that alias (reuse) argument buffers.
+    peak_bytes = arguments + outputs + temporaries − aliased (the buffers live at once in the worst case).
+    `source` says where the numbers came from ('memory_analysis' or 'shapes' when XLA gave none)."""
+
+    argument_bytes: float
+    output_bytes: float
+    temp_bytes: float
+    alias_bytes: float = 0.0
+    code_bytes: float = 0.0
+    source: str = "memory_analysis"
+
+    @property
+    def peak_bytes(self) -> float:
+        return self.argument_bytes + self.output_bytes + self.temp_bytes - self.alias_bytes
+
+    def __str__(self) -> str:
+        mib = 2.0**20
+        return (f"arguments {self.argument_bytes / mib:.2f} MiB, outputs {self.output_bytes / mib:.2f} MiB, "
+                f"temporaries {self.temp_bytes / mib:.2f} MiB, aliased {self.alias_bytes / mib:.2f} MiB → "
+                f"≤ {self.peak_bytes / mib:.2f} MiB ({self.source})")
+
+
+def _attr(obj, *names) -> float | None:
+    for n in names:
+        v = obj.get(n) if isinstance(obj, dict) else getattr(obj, n, None)
+        if v is not None:
+            try:
+                return float(v)
+            except (TypeError, ValueError):
+                continue
+    return None
+
+
+def memory_report(compiled) -> MemoryReport:
+    """Memory use of a compiled program: `compiled.memory_analysis()` when XLA provides it.
+
+    `compiled` is a `jax.stages.Compiled` (`jax.jit(f).lower(*args).compile()`). Old and new JAX return an
+    object with `argument_size_in_bytes`, `output_size_in_bytes`, `temp_size_in_bytes`,
+    `alias_size_in_bytes`, `generated_code_size_in_bytes`; some backends/versions return None, a list of
+    one such object, or raise. Then the argument and output bytes are read from the ENTRY signature of
+    `compiled.as_text()` (temporaries unknown → 0; source 'shapes').
+    """
+    if not (hasattr(compiled, "memory_analysis") or hasattr(compiled, "as_text")):
+        raise TypeError(f"expected a compiled program (jax.jit(f).lower(*args).compile()), got {type(compiled).__name__}")
+    ma = None
+    try:
+        ma = compiled.memory_analysis()
+    except Exception:  # noqa: BLE001 - backends without the analysis raise various errors
+        ma = None
+    if isinstance(ma, (list, tuple)):
+        ma = ma[0] if ma else None
+    if ma is not None and _attr(ma, "argument_size_in_bytes") is not None:
+        return MemoryReport(_attr(ma, "argument_size_in_bytes") or 0.0, _attr(ma, "output_size_in_bytes") or 0.0,
+                            _attr(ma, "temp_size_in_bytes") or 0.0, _attr(ma, "alias_size_in_bytes") or 0.0,
+                            _attr(ma, "generated_code_size_in_bytes") or 0.0)
+    hlo = compiled.as_text()
+    m = re.search(r"^ENTRY\s+%?[\w.\-]+\s*\((.*)\)\s*->\s*(.*?)\s*\{\s*$", hlo, re.M)
+    if not m:
+        raise ValueError("the compiled program has neither a memory analysis nor an ENTRY signature to read")
+    return MemoryReport(sum(s.nbytes for s in _shapes(m.group(1))), sum(s.nbytes for s in _shapes(m.group(2))),
+                        0.0, source="shapes")
+
+
+__all__ = [
+    "CATEGORIES", "HLO_ITEMSIZE", "HloShape", "parse_hlo_shape", "tiled_shape", "padding_overhead", "HloOp",
+    "parse_hlo_ops", "categorize", "TraceEvent", "Trace", "find_trace_file", "load_trace", "capture_trace", "OpRow",
+    "op_table", "Span", "timeline", "top_ops", "category_totals", "format_op_table", "MatmulCheck", "dot_dims", "matmul_vs_roofline",
+    "BandwidthCheck", "memory_vs_roofline",
+    "HloListing", "hlo_listing", "MemoryReport", "memory_report",
+]

@@ -1,0 +1,96 @@
+"""Chapter 12 views: the topology explorer, the GPU collective widget and the roofline figures (`gpu_views`)."""
+
+import pytest
+
+pytest.importorskip("ipywidgets")
+
+from IPython.display import Image  # noqa: E402
+
+from scalebook_utils import gpu_views as V  # noqa: E402
+from figure_support import _draw, _labelled, _legend, _is_message  # noqa: E402
+
+
+def test_topology_readout_book_numbers():
+    line = V.topology_readout("h100", 4)
+    assert line.startswith("gpu topology: h100, SUs=4 → 1024 GPUs, 560 switches | node: 8 GPUs, 450 GB/s per GPU")
+    assert "leaf: 256 GPUs, 50 GB/s per GPU, cables 12.8 TB/s, AllGather 413 GB/s" in line
+    assert "spine: 1024 GPUs, 25 GB/s per GPU, cables 51.2 TB/s" in line
+    assert V.topology_readout("h100", 1).startswith("gpu topology: h100, SUs=1 → 256 GPUs")
+    assert "cannot evaluate" in V.topology_readout("tpu-v5e", 4)
+    assert "cannot evaluate: n_sus" in V.topology_readout("h100", 0)
+
+
+def test_topology_rows():
+    rows = V.topology_rows("b200", 2)
+    assert [r["level"] for r in rows] == ["node", "leaf", "spine"]
+    assert rows[0]["per_gpu"] == 900e9 and rows[1]["child"] == 400e9
+
+
+def test_topology_figure():
+    fig = _draw(V.render_topology("h100", 4))
+    assert len(fig.axes) == 2
+    for ax in fig.axes:
+        _labelled(ax)
+    assert len(fig.axes[0].patches) == 3 and len(fig.axes[1].patches) == 6
+    assert "560 switches" in fig._suptitle.get_text()
+    assert _is_message(V.render_topology("nope"))
+
+
+def test_topology_widget_updates():
+    w = V.topology_explorer()
+    first = w.last_readout
+    assert first == V.topology_readout("h100", 4) == w.readout()
+    w.controls["n_sus"].value = 8
+    assert "2048 GPUs" in w.last_readout and w.last_readout != first
+    w.controls["chip"].value = "gb200"
+    assert w.last_readout.startswith("gpu topology: gb200, SUs=8")
+    assert isinstance(w.snapshot(), Image)
+
+
+def test_gpu_collective_readout():
+    line = V.gpu_collective_readout("all_gather", 2 * 4096 * 65536, 8)
+    assert line.startswith("gpu collective: all_gather of 537 MB over 8 h100 GPUs → 1.04 ms")
+    assert "bottleneck node" in line
+    sharp = V.gpu_collective_readout("all_reduce", 1e9, 1024, sharp=True)
+    assert "(SHARP on)" in sharp and "400 GB/s" in sharp and "bottleneck leaf" in sharp
+    assert "(SHARP off)" in V.gpu_collective_readout("all_reduce", 1e9, 8)
+    assert "cannot evaluate" in V.gpu_collective_readout("all_gather", 1e9, 4096)
+    assert "cannot evaluate: unknown collective" in V.gpu_collective_readout("gossip", 1e9, 8)
+    assert "cannot evaluate: SHARP" in V.gpu_collective_readout("all_gather", 1e9, 8, sharp=True)
+
+
+def test_gpu_collective_figure():
+    fig = _draw(V.render_gpu_collective("all_reduce", 1e9, 16, True))
+    ax = fig.axes[0]
+    _labelled(ax)
+    labels = _legend(ax)
+    assert any("SHARP" in lbl for lbl in labels) and any("current" in lbl for lbl in labels)
+    assert any("one node" in t.get_text() for t in ax.texts)
+    fig = _draw(V.render_gpu_collective("all_to_all", 1e8, 64))
+    assert not any("SHARP" in lbl for lbl in _legend(fig.axes[0]))
+    assert _is_message(V.render_gpu_collective("all_gather", 1e9, 3000))
+
+
+def test_gpu_collective_widget_updates():
+    w = V.gpu_collective_widget()
+    first = w.last_readout
+    assert first.startswith("gpu collective: all_reduce of 1 GB over 8 h100 GPUs (SHARP off)")
+    w.controls["sharp"].value = True
+    assert "(SHARP on)" in w.last_readout
+    w.controls["n_gpus"].value = 64
+    assert "over 64 h100 GPUs" in w.last_readout and "bottleneck leaf" in w.last_readout
+    w.controls["kind"].value = "all_gather"   # SHARP is ignored for kinds other than AllReduce
+    assert w.last_readout.startswith("gpu collective: all_gather") and "cannot" not in w.last_readout
+    assert w.readout() == w.last_readout
+    w.controls["chip"].value = "gb200"       # a 72-GPU NVLink node: 64 GPUs stay inside it
+    assert "over 64 gb200 GPUs" in w.last_readout and "bottleneck node" in w.last_readout
+
+
+def test_roofline_figures():
+    fig = _draw(V.render_dp_thresholds())
+    ax = fig.axes[0]
+    _labelled(ax)
+    assert len(ax.patches) == 6 and any("2,472" in t.get_text() for t in ax.texts)
+    fig = _draw(V.render_sharded_all_gather())
+    _labelled(fig.axes[0])
+    assert _is_message(V.render_dp_thresholds(("tpu-v5e",)))

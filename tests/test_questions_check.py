@@ -43,7 +43,22 @@ CH8_IDS = ["ch8.iq1", "ch8.iq2a", "ch8.iq2b", "ch8.iq2c", "ch8.iq3a", "ch8.iq3b"
            "ch8.iq9a", "ch8.iq9b", "ch8.iq9c", "ch8.iq9d", "ch8.iq9e", "ch8.iq9f", "ch8.iq9g", "ch8.iq10", "ch8.iq11a",
            "ch8.iq11b", "ch8.iq12", "ch8.q1a", "ch8.q1b", "ch8.q1c", "ch8.q2a", "ch8.q2b", "ch8.q2c", "ch8.q2d",
            "ch8.q3a", "ch8.q3b", "ch8.q3c"]
-IDS = {1: CH1_IDS, 2: CH2_IDS, 3: CH3_IDS, 4: CH4_IDS, 5: CH5_IDS, 6: CH6_IDS, 7: CH7_IDS, 8: CH8_IDS}
+CH9_IDS = ["ch9.e1", "ch9.e2", "ch9.iq1", "ch9.q1a", "ch9.q1b", "ch9.q1c", "ch9.q1d", "ch9.q1e", "ch9.q2a", "ch9.q2b",
+           "ch9.q2c", "ch9.q2d"]
+CH10_IDS = ["ch10.q1a", "ch10.q1b", "ch10.q2a", "ch10.q2b", "ch10.q2c", "ch10.q2d", "ch10.q3a", "ch10.q3b",
+            "ch10.q3c", "ch10.q4"]
+CH12_IDS = ["ch12.q1a", "ch12.q1b", "ch12.q1c", "ch12.q2a", "ch12.q2b", "ch12.q2c", "ch12.q3a", "ch12.q3b",
+            "ch12.q3c", "ch12.q3d", "ch12.q4a", "ch12.q4b", "ch12.q5a", "ch12.q5b", "ch12.q5c", "ch12.q6", "ch12.q7a",
+            "ch12.q7b", "ch12.q7c", "ch12.q7d", "ch12.q7e", "ch12.q7f", "ch12.q8", "ch12.q9", "ch12.q10", "ch12.q11a",
+            "ch12.q11b", "ch12.q11c", "ch12.q12a", "ch12.q12b", "ch12.q12c", "ch12.q13", "ch12.q14a", "ch12.q14b",
+            "ch12.q15a", "ch12.q15b", "ch12.q16a", "ch12.q16b", "ch12.q16c", "ch12.q16d", "ch12.q16e", "ch12.q16f",
+            "ch12.q17a", "ch12.q17b", "ch12.q17c", "ch12.q18a", "ch12.q18b", "ch12.q19a", "ch12.q19b", "ch12.q20a",
+            "ch12.q20b", "ch12.q20c", "ch12.q21a", "ch12.q21b", "ch12.q21c", "ch12.q22a", "ch12.q22b", "ch12.q22c",
+            "ch12.q22d", "ch12.q22e", "ch12.q22f", "ch12.q22g", "ch12.q22h", "ch12.q22i", "ch12.q22j", "ch12.q22k",
+            "ch12.q22l", "ch12.q22m", "ch12.q23a", "ch12.q23b", "ch12.q23c", "ch12.q23d", "ch12.q23e", "ch12.q23f",
+            "ch12.q23g"]
+IDS = {1: CH1_IDS, 2: CH2_IDS, 3: CH3_IDS, 4: CH4_IDS, 5: CH5_IDS, 6: CH6_IDS, 7: CH7_IDS, 8: CH8_IDS, 9: CH9_IDS,
+       10: CH10_IDS, 12: CH12_IDS}
 
 
 @pytest.mark.parametrize("chapter", IDS)
@@ -59,11 +74,11 @@ def test_ids_match_problems_md(chapter):
 
 
 @pytest.mark.skipif(not PROBLEMS.exists(), reason="../shared/book/PROBLEMS.md not beside the project")
-@pytest.mark.parametrize("chapter", IDS)
+@pytest.mark.parametrize("chapter", [c for c in IDS if c != 10])  # ch. 10's answers are all code
 def test_expected_is_inside_every_accept_range_of_problems_md(chapter):
     rows = re.findall(rf"^\| `(ch{chapter}\.[a-z0-9]+)` \| number \|.*?\| \[([-0-9.e+]+), ([-0-9.e+]+)\] \|",
                       PROBLEMS.read_text(), flags=re.M)
-    assert len(rows) >= 3  # the regex found the table (ch. 4 has only 4 ranges)
+    assert len(rows) >= 1  # the regex found the table (ch. 4 has only 4 ranges, ch. 9 fewer)
     for qid, lo, hi in rows:
         assert float(lo) <= expected(qid) <= float(hi), qid
         assert get_question(qid).accept == (float(lo), float(hi))

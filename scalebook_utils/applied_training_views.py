@@ -22,6 +22,7 @@ from matplotlib.ticker import NullFormatter
 
 from . import training as T
 from . import transformer as tf
+from .plots import new_figure
 from .hardware import get_chip
 from .training_views import _ERRORS, _model_name, _msg, _plain_formatter, format_rows, get_plan
 from .units import format_bytes, format_si, format_time
@@ -109,11 +110,7 @@ def render_days_to_train(model="llama3-70b", tokens: float = 15e12, chip="tpu-v5
         curves = {m: np.array([days_to_train(name, tokens, x, spec, m) for x in n]) for m in mfus}
     except _ERRORS as exc:
         return _message_figure(f"cannot draw: {_msg(exc)}")
-    if ax is None:
-        fig = Figure(figsize=(8.5, 4.8), layout="constrained")
-        ax = fig.add_subplot()
-    else:
-        fig = ax.figure
+    fig, ax = new_figure((8.5, 4.8), ax)
     shades = ["#9ecae1", "#3182bd", "#08519c", "#08306b"]
     for i, (m, d) in enumerate(curves.items()):
         cur = current_mfu is not None and math.isclose(m, current_mfu)
@@ -181,11 +178,7 @@ def render_memory_vs_checkpoints(model="llama3-70b", batch_tokens: float = 4 * 2
         data = [memory_per_chip(name, batch_tokens, n_chips, k) for k in checkpoints]
     except _ERRORS as exc:
         return _message_figure(f"cannot draw: {_msg(exc)}")
-    if ax is None:
-        fig = Figure(figsize=(8.5, 4.8), layout="constrained")
-        ax = fig.add_subplot()
-    else:
-        fig = ax.figure
+    fig, ax = new_figure((8.5, 4.8), ax)
     x = np.arange(len(checkpoints))
     bottom = np.zeros(len(x))
     hbm = spec.hbm_bytes / 1e9

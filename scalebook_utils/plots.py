@@ -74,7 +74,8 @@ def _plain_tick(v, _pos):
     return f"{v:g}"
 
 
-def _new_axes(ax, figsize):
+def new_figure(figsize, ax=None):
+    """(fig, ax): `ax` and its figure when given (to draw into a caller's panel), else a new one-panel Figure."""
     if ax is not None:
         return ax.figure, ax
     fig = Figure(figsize=figsize, layout="constrained")
@@ -118,7 +119,7 @@ def roofline_figure(peak_flops_per_s: float, bandwidths: Mapping[str, float],
     if not bandwidths:
         raise ValueError("bandwidths must name at least one bandwidth (label → bytes/s)")
     algorithms = dict(algorithms or {})
-    fig, ax = _new_axes(ax, figsize)
+    fig, ax = new_figure(figsize, ax)
     crit = {label: peak_flops_per_s / bw for label, bw in bandwidths.items()}
     lo_crit, hi_crit = min(crit.values()), max(crit.values())
     if intensity_range is None:
@@ -185,7 +186,7 @@ def achievable_flops_figure(D: float, F: float, chip: ChipSpec | str = "tpu-v5e"
     peak = spec.peak_flops(roofline.MATMUL_MODES[mode][2]) if mode in roofline.MATMUL_MODES else None
     if peak is None:
         raise ValueError(f"unknown matmul mode {mode!r}; known modes: {', '.join(roofline.MATMUL_MODES)}")
-    fig, ax = _new_axes(ax, figsize)
+    fig, ax = new_figure(figsize, ax)
     B_max = max(int(B_max), 2, int(B or 1))
     Bs = np.unique(np.round(np.logspace(0, math.log10(B_max), 600)))
     y = roofline.achievable_flops_curve(Bs, D, F, spec, mode, exact)
@@ -245,7 +246,7 @@ def achievable_flops_figure(D: float, F: float, chip: ChipSpec | str = "tpu-v5e"
 
 def time_bars(t_math_s: float, t_comms_s: float, *, ax=None, figsize=(3.2, 2.6), title: str | None = None) -> Figure:
     """Two horizontal bars, T_math and T_comms, in a shared time unit; the longer one sets the bound."""
-    fig, ax = _new_axes(ax, figsize)
+    fig, ax = new_figure(figsize, ax)
     scale, prefix = si_scale(max(t_math_s, t_comms_s))
     vals = [t_comms_s / scale, t_math_s / scale]
     colors = [REGION_COLORS["bandwidth-bound"], REGION_COLORS["compute-bound"]]
@@ -272,7 +273,7 @@ def measured_roofline_figure(calibration_peak: float, calibration_bw: float,
     Points on or just under the roofline are what the model predicts; points far below it show
     where the simple model (peak, one bandwidth) misses (small ops, caches, launch overhead).
     """
-    fig, ax = _new_axes(ax, figsize)
+    fig, ax = new_figure(figsize, ax)
     pts = [(float(i), float(f), str(lab)) for i, f, lab in points]
     crit = calibration_peak / calibration_bw
     xs = [p[0] for p in pts] + [crit]
@@ -310,7 +311,7 @@ def two_chip_figure(B: float = 1024, F: float = 8192, flops_per_s: float = 1.97e
     lines cross at D = 2C/W whatever B is (book ch. 1, "Network communication rooflines": D > 8755 on
     v5e-like chips with 4.5e10 B/s links). The threshold line carries gid "d-threshold".
     """
-    fig, ax = _new_axes(ax, figsize)
+    fig, ax = new_figure(figsize, ax)
     d_lo, d_hi = D_range
     Ds = _log_span(d_lo, d_hi)
     d_star = roofline.two_chip_d_threshold(flops_per_s, link_bytes_per_s)
@@ -354,7 +355,7 @@ def critical_batch_figure(chips: Sequence[str] | None = None, modes: Sequence[st
     from .hardware import CHIPS
 
     names = list(chips) if chips is not None else list(CHIPS)
-    fig, ax = _new_axes(ax, figsize)
+    fig, ax = new_figure(figsize, ax)
     width = 0.8 / max(1, len(modes))
     for k, mode in enumerate(modes):
         xs, ys = [], []
@@ -400,7 +401,7 @@ def systolic_utilisation_figure(run, *, cycle: int | None = None, ax=None, figsi
 
     The weight-load cycles are grey (no multiply-adds); the compute phase shows the fill and the drain.
     """
-    fig, ax = _new_axes(ax, figsize)
+    fig, ax = new_figure(figsize, ax)
     u = run.utilisation * 100
     colors = ["0.75" if s.phase == "load" else "#2c7fb8" for s in run.snapshots]
     if cycle is not None:
@@ -559,7 +560,7 @@ def torus_figure(slice_shape, wraparound, src, dst, *, ax=None, figsize=None, ti
     rows, cols = shape2
     if figsize is None:
         figsize = (max(6.4, min(10.0, 2.6 + 0.55 * cols)), min(8.5, 2.3 + 0.5 * rows))
-    fig, ax = _new_axes(ax, figsize)
+    fig, ax = new_figure(figsize, ax)
 
     lw = 1.6 if max(rows, cols) <= 16 else 0.8
     z = src[2] if len(shape) == 3 else None
@@ -675,7 +676,7 @@ def bandwidth_hierarchy_figure(chip: ChipSpec | str = "tpu-v5e", dtype: str = "b
     spec = get_chip(chip)
     peak = spec.peak_flops(dtype)
     rows = bandwidth_channels(spec, dtype)
-    fig, ax = _new_axes(ax, figsize)
+    fig, ax = new_figure(figsize, ax)
     names = [f"{n}\n({note})" for n, _, note in rows]
     ys = np.arange(len(rows))[::-1]
     colors = ["#1a9850", "#1f4e9c", "#7b3294", "#e6550d", "#b2182b", "#636363"]
@@ -741,7 +742,7 @@ def sharding_blocks_figure(array, mesh, shape, *, ax=None, figsize=(4.2, 3.6), t
     by_block: dict = {}
     for coords, rng in blocks.items():
         by_block.setdefault(rng, []).append(_device_id(coords, m.sizes))
-    fig, ax = _new_axes(ax, figsize)
+    fig, ax = new_figure(figsize, ax)
     rows_n = glob[0] if len(glob) > 1 else 1
     cols_n = glob[1] if len(glob) > 1 else glob[0]
     for i, (rng, devs) in enumerate(sorted(by_block.items())):
@@ -800,7 +801,7 @@ def collective_time_figure(kind: str, chip: ChipSpec | str = "tpu-v5e", axis_siz
     t = np.array([c.seconds for c in costs])
     tb = np.array([c.bandwidth_s for c in costs])
     fresh = ax is None
-    fig, ax = _new_axes(ax, figsize)
+    fig, ax = new_figure(figsize, ax)
     n_lines = len(ax.get_lines()) // 2
     color = color or _LINE_COLORS[n_lines % len(_LINE_COLORS)]
     sizes_txt = "×".join(str(s) for s in np.atleast_1d(axis_sizes)) if k != "ppermute" else "1 hop"

@@ -31,6 +31,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 from . import topology
 from . import training as T
 from . import transformer as tf
+from .plots import new_figure
 from .hardware import chip_names, get_chip
 from .units import format_bytes, format_si, format_time
 from .widgets import INPUT_ERRORS as _ERRORS, _attach, _emit, _message_figure, static_png
@@ -150,11 +151,7 @@ def render_picture(chip="tpu-v5p", shape="4x4x4", F: float = 30_000, batch_per_c
             raise ValueError(f"F must be positive, got {F!r}")
     except _ERRORS as exc:
         return _message_figure(f"cannot draw: {_msg(exc)}")
-    if ax is None:
-        fig = Figure(figsize=(9.0, 5.2), layout="constrained")
-        ax = fig.add_subplot()
-    else:
-        fig = ax.figure
+    fig, ax = new_figure((9.0, 5.2), ax)
     lo, hi = b_range
     if batch_per_chip is not None:
         lo, hi = min(lo, batch_per_chip / 2), max(hi, batch_per_chip * 2)
@@ -305,11 +302,7 @@ def render_step_time(chip="tpu-v5p", shape="16x16x16", D: int = 8192, F: int = 3
         below = T.all_comm_bound_batch(N, F, name, max(n - 1, 1), 1)
     except _ERRORS as exc:
         return _message_figure(f"cannot draw: {_msg(exc)}")
-    if ax is None:
-        fig = Figure(figsize=(9.0, 5.2), layout="constrained")
-        ax = fig.add_subplot()
-    else:
-        fig = ax.figure
+    fig, ax = new_figure((9.0, 5.2), ax)
     labels = {"dp": f"DP (8DF per layer, {n} axes)", "fsdp": f"FSDP (12DF per layer, {n} axes)",
               "tp": "TP, Y = N (8BD per layer)", "fsdp+tp": "FSDP+TP, best X·Y split"}
     for s in SCHEMES:
@@ -588,11 +581,7 @@ def render_pipeline_schedule(schedule, *, title: str | None = None, ax=None) -> 
     P, steps = grid.shape
     M = int(grid.max()) + 1
     idle = grid < 0
-    if ax is None:
-        fig = Figure(figsize=(min(13.0, max(7.5, 2.6 + 0.42 * steps)), 1.9 + 0.42 * min(P, 24)), layout="constrained")
-        ax = fig.add_subplot()
-    else:
-        fig = ax.figure
+    fig, ax = new_figure((min(13.0, max(7.5, 2.6 + 0.42 * steps)), 1.9 + 0.42 * min(P, 24)), ax)
     cmap = _microbatch_colors(max(M, 1))
     norm = BoundaryNorm(np.arange(max(M, 1) + 1) - 0.5, cmap.N)
     mesh = ax.pcolormesh(np.ma.masked_where(idle, grid), cmap=cmap, norm=norm, edgecolors="white", linewidth=1.5)

@@ -35,6 +35,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from . import transformer as tf
+from .plots import new_figure
 from .hardware import get_chip
 from .units import dtype_bytes, format_si
 from .widgets import INPUT_ERRORS, _attach, _emit, _message_figure, error_text, format_number, plain_formatter, static_png
@@ -103,14 +104,6 @@ def _e(x: float) -> str:
 def _share(x: float) -> str:
     """0.171 → '17.1%', 1.9e-5 → '0.0019%' (a norm's share is not 0.0%)."""
     return f"{x:.1%}" if x >= 0.001 or x == 0 else f"{100 * x:.2g}%"
-
-
-def new_figure(figsize, ax=None):
-    """(fig, ax): `ax` and its figure when given (to draw into a caller's panel), else a new one-panel Figure."""
-    if ax is not None:
-        return ax.figure, ax
-    fig = Figure(figsize=figsize, layout="constrained")
-    return fig, fig.add_subplot()
 
 
 def live_output(controls: dict, view, on_change: dict | None = None):

@@ -13,7 +13,8 @@ Two layers of model:
    chapter's table, and the compute-bound conditions derived from the forward pass.
 2. The planner (`plan`, `evaluate`): the same rules applied to a whole `TransformerConfig` — attention and
    MLP blocks, embeddings, MoE experts, pipeline bubbles, DCN across slices, Adam memory and activation
-   checkpoints — to rank every configuration that fits a mesh and HBM by estimated step time.
+   checkpoints — to rank every configuration that fits a mesh and HBM by estimated step time. Its FLOPs,
+   validity rules and memory are shared with the GPU planner (`gpu_training`, book ch. 12).
 
 Overlap: like the book, communication on different axes and compute are assumed to overlap, so a step
 takes max(T_math, T_comms on each axis) — a roofline (lower bound), not a simulation.
@@ -23,8 +24,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
+from . import gpus
 from . import transformer as tf
 from .hardware import ChipSpec, get_chip
 from .units import format_bytes, format_si, format_time, is_int, require_positive
@@ -497,7 +499,7 @@ class Estimate:
             return f"{self.config.name}: infeasible — {self.reason}"
         return (f"{self.config.name} (ZeRO-{self.config.zero}, {self.config.remat} remat): "
                 f"{format_time(self.step_time)}/step, MFU {self.mfu:.0%}, bound by {self.bound}, "
-                f"{format_bytes(self.memory.total)}/chip")
+                f"{format_bytes(self.memory.total)}/{'GPU' if get_chip(self.chip).kind == 'gpu' else 'chip'}")
 
 
 def _divisors(n: int) -> list[int]:
@@ -551,21 +553,63 @@ def evaluate(model, batch_tokens: float, config: Config, chip="tpu-v5p", *, seq_
     cfg = tf.get_model(model)
     spec = _tpu(chip)
     c = config
-    for name in ("X", "Y", "Z", "slices", "microbatches"):
-        v = getattr(c, name)
-        if not is_int(v) or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    _check_layout(c)
     if n_chips is not None and c.chips != n_chips:
         raise ValueError(f"degrees X·Y·Z·slices = {c.X}·{c.Y}·{c.Z}·{c.slices} = {c.chips} must equal the chip "
                          f"count {n_chips}")
     require_positive(batch_tokens=batch_tokens, seq_len=seq_len)
-    policy, ckpt = _remat_policy(c.remat)
     C, W = spec.peak_flops(dtype), ici_bandwidth(spec)
     n_slice = c.X * c.Y * c.Z
     M_X, M_Y = ici_axes(spec, c.X, c.Y)
     pc = tf.param_count(cfg)
     P = pc.total
     expert = _routed_expert_params(cfg)
+    reasons, seq_shards, tokens_per_shard = _reasons(cfg, c, batch_tokens, seq_len, allow_sequence_sharding)
+    ep = _ep_degree(cfg, c.X)
+    t_math, model_flops, bubble = _flops(cfg, batch_tokens, c, seq_len, C)
+    # communication
+    P_gathered = (P - expert) / (c.Y * c.Z)  # expert weights stay on their EP shard
+    if c.X == 1:
+        t_fsdp = 0.0
+    else:
+        colls = 3 if c.zero == 3 else 2
+        t_fsdp = colls * PARAM_BYTES * P_gathered / (W * M_X)
+        if expert:  # expert gradients are reduced over the data chips that share an expert shard
+            t_fsdp += 2 * PARAM_BYTES * expert / (ep * c.Y * c.Z) / (W * M_X) * (c.X > ep)
+    layers_per_stage = _layers_per_stage(cfg, c.Z)
+    t_tp = 0.0 if c.Y == 1 else layers_per_stage * 2 * 12 * tokens_per_shard * cfg.D / (W * M_Y)
+    t_pp = 0.0 if c.Z == 1 else 2 * 2 * tokens_per_shard * cfg.D / spec.ici_link_bandwidth_oneway_bytes_per_s
+    t_ep = 0.0
+    if cfg.is_moe and ep > 1:
+        moe_per_stage = cfg.moe_layers / c.Z
+        t_ep = moe_per_stage * 4 * ACT_BYTES * cfg.k * tokens_per_shard * cfg.D * ep / (4 * W * M_X) / c.Y
+    t_dcn = 0.0 if c.slices == 1 else 2 * PARAM_BYTES * P / (n_slice * dcn_bandwidth(spec))
+    memory = _memory(cfg, c, batch_tokens, grad_bytes)
+    reasons += _hbm_reasons(memory, spec)
+    return Estimate(c, not reasons, "; ".join(reasons), t_math, t_fsdp, t_tp, t_pp, t_ep, t_dcn, bubble, memory,
+                    model_flops, batch_tokens / c.chips, seq_shards, spec.name, C)
+
+
+# The parts of an estimate that do not depend on the network: shared by this planner and the GPU one
+# (gpu_training.evaluate, book ch. 12), which differ only in their communication times.
+
+
+def _check_layout(c: Config) -> None:
+    """ValueError unless every degree of `c` (and its microbatch count) is a positive integer."""
+    for name in ("X", "Y", "Z", "slices", "microbatches"):
+        v = getattr(c, name)
+        if not is_int(v) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+
+
+def _reasons(cfg: tf.TransformerConfig, c: Config, batch_tokens: float, seq_len: float,
+             allow_sequence_sharding: bool) -> tuple[list[str], int, float]:
+    """(reasons the layout cannot run, sequence shards, tokens per data shard) for a batch of `batch_tokens`.
+
+    TP must divide the N heads and F, PP the L layers; each of the X data shards (a Y·Z group of chips) of a
+    slice needs at least one token, and more shards than sequences needs sequence sharding (uneven shards
+    are padded) into at most `seq_len` pieces. Book ch. 5–6.
+    """
     B_s = batch_tokens / c.slices
     tokens_per_shard = B_s / c.X  # tokens each data shard (a Y·Z group of chips) processes
     sequences = B_s / seq_len
@@ -584,31 +628,30 @@ def evaluate(model, batch_tokens: float, config: Config, chip="tpu-v5p", *, seq_
                            "(sequence sharding not allowed)")
         elif seq_shards > seq_len:
             reasons.append(f"{c.X}-way data parallelism needs {seq_shards} shards per sequence of {seq_len} tokens")
-    ep = math.gcd(c.X, cfg.E) if cfg.is_moe else 1
-    # FLOPs
+    return reasons, seq_shards, tokens_per_shard
+
+
+def _flops(cfg: tf.TransformerConfig, batch_tokens: float, c: Config, seq_len: float,
+           C: float) -> tuple[float, float, float]:
+    """(T_math, model FLOPs, bubble) of one step on `c.chips` chips of C FLOPs/s each:
+    T_math = tokens · FLOPs/token (with the remat recompute) / (chips · C) / (1 − bubble), the bubble of a
+    GPipe schedule of `c.microbatches` over Z stages; model FLOPs leave the recompute out (for MFU)."""
+    policy, _ = _remat_policy(c.remat)
     flops_per_token = tf.training_flops_per_token(cfg, seq_len, causal=True, remat=policy)
     model_flops = batch_tokens * tf.training_flops_per_token(cfg, seq_len, causal=True)
     m = c.microbatches if c.Z > 1 else 1
     bubble = bubble_fraction(c.Z, m) if c.Z > 1 else 0.0
     t_math = batch_tokens * flops_per_token / (c.chips * C) / (1 - bubble)
-    # communication
-    P_gathered = (P - expert) / (c.Y * c.Z)  # expert weights stay on their EP shard
-    if c.X == 1:
-        t_fsdp = 0.0
-    else:
-        colls = 3 if c.zero == 3 else 2
-        t_fsdp = colls * PARAM_BYTES * P_gathered / (W * M_X)
-        if expert:  # expert gradients are reduced over the data chips that share an expert shard
-            t_fsdp += 2 * PARAM_BYTES * expert / (ep * c.Y * c.Z) / (W * M_X) * (c.X > ep)
-    layers_per_stage = cfg.L // c.Z if cfg.L % c.Z == 0 else cfg.L / c.Z
-    t_tp = 0.0 if c.Y == 1 else layers_per_stage * 2 * 12 * tokens_per_shard * cfg.D / (W * M_Y)
-    t_pp = 0.0 if c.Z == 1 else 2 * 2 * tokens_per_shard * cfg.D / spec.ici_link_bandwidth_oneway_bytes_per_s
-    t_ep = 0.0
-    if cfg.is_moe and ep > 1:
-        moe_per_stage = cfg.moe_layers / c.Z
-        t_ep = moe_per_stage * 4 * ACT_BYTES * cfg.k * tokens_per_shard * cfg.D * ep / (4 * W * M_X) / c.Y
-    t_dcn = 0.0 if c.slices == 1 else 2 * PARAM_BYTES * P / (n_slice * dcn_bandwidth(spec))
-    # memory
+    return t_math, model_flops, bubble
+
+
+def _memory(cfg: tf.TransformerConfig, c: Config, batch_tokens: float, grad_bytes: float) -> Memory:
+    """Bytes per chip of layout `c`: `training_memory` of the dense parameters (ZeRO over X, TP × PP shards),
+    the routed experts sharded over ep·Y·Z chips, the activations of the remat policy (or checkpoints) spread
+    over all chips, and under FSDP the AllGathered layer being used (2 layers' worth, ÷ Y). Book ch. 5–6."""
+    policy, ckpt = _remat_policy(c.remat)
+    pc = tf.param_count(cfg)
+    P, expert = pc.total, _routed_expert_params(cfg)
     if ckpt is None:
         act_total = tf.activation_bytes(cfg, batch_tokens, policy)
     else:
@@ -619,13 +662,49 @@ def evaluate(model, batch_tokens: float, config: Config, chip="tpu-v5p", *, seq_
                             activation_bytes_total=act_total, n_chips=c.chips, grad_bytes=grad_bytes,
                             gathered_bytes=gathered)
     if expert:
-        ex = training_memory(expert, zero=0, model_shards=ep * c.Y * c.Z, grad_bytes=grad_bytes)
+        ex = training_memory(expert, zero=0, model_shards=_ep_degree(cfg, c.X) * c.Y * c.Z, grad_bytes=grad_bytes)
         dense = replace(dense, params=dense.params + ex.params, grads=dense.grads + ex.grads,
                         optimizer=dense.optimizer + ex.optimizer)
-    if dense.total > spec.hbm_bytes:
-        reasons.append(f"needs {format_bytes(dense.total)} per chip > {format_bytes(spec.hbm_bytes)} HBM")
-    return Estimate(c, not reasons, "; ".join(reasons), t_math, t_fsdp, t_tp, t_pp, t_ep, t_dcn, bubble, dense,
-                    model_flops, batch_tokens / c.chips, seq_shards, spec.name, C)
+    return dense
+
+
+def _hbm_reasons(memory: Memory, spec: ChipSpec, unit: str = "chip") -> list[str]:
+    """[the reason] when `memory` exceeds the chip's HBM, else []."""
+    if memory.total > spec.hbm_bytes:
+        return [f"needs {format_bytes(memory.total)} per {unit} > {format_bytes(spec.hbm_bytes)} HBM"]
+    return []
+
+
+def _ep_degree(cfg: tf.TransformerConfig, X: int) -> int:
+    """Expert parallelism over the data axis: ep = gcd(X, E) ways (1 for a dense model)."""
+    return math.gcd(X, cfg.E) if cfg.is_moe else 1
+
+
+def _layers_per_stage(cfg: tf.TransformerConfig, Z: int) -> float:
+    return cfg.L // Z if cfg.L % Z == 0 else cfg.L / Z
+
+
+def _layouts(n: int, max_tp: int, max_pp: int) -> Iterator[tuple[int, int, int]]:
+    """Every (X, Y, Z) with X·Y·Z = n, Y ≤ max_tp, Z ≤ max_pp (Y, then Z ascending)."""
+    divs = _divisors(n)
+    for Y in (d for d in divs if d <= max_tp):
+        for Z in (d for d in divs if d <= max_pp and (n // Y) % d == 0):
+            yield n // (Y * Z), Y, Z
+
+
+def _microbatches(batch_tokens: float, seq_len: float, X: int, Z: int, per_stage: int) -> int:
+    """Microbatches of a Z-stage pipeline: per_stage·Z, capped by the sequences of a data shard (1 without PP)."""
+    if Z == 1:
+        return 1
+    return min(per_stage * Z, max(int(batch_tokens / seq_len / X), 1))
+
+
+def _rank_key(e: Estimate) -> tuple:
+    """The planners' order. Ties (several layouts compute-bound) go first to the higher ZeRO stage — same
+    speed, less memory, the book's "basically always use ZeRO-3" — then to the most communication headroom
+    (the book's X_opt, which balances the FSDP and TP times), then to less memory."""
+    return (not e.feasible, float(f"{e.step_time:.9g}"), -e.config.zero,
+            max(e.t_fsdp, e.t_tp, e.t_pp, e.t_ep, e.t_dcn), e.memory.total)
 
 
 def _routed_expert_params(cfg: tf.TransformerConfig) -> int:
@@ -682,13 +761,17 @@ class Plan:
                    "of the compute time)" if comms[slowest] > 0 else "compute-bound (no communication)")
         else:
             why = f"bound by {b.bound} ({b.step_time / b.t_math:.2f}× the compute time)"
+        unit = "GPU" if spec.kind == "gpu" else "chip"
         text = (f"{b.config.name} wins: {format_time(b.step_time)} per step at {b.mfu:.0%} MFU, {why}, "
-                f"{format_bytes(b.memory.total)} per chip.")
+                f"{format_bytes(b.memory.total)} per {unit}.")
         per_chip = self.batch_tokens / self.n_chips
-        n_axes = spec.ici_torus_dims or 1
-        text += (f" Chapter 5's rules of thumb at {per_chip:.0f} tokens per chip: FSDP alone needs more than "
-                 f"α/M_X = {dp_min_batch_per_chip(spec, n_axes):.0f}, FSDP+TP more than α²/(M_X·M_Y·F) = "
-                 f"{mixed_min_batch_per_chip(self.model.F, spec, max(n_axes - 1, 1), 1):.0f}.")
+        if spec.kind == "gpu":
+            text += self._gpu_rules(b, per_chip)
+        else:
+            n_axes = spec.ici_torus_dims or 1
+            text += (f" Chapter 5's rules of thumb at {per_chip:.0f} tokens per chip: FSDP alone needs more than "
+                     f"α/M_X = {dp_min_batch_per_chip(spec, n_axes):.0f}, FSDP+TP more than α²/(M_X·M_Y·F) = "
+                     f"{mixed_min_batch_per_chip(self.model.F, spec, max(n_axes - 1, 1), 1):.0f}.")
         alt = self.best_of("fsdp")
         if alt is not None and alt is not b:
             text += f" Best pure FSDP: {alt.config.name}, {alt.step_time / b.step_time:.2f}× slower (bound by {alt.bound})."
@@ -697,6 +780,25 @@ class Plan:
             if fs:
                 text += f" Pure FSDP is not an option here: {fs[0].reason}."
         return text
+
+    def _gpu_rules(self, b: Estimate, per_gpu: float) -> str:
+        """Book ch. 12's rules of thumb ("Rooflines for LLM Scaling on GPUs"): DP/ZeRO across nodes needs
+        B/X > C/W_node tokens per GPU (H100: 2475), ÷ M/D_node when M = Y·Z ways of model parallelism span
+        M/D_node nodes (`gpus.dp_critical_batch`); in one node C/W_gpu (2200). TP stays compute-bound up to
+        Y < F·W_gpu/C ways inside a node (`gpus.tp_max_degree`, ≈ F/2200 on H100)."""
+        spec = get_chip(self.chip)
+        node = spec.gpus_per_node
+        M = b.config.Y * b.config.Z
+        if self.n_chips <= node:
+            dp = (f"DP/ZeRO inside one node needs more than C/W_gpu = "
+                  f"{gpus.dp_critical_batch(spec, across_nodes=False):.0f}")
+        else:
+            dp = f"DP/ZeRO across nodes needs more than C/W_node = {gpus.dp_critical_batch(spec):.0f}"
+            if M > node:
+                dp += (f" (÷ {M / node:g} = {gpus.dp_critical_batch(spec, model_parallel=M):.0f} with the winner's "
+                       f"{M}-way model parallelism spanning {M / node:g} nodes)")
+        return (f" Chapter 12's rules of thumb at {per_gpu:.0f} tokens per GPU: {dp}; TP inside a node stays "
+                f"compute-bound up to F·W_gpu/C = {gpus.tp_max_degree(self.model.F, spec):.1f} ways.")
 
 
 REMAT_CHOICES = ("none", "big_matmuls", "block")
@@ -725,21 +827,13 @@ def plan(model, batch_tokens: float, chip="tpu-v5p", *, n_chips: int | None = No
     require_positive(batch_tokens=batch_tokens)
     remat = tuple(remat)
     estimates = []
-    divs = _divisors(n_chips)
-    for Y in (d for d in divs if d <= max_tp):
-        for Z in (d for d in divs if d <= max_pp and (n_chips // Y) % d == 0):
-            X = n_chips // (Y * Z)
-            seqs_per_shard = max(int(batch_tokens / slices / seq_len / X), 1)
-            mb = min(microbatches_per_stage * Z, seqs_per_shard) if Z > 1 else 1
-            for zero in (zero_stages if X > 1 else (0,)):
-                for r in remat:
-                    cfgn = Config(X=X, Y=Y, Z=Z, slices=slices, zero=zero, remat=r, microbatches=mb)
-                    estimates.append(evaluate(cfg, batch_tokens, cfgn, spec, seq_len=seq_len,
-                                              allow_sequence_sharding=allow_sequence_sharding,
-                                              grad_bytes=grad_bytes, dtype=dtype))
-    # Ties (several layouts compute-bound) go first to the higher ZeRO stage — same speed, less memory, the
-    # book's "basically always use ZeRO-3" — then to the most communication headroom (the book's X_opt, which
-    # balances the FSDP and TP times), then to less memory.
-    estimates.sort(key=lambda e: (not e.feasible, float(f"{e.step_time:.9g}"), -e.config.zero,
-                                  max(e.t_fsdp, e.t_tp, e.t_pp, e.t_ep, e.t_dcn), e.memory.total))
+    for X, Y, Z in _layouts(n_chips, max_tp, max_pp):
+        mb = _microbatches(batch_tokens / slices, seq_len, X, Z, microbatches_per_stage)
+        for zero in (zero_stages if X > 1 else (0,)):
+            for r in remat:
+                cfgn = Config(X=X, Y=Y, Z=Z, slices=slices, zero=zero, remat=r, microbatches=mb)
+                estimates.append(evaluate(cfg, batch_tokens, cfgn, spec, seq_len=seq_len,
+                                          allow_sequence_sharding=allow_sequence_sharding,
+                                          grad_bytes=grad_bytes, dtype=dtype))
+    estimates.sort(key=_rank_key)
     return Plan(cfg, spec.name, n_chips * slices, batch_tokens, seq_len, tuple(estimates))

@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.scalebook-installed
 
-.PHONY: lab test test-main test-oldest-jax bench notebooks exercises setup
+.PHONY: lab app test test-main test-oldest-jax bench notebooks exercises setup
 
 OLDJAX_VENV ?= .venv-oldjax
 OLDJAX_PY := $(OLDJAX_VENV)/bin/python
@@ -14,7 +14,7 @@ OLDJAX_TESTS := tests/test_jaxlab.py tests/test_units.py tests/test_hardware.py 
 	tests/test_transformer.py tests/test_training.py tests/test_book_numbers_ch4.py tests/test_book_numbers_ch5_6.py \
 	tests/test_tinymodel.py tests/test_jaxtrain.py tests/test_jaxpipeline.py tests/test_inference.py tests/test_serving.py tests/test_jaxdecode.py \
 	tests/test_profiling.py tests/test_jaxprog.py tests/test_jaxmulti.py tests/test_gpus.py tests/test_book_numbers_ch12.py \
-	tests/test_book_numbers_ch7_8.py
+	tests/test_book_numbers_ch7_8.py tests/test_gpu_training.py
 
 setup: $(STAMP)
 
@@ -27,6 +27,10 @@ $(STAMP): pyproject.toml
 ## Open the chapter notebooks in JupyterLab.
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/
+
+## The chapter-11 capstone ("plan your model") as a web app without code cells (Voilà).
+app: $(STAMP)
+	$(VENV)/bin/voila notebooks/11_conclusion.ipynb
 
 ## Run the whole test suite: unit tests, book numbers, grader, browser, nbval over notebooks/ + solutions/,
 ## then the JAX layer and the core against the oldest supported JAX.

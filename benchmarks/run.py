@@ -11,7 +11,7 @@ Sections (run all, or one with --only NAME):
              predicted T_lower = max(2BDF / C, (BD + DF + BF)·4 / W) vs measured time of X[B,D] @ W[D,F]
              for square and skinny shapes, and the median predicted / measured ratio.
   sharding   the sharding explorer widget (ch. 3): plan + cost readout and redraw, per update.
-  planner    training.plan: a full layout enumeration, per layout.
+  planner    training.plan and gpu_training.plan: a full layout enumeration, per layout.
   frontier   serving.frontier: the latency–throughput frontier over batches and slices, per point.
   decode     book ch. 7 on this CPU: the KV-cached decoder's measured step time vs the calibrated roofline per
              batch (jaxdecode.measure_decode), and prefill vs decode cost per token.
@@ -327,26 +327,30 @@ def bench_sharding(quick: bool) -> str:
 
 
 def bench_planner(quick: bool) -> str:
-    """A full enumeration of training layouts (training.plan) for LLaMA 3-405B on a v5p pod, and 70B for scale."""
-    title = "training planner (ch. 5–6): full enumeration"
-    from scalebook_utils import training
+    """A full enumeration of training layouts (training.plan) for LLaMA 3-405B on a v5p pod, and 70B for scale;
+    the GPU planner (gpu_training.plan, ch. 12) on H100 and GB200 clusters."""
+    title = "training planners (ch. 5–6, ch. 12): full enumeration"
+    from scalebook_utils import gpu_training, training
 
-    cases = [("llama3-405b", 16 * 2**20, 8960, 1), ("llama3-405b", 16 * 2**20, 8960, 8),
-             ("llama3-70b", 4 * 2**20, 8960, 1), ("deepseek-v3-like", 16 * 2**20, 8960, 1)]
+    tpu = lambda m, b, n, s: training.plan(m, b, "tpu-v5p", n_chips=n, slices=s)  # noqa: E731
+    cases = [("llama3-405b", 16 * 2**20, 8960, 1, "tpu-v5p", tpu), ("llama3-405b", 16 * 2**20, 8960, 8, "tpu-v5p", tpu),
+             ("llama3-70b", 4 * 2**20, 8960, 1, "tpu-v5p", tpu), ("deepseek-v3-like", 16 * 2**20, 8960, 1, "tpu-v5p", tpu),
+             ("llama3-70b", 4 * 2**20, 4096, 1, "h100", lambda m, b, n, s: gpu_training.plan(m, b, "h100", n_gpus=n)),
+             ("llama3-405b", 16 * 2**20, 576, 1, "gb200", lambda m, b, n, s: gpu_training.plan(m, b, "gb200", n_gpus=n))]
     reps = 3 if quick else 10
     rows = []
-    for model, batch, chips, slices in cases:
+    for model, batch, chips, slices, chip, planner in cases:
         best = math.inf
         for _ in range(reps):
             t0 = time.perf_counter()
-            p = training.plan(model, batch, "tpu-v5p", n_chips=chips, slices=slices)
+            p = planner(model, batch, chips, slices)
             best = min(best, time.perf_counter() - t0)
         b = p.best if p.feasible else None
-        rows.append([model, f"{chips}×{slices}", f"{batch / 2**20:g}M", len(p.estimates), len(p.feasible),
+        rows.append([model, chip, f"{chips}×{slices}", f"{batch / 2**20:g}M", len(p.estimates), len(p.feasible),
                      _ms(best), f"{best / len(p.estimates) * 1e6:.1f} µs",
                      b.config.name if b else "none feasible"])
-    body = table(["model", "chips×slices", "batch", "layouts", "feasible", "plan() best", "per layout", "winner"],
-                 rows, right={3, 4, 5, 6})
+    body = table(["model", "chip", "chips×slices", "batch", "layouts", "feasible", "plan() best", "per layout", "winner"],
+                 rows, right={4, 5, 6, 7})
     return section(title, body, [f"best of {reps} runs; every X·Y·Z factorisation × ZeRO {{0,1,3}} × 3 remat "
                                  "policies; a widget redraw adds the figure (see the widget sections)"])
 

@@ -14,7 +14,7 @@ OLDJAX_TESTS := tests/test_jaxlab.py tests/test_units.py tests/test_hardware.py 
 	tests/test_transformer.py tests/test_training.py tests/test_book_numbers_ch4.py tests/test_book_numbers_ch5_6.py \
 	tests/test_tinymodel.py tests/test_jaxtrain.py tests/test_jaxpipeline.py tests/test_inference.py tests/test_serving.py tests/test_jaxdecode.py \
 	tests/test_profiling.py tests/test_jaxprog.py tests/test_jaxmulti.py tests/test_gpus.py tests/test_book_numbers_ch12.py \
-	tests/test_book_numbers_ch7_8.py tests/test_gpu_training.py
+	tests/test_book_numbers_ch7_8.py tests/test_gpu_training.py tests/test_capstone.py
 
 setup: $(STAMP)
 

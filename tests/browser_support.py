@@ -168,18 +168,7 @@ class LabServer:
         for _attempt in range(3):  # retried only when the chosen port was taken meanwhile
             self.port = free_port()
             self.log_path = self.tmp / f"server-{self.port}.log"
-            cmd = [
-                sys.executable, "-m", "jupyterlab",
-                "--no-browser",
-                "--ServerApp.ip=127.0.0.1",
-                f"--ServerApp.port={self.port}",
-                "--ServerApp.port_retries=0",
-                f"--ServerApp.root_dir={self.root_dir}",
-                f"--IdentityProvider.token={self.token}",
-                "--ServerApp.terminals_enabled=False",
-            ]  # fmt: skip
-            if hasattr(os, "geteuid") and os.geteuid() == 0:
-                cmd.append("--allow-root")  # CI runs as root
+            cmd = self._command()
             with open(self.log_path, "wb") as logf:
                 self.proc = subprocess.Popen(
                     cmd,
@@ -191,27 +180,47 @@ class LabServer:
                     start_new_session=True,
                     preexec_fn=_die_with_parent,
                 )
-            log(f"jupyter lab pid={self.proc.pid} port={self.port} root={self.root_dir}")
+            log(f"{self.kind} pid={self.proc.pid} port={self.port} root={self.root_dir}")
             t0 = time.monotonic()
             while self.proc.poll() is None:
                 if self._answers():
-                    log(f"jupyter lab answers after {time.monotonic() - t0:.1f}s")
+                    log(f"{self.kind} answers after {time.monotonic() - t0:.1f}s")
                     return self
                 if time.monotonic() - t0 > self.startup_timeout:
                     raise RuntimeError(
-                        f"jupyter lab did not answer in {self.startup_timeout:.0f}s:\n"
+                        f"{self.kind} did not answer in {self.startup_timeout:.0f}s:\n"
                         + self.log_tail()
                     )
                 time.sleep(0.25)
             tail = self.log_tail()
             if "already in use" not in tail:
                 break
-        raise RuntimeError(f"jupyter lab exited early:\n{tail}")
+        raise RuntimeError(f"{self.kind} exited early:\n{tail}")
+
+    #: what the server is called in log lines and errors
+    kind = "jupyter lab"
+    #: a page that answers 200 once the server is up
+    status_path = "api/status"
+
+    def _command(self) -> list[str]:
+        cmd = [
+            sys.executable, "-m", "jupyterlab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--ServerApp.root_dir={self.root_dir}",
+            f"--IdentityProvider.token={self.token}",
+            "--ServerApp.terminals_enabled=False",
+        ]  # fmt: skip
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            cmd.append("--allow-root")  # CI runs as root
+        return cmd
 
     def _answers(self) -> bool:
         try:
             with urllib.request.urlopen(
-                f"{self.base_url}/api/status?token={self.token}", timeout=2
+                f"{self.base_url}/{self.status_path}?token={self.token}", timeout=2
             ) as r:
                 return r.status == 200
         except (urllib.error.URLError, OSError):

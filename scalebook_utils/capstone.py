@@ -29,7 +29,7 @@ from . import serving as sv
 from . import training as T
 from . import transformer as tf
 from .hardware import ChipSpec, get_chip
-from .units import format_bytes, format_time, is_int
+from .units import format_bytes, format_count, format_time, is_int
 
 __all__ = ["Budget", "TrainingSide", "ServingSide", "ModelPlan", "plan_model", "plan_training", "plan_serving_side",
            "train_chip_count", "DEFAULT_GPU_TRAIN_CHIPS", "MAX_GPU_TRAIN_CHIPS"]
@@ -103,17 +103,9 @@ class Budget:
 # --- small formatting helpers ------------------------------------------------------------------------------------
 
 
-def _big(x: float) -> str:
-    """Counts the way the book writes them: 15e12 → '15T', 70.6e9 → '70.6B', 4194304 → '4.19M', 512 → '512'."""
-    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= scale:
-            return f"{x / scale:.3g}{suffix}"
-    return f"{x:.3g}"
-
-
 def _usd(x: float) -> str:
     """$40.3M, $1.23k, $0.665."""
-    return "$" + (_big(x) if x >= 1000 else f"{x:.3g}")
+    return "$" + (format_count(x) if x >= 1000 else f"{x:.3g}")
 
 
 def _n(x: float) -> str:
@@ -235,7 +227,7 @@ class TrainingSide:
     def lines(self) -> list[str]:
         """The headline numbers, one per line (no reasons)."""
         unit = "GPUs" if get_chip(self.chip).kind == "gpu" else "chips"
-        head = (f"{_n(self.n_chips)} {self.chip} {unit}, {_big(self.tokens)} tokens, batch {_big(self.batch_tokens)} "
+        head = (f"{_n(self.n_chips)} {self.chip} {unit}, {format_count(self.tokens)} tokens, batch {format_count(self.batch_tokens)} "
                 f"tokens in {self.seq_len}-token sequences")
         if not self.feasible:
             return [head, f"no feasible layout: {self.reason}"]
@@ -244,7 +236,7 @@ class TrainingSide:
                f"step: {format_time(self.step_time)}, {self.bound}, roofline MFU {self.roofline_mfu:.0%}",
                f"memory: {format_bytes(self.memory_per_chip)} of {format_bytes(self.hbm_per_chip)} HBM per "
                f"{'GPU' if get_chip(self.chip).kind == 'gpu' else 'chip'}",
-               f"time: {_days(self.seconds)} at {self.mfu:.0%} MFU ({_big(self.chip_hours)} chip-hours)"]
+               f"time: {_days(self.seconds)} at {self.mfu:.0%} MFU ({format_count(self.chip_hours)} chip-hours)"]
         if self.usd is not None:
             out.append(f"cost: {_usd(self.usd)} at {_usd(get_chip(self.chip).price_per_hour_usd)}/chip-hour")
         return out
@@ -272,7 +264,7 @@ def _training_reasons(cfg, spec: ChipSpec, n: int, budget: Budget, plan: T.Plan 
     state = T.ADAM_BYTES_PER_PARAM * P
     need = T.min_chips_for_memory(state, spec)
     unit = "GPU" if spec.kind == "gpu" else "chip"
-    out = [f"Memory: bf16 weights + fp32 Adam take {T.ADAM_BYTES_PER_PARAM} bytes × {_big(P)} "
+    out = [f"Memory: bf16 weights + fp32 Adam take {T.ADAM_BYTES_PER_PARAM} bytes × {format_count(P)} "
            f"parameters = {format_bytes(state)}; at {format_bytes(spec.hbm_bytes)} of HBM per {unit} that needs at "
            f"least {_n(need)} {unit}{'s' if need > 1 else ''} before activations (book ch. 6), "
            f"and the plan has {_n(n)}."]
@@ -320,7 +312,7 @@ def _training_reasons(cfg, spec: ChipSpec, n: int, budget: Budget, plan: T.Plan 
             alts.append(f"{group} ({e.config.name}) is {e.step_time / best.step_time:.2f}× slower, {_bound_label(e)}")
     out.append("Alternatives: " + "; ".join(alts) + "." if alts else
                "Alternatives: no layout of another kind fits.")
-    tok = _big(budget.train_tokens)
+    tok = format_count(budget.train_tokens)
     capped = f" (the roofline allows only {best.mfu:.0%})" if mfu < budget.mfu else ""
     line = f"Time: {tok} tokens take {_days(seconds)} at {mfu:.0%} MFU{capped}"
     if budget.max_days is not None:
@@ -339,7 +331,7 @@ def _training_reasons(cfg, spec: ChipSpec, n: int, budget: Budget, plan: T.Plan 
         cap = f", so the {_usd(budget.max_usd)} cap cannot be checked" if budget.max_usd is not None else ""
         out.append(f"Money: {spec.name} has no hourly price in the book{cap}.")
     else:
-        line = (f"Money: {_big(seconds / 3600 * n)} chip-hours at "
+        line = (f"Money: {format_count(seconds / 3600 * n)} chip-hours at "
                 f"{_usd(spec.price_per_hour_usd)}/h = {_usd(usd)}")
         if budget.max_usd is not None:
             if usd <= budget.max_usd:
@@ -373,7 +365,7 @@ def plan_training(model="llama3-70b", chip="tpu-v5p", budget: Budget = Budget())
                   batch_tokens=budget.batch_tokens, seq_len=budget.seq_len, hbm_per_chip=spec.hbm_bytes)
     if not plan.feasible:
         lean = _leanest(plan)
-        reason = (f"no layout of {cfg.name} fits {_n(n)} × {spec.name} with a {_big(budget.batch_tokens)}-token batch; "
+        reason = (f"no layout of {cfg.name} fits {_n(n)} × {spec.name} with a {format_count(budget.batch_tokens)}-token batch; "
                   f"the leanest, {lean.config.name}, {lean.reason}")
         reasons = _training_reasons(cfg, spec, n, budget, plan, None, None, None, None)
         return TrainingSide(**common, feasible=False, reason=reason, layout=None, step_time=None,
@@ -493,7 +485,7 @@ def _serving_reasons(m: inf.ServedModel, spec: ChipSpec, prec: inf.Precision, S:
     kv = inf.kv_cache_bytes(m, 1, S, prec)
     sh = {p.n_chips: p.shape for p in f.plans}
     out = [f"Memory: {prec.name} weights take {prec.weight_bytes:g} byte{'s' if prec.weight_bytes > 1 else ''} × "
-           f"{_big(m.params)} parameters = {format_bytes(w)}, plus {format_bytes(kv)} for one "
+           f"{format_count(m.params)} parameters = {format_bytes(w)}, plus {format_bytes(kv)} for one "
            f"{S:g}-token KV cache; at {format_bytes(spec.hbm_bytes)} per chip the smallest power-of-two slice is "
            f"{_slice(plan.n_chips, plan.shape, spec.kind == 'gpu')} (book ch. 8)."]
     top = plan.max_throughput
@@ -576,7 +568,7 @@ class ModelPlan:
 
     def report(self) -> str:
         """Both sides as text, one after the other: headline numbers, then the reasons as bullets."""
-        title = f"Plan for {self.model} ({_big(self.params)} parameters)"
+        title = f"Plan for {self.model} ({format_count(self.params)} parameters)"
         out = [title, "=" * len(title)]
         for name, side in (("Training", self.training), ("Serving", self.serving)):
             lines = side.lines()

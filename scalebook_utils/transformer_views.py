@@ -37,7 +37,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from . import transformer as tf
 from .plots import new_figure
 from .hardware import get_chip
-from .units import dtype_bytes, format_si
+from .units import dtype_bytes, format_count, format_si
 from .widgets import INPUT_ERRORS, _attach, _emit, _message_figure, error_text, format_number, plain_formatter, static_png
 
 __all__ = [
@@ -75,14 +75,6 @@ PALETTE = ["#1f4e9c", "#e6550d", "#31a354", "#7b3294", "#d62728", "#8c6d31"]
 
 
 # --- small helpers (shared with `attention_views`) --------------------------------------------------------
-
-
-def format_count(n: float) -> str:
-    """Parameter counts as the book writes them: 70553706496 → '70.6B', 2216960 → '2.22M'."""
-    for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if abs(n) >= scale:
-            return f"{n / scale:.3g}{unit}"
-    return f"{n:.0f}"
 
 
 def format_binary_bytes(n: float) -> str:

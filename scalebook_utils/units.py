@@ -123,6 +123,15 @@ def format_flops(rate: float) -> str:
     return format_si(rate, "FLOP/s")
 
 
+def format_count(n: float) -> str:
+    """Counts (parameters, tokens, chip-hours) as the book writes them: 70553706496 → '70.6B', 15e12 → '15T',
+    4194304 → '4.19M', 512 → '512'."""
+    for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g}{unit}"
+    return f"{n:.0f}"
+
+
 # --- parsing --------------------------------------------------------------------------------------
 
 #: Base units understood by `parse_quantity`, mapped to (canonical unit, factor).

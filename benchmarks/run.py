@@ -13,6 +13,7 @@ Sections (run all, or one with --only NAME):
   sharding   the sharding explorer widget (ch. 3): plan + cost readout and redraw, per update.
   planner    training.plan and gpu_training.plan: a full layout enumeration, per layout.
   frontier   serving.frontier: the latency–throughput frontier over batches and slices, per point.
+  capstone   chapter 11's plan_model from cold caches, and the app's update time (text-only vs a redrawn figure).
   decode     book ch. 7 on this CPU: the KV-cached decoder's measured step time vs the calibrated roofline per
              batch (jaxdecode.measure_decode), and prefill vs decode cost per token.
 
@@ -39,7 +40,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "out" / "latest.txt"
-SECTIONS = ("coldstart", "widget", "notebooks", "matmul", "sharding", "planner", "frontier", "decode")
+SECTIONS = ("coldstart", "widget", "notebooks", "matmul", "sharding", "planner", "frontier", "capstone", "decode")
 
 if str(ROOT) not in sys.path:  # run from a checkout without an install
     sys.path.insert(0, str(ROOT))
@@ -381,6 +382,56 @@ def bench_frontier(quick: bool) -> str:
                                  "each point is one inference.decode_step"])
 
 
+def bench_capstone(quick: bool) -> str:
+    """Chapter 11: a whole plan (training planner + serving plan and frontier) from cold caches, and the app's update
+    time when a control changes only text (achieved MFU) or also the figure (the training chip)."""
+    title = "capstone (ch. 11): plan_model and the app"
+    from scalebook_utils import capstone
+
+    def clear():
+        capstone._training_plan.cache_clear()
+        capstone._serving.cache_clear()
+
+    cases = [("llama3-70b", "tpu-v5p", "tpu-v5e", capstone.Budget()),
+             ("llama3-70b", "h100", "h100", capstone.Budget(train_chips=4096, mfu=0.45)),
+             ("llama3-405b", "tpu-v5p", "tpu-v5e", capstone.Budget(batch_tokens=16 * 2**20)),
+             ("deepseek-v3-like", "gb200", "gb200", capstone.Budget(batch_tokens=16 * 2**20, serve_precision="fp8"))]
+    reps = 2 if quick else 5
+    rows = []
+    for model, tc, sc, budget in cases:
+        best = math.inf
+        for _ in range(reps):
+            clear()
+            t0 = time.perf_counter()
+            p = capstone.plan_model(model, tc, sc, budget)
+            best = min(best, time.perf_counter() - t0)
+        sv = p.serving
+        pick = f"B={sv.best.B:g} on {sv.best.n_chips}" if sv.best else "none"
+        rows.append([model, tc, sc, _ms(best), p.training.layout or "none",
+                     f"{sv.n_chips} chip{'s' * (sv.n_chips != 1)}" if sv.feasible else "cannot serve", pick])
+    body = table(["model", "train", "serve", "plan_model cold (ms)", "training layout", "smallest slice",
+                  "best ≤ 20 ms/step"], rows, right={3})
+    notes = [f"best of {reps} cold runs (the planners' caches cleared each time)"]
+    try:
+        from scalebook_utils import capstone_views as CV
+    except ImportError as e:
+        return section(title, body, notes + [f"app skipped: {e}"])
+    app = CV.plan_app()
+    text, figure = [], []
+    for i in range(4 if quick else 10):
+        app.controls["mfu"].value = 0.40 + 0.01 * (i % 5 + 1)
+        text.append(app.last_update_s)
+        CV._figure_png_cached.cache_clear()
+        app.controls["train_chip"].value = "h100" if i % 2 == 0 else "tpu-v5p"
+        figure.append(app.last_update_s)
+    body += "\n\n" + table(["app update", "median (ms)", "max (ms)"],
+                            [["text only (achieved MFU)", _ms(statistics.median(text)), _ms(max(text))],
+                             ["new plan + figure (training chip)", _ms(statistics.median(figure)), _ms(max(figure))]],
+                            right={1, 2})
+    return section(title, body, notes + ["app: plans cached after first use, the figure cache cleared before each "
+                                         "chip change; excludes the browser round trip"])
+
+
 def bench_decode(quick: bool) -> str:
     """jaxdecode: predicted/measured decode step time per batch, and prefill vs decode cost per token."""
     title = "KV-cached decode on this CPU (ch. 7): measured vs calibrated roofline"
@@ -406,7 +457,7 @@ def bench_decode(quick: bool) -> str:
 
 BENCHES = {"coldstart": bench_coldstart, "widget": bench_widget, "notebooks": bench_notebooks, "matmul": bench_matmul,
            "sharding": bench_sharding, "planner": bench_planner,
-           "frontier": bench_frontier, "decode": bench_decode}
+           "frontier": bench_frontier, "capstone": bench_capstone, "decode": bench_decode}
 
 
 def header(args) -> str:

@@ -52,3 +52,20 @@ def test_core_is_what_we_think():
     for expected in ("units", "hardware", "roofline", "questions", "check", "grading"):
         if (PKG / f"{expected}.py").exists():
             assert expected in CORE
+
+
+# Front-door modules re-export the modules split out of them, so chapter code keeps one import per chapter.
+FRONT_DOORS = {"gpus": ("gpu_network", "gpu_collectives"), "profiling": ("hlo",), "jaxprog": ("collective_matmul",)}
+
+
+@pytest.mark.parametrize("front,parts", sorted(FRONT_DOORS.items()))
+def test_front_door_reexports_every_public_name(front, parts):
+    import importlib
+
+    if front in ("profiling", "jaxprog"):
+        pytest.importorskip("jax")
+    door = importlib.import_module(f"scalebook_utils.{front}")
+    for part in parts:
+        mod = importlib.import_module(f"scalebook_utils.{part}")
+        missing = [n for n in mod.__all__ if getattr(door, n, None) is not getattr(mod, n)]
+        assert not missing, f"{front} does not re-export {part}.{missing}"

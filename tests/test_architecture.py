@@ -55,7 +55,7 @@ def test_core_is_what_we_think():
 
 
 # Front-door modules re-export the modules split out of them, so chapter code keeps one import per chapter.
-FRONT_DOORS = {"gpus": ("gpu_network", "gpu_collectives"), "profiling": ("hlo",), "jaxprog": ("collective_matmul",)}
+FRONT_DOORS = {"gpus": ("gpu_network", "gpu_collectives"), "profiling": ("hlo",), "jaxprog": ("collective_matmul",), "training": ("training_costs",)}
 
 
 @pytest.mark.parametrize("front,parts", sorted(FRONT_DOORS.items()))

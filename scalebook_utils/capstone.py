@@ -114,7 +114,10 @@ def _n(x: float) -> str:
 
 
 def _days(seconds: float) -> str:
+    """'44.7 days', '1,280 days' (no exponent), '5.2 hours', '12 minutes'."""
     d = seconds / _DAY
+    if d >= 1000:
+        return f"{d:,.0f} days"
     if d >= 1:
         return f"{d:.3g} days"
     return f"{seconds / 3600:.3g} hours" if seconds >= 3600 else f"{seconds / 60:.3g} minutes"

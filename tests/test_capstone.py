@@ -257,3 +257,12 @@ def test_headlines(default):
     h = default.serving.headline()
     assert h.startswith("serve tpu-v5e int8: 4x2 (8 chips), B≤42, best ≤ 20 ms: B=")
     assert math.isclose(default.params, tf.param_count("llama3-70b").total)
+
+
+def test_durations_read_as_words_not_exponents():
+    """A slow plan (LLaMA 3-70B on TPU v3) takes thousands of days: written '1,2xx days', never '1.28e+03 days'."""
+    side = C.plan_training("llama3-70b", "tpu-v3", C.Budget())
+    assert side.days > 1000
+    text = side.headline()
+    assert "e+" not in text and f"{side.days:,.0f} days" in text, text
+    assert C._days(3 * 3600) == "3 hours" and C._days(90) == "1.5 minutes"

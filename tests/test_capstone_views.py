@@ -1,6 +1,5 @@
 """Chapter 11 capstone views: the readout line, the figure and the one-widget app (controls driven in Python)."""
 
-import time
 
 import pytest
 
@@ -169,10 +168,9 @@ def test_app_custom_model_and_bad_values():
     assert custom.layout.display == "none" and app.last_readout.startswith("capstone: llama3-8b | ")
 
 
-def test_app_update_is_fast():
+def test_two_controls_in_a_row_both_show():
+    """Two quick changes (MFU, then precision) both reach the readout; how fast is `make bench`'s capstone section."""
     app = V.plan_app()
-    t0 = time.perf_counter()
     app.controls["mfu"].value = 0.45
     app.controls["precision"].value = "bf16"
-    assert time.perf_counter() - t0 < 4
     assert "bf16" in app.last_readout and "45% MFU" in app.last_readout

@@ -3,7 +3,6 @@
 Golden numbers from ch. 12 Quiz 5 Q2 (ch12.q22*, LLaMA-3 70B on 4096 H100s, a batch of 4·2^20 tokens).
 """
 
-import time
 
 import pytest
 from pytest import approx
@@ -41,11 +40,7 @@ def tp_pp_dp():
 
 @pytest.fixture(scope="module")
 def plan4096():
-    t0 = time.perf_counter()
-    p = G.plan("llama3-70b", B, "h100", n_gpus=N)
-    elapsed = time.perf_counter() - t0
-    print(f"plan(llama3-70b, 4096 H100s): {len(p.estimates)} estimates in {elapsed * 1e3:.0f} ms")
-    return p, elapsed
+    return G.plan("llama3-70b", B, "h100", n_gpus=N)  # its speed: `make bench`, planner section
 
 
 # --- the cluster -----------------------------------------------------------------------------------------
@@ -135,13 +130,12 @@ def test_zero3_with_a_pipeline_regathers_weights_every_microbatch(tp_pp_dp):
 def test_q22_plan_over_4096_h100s(plan4096, tp_zero3, tp_pp_dp):
     """ch12.q22: the planner's best layout keeps TP in a node (≤ 8, ch12.q22f), is compute-bound, beats both
     the ZeRO-3 and the q22 pipeline layouts, and uses a pipeline with ZeRO < 3 (ch. 12 TLDR: PP with ZeRO-1)."""
-    p, elapsed = plan4096
+    p = plan4096
     best = p.best
     assert best.feasible and best.compute_bound and best.config.Y <= 8
     assert best.config.chips == N and best.config.Z > 1 and best.config.zero < 3
     assert best.step_time < tp_pp_dp.step_time < tp_zero3.step_time
     assert p.best_of("fsdp+tp").bound == "DP/FSDP comms"
-    assert elapsed < 2.0
 
 
 def test_q22d_training_time_on_4096_h100s():
@@ -191,7 +185,7 @@ def test_explain_quotes_chapter_12_rules_for_gpus():
 
 
 def test_explain_divides_the_dp_threshold_by_the_nodes_model_parallelism_spans(plan4096):
-    p, _ = plan4096
+    p = plan4096
     M = p.best.config.Y * p.best.config.Z
     assert M > 8
     assert f"{gpus.dp_critical_batch('h100', model_parallel=M):.0f}" in p.explain()

@@ -148,13 +148,10 @@ def test_render_planner_two_panels():
 
 
 def test_planner_widget_updates_and_is_fast():
-    import time
 
     w = V.planner_widget()
     assert w.last_readout == V.planner_readout()
-    t0 = time.perf_counter()
     w.controls["slices"].value = 2
-    assert time.perf_counter() - t0 < 5  # one plan (cached after) and one figure; well under a second on a laptop
     assert "slices=2" in w.last_readout and "× 2 slices (DCN)" in w.last_readout
     w.controls["model"].value = "llama3-8b"
     assert w.last_readout.startswith("planner: llama3-8b")

@@ -55,14 +55,15 @@ def test_core_is_what_we_think():
 
 
 # Front-door modules re-export the modules split out of them, so chapter code keeps one import per chapter.
-FRONT_DOORS = {"gpus": ("gpu_network", "gpu_collectives"), "profiling": ("hlo",), "jaxprog": ("collective_matmul",), "training": ("training_costs",)}
+FRONT_DOORS = {"gpus": ("gpu_network", "gpu_collectives"), "profiling": ("hlo",), "jaxprog": ("collective_matmul",), "training": ("training_costs",),
+               "jaxlab": ("compiled_collectives",)}
 
 
 @pytest.mark.parametrize("front,parts", sorted(FRONT_DOORS.items()))
 def test_front_door_reexports_every_public_name(front, parts):
     import importlib
 
-    if front in ("profiling", "jaxprog"):
+    if front in ("profiling", "jaxprog", "jaxlab"):
         pytest.importorskip("jax")
     door = importlib.import_module(f"scalebook_utils.{front}")
     for part in parts:

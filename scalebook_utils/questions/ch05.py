@@ -211,8 +211,8 @@ add("ch5.q3i", "number", "Same: FSDP degree X chosen (a power of two near X_opt)
 add("ch5.q3j", "number", "Same: TP degree Y = 4096/X", lambda: fsdp_tp_degrees(Q3_BATCH, tf.get_model(LLAMA2).F, Q3_N)[1],
     unit="count", accept=(4, 4))
 add("ch5.q3k", "number", "Same: step time in seconds at 40% MFU: 6·(params)·3e6 / (4096 · C · 0.4)", q3_step_time,
-    unit="s", accept=(0.291, 0.3112),
+    unit="s", accept=(0.291, 0.3125),
     note="Book: '300ms'. Package: 6 FLOPs per matmul parameter (12.85e9: the 0.16e9 input-embedding lookup is no "
-         "matmul) → 0.308 s; 6·13e9 at 4.59e14 gives 0.311 s, and the full 13.016e9 gives 0.3115 s (just above the "
-         "range's top 0.3112, so the range decides). The old answer (2·2550²/F = 940 with 4-chip TP) used the old "
+         "matmul) → 0.308 s; 6·13e9 at 4.59e14 gives 0.311 s, and the full 13.016e9 gives 0.3115 s (accepted "
+         "since PROBLEMS.md widened the range to 0.3125). The old answer (2·2550²/F = 940 with 4-chip TP) used the old "
          "additive comm model; not accepted.")

@@ -143,7 +143,7 @@ add("ch6.iq5c", "number", "Same: activation checkpoint bytes 2·D·B·2·L (bf16
     note="1.05e13 with B = 4e6; the binary reading 4·2^20 gives 1.10e13, also accepted. An older version used "
          "3–4 checkpoints per layer (20.9 TB); not accepted.")
 add("ch6.iq5d", "number", "Same: total memory in bytes (params + optimizer + checkpoints)", iq5_memory_total,
-    unit="bytes", accept=(1.086e+13, 1.17e+13), note="Book: 11.2 TB. Older version: 21.6 TB (not accepted).")
+    unit="bytes", accept=(1.086e+13, 1.175e+13), note="Book: 11.2 TB. Older version: 21.6 TB (not accepted).")
 add("ch6.iq5e", "number", "Same: minimum number of TPU v5p chips (96 GB HBM each) that can hold it", iq5_min_chips,
     unit="count", rtol=0.01, note="⌈11.19e12 / 96e9⌉ = ⌈116.6⌉ = 117.")
 add("ch6.iq5f", "number", "Same: training time in seconds on that many chips at 40% MFU",

@@ -11,8 +11,8 @@ Inputs the chapter fixes, kept as named constants:
   questions use `served_model("llama3-70b", params=70e9)`.
 - In-text questions 7, 8 and 12 take the generate-step latency as given: "19 ms", the book's rounding of the
   full-HBM step time of question 6 (16 GB / 8.2e11 B/s = 19.5 ms; a full HBM takes the same time to read on any
-  slice). Using 19.5 ms instead lowers every queries/s by 2.6%; for iq8d/e that falls just under the accepted
-  range (0.866 vs 0.873–0.927, 1.73 vs 1.746–1.854), so the stated 19 ms is the input here.
+  slice). Using 19.5 ms instead lowers every queries/s by 2.6%; PROBLEMS.md accepts those exact values for iq8d/e
+  too (0.866 in 0.826–0.927, 1.73 in 1.70–1.854); the stated 19 ms stays the input here.
 - Question 9's small-batch TP bound uses the book's β = W_hbm/W_ici ≈ 8 ("F/(8B)"); v5e's exact β is 9.1
   (F/(9.1·B) = 49 at B = 64).
 
@@ -220,11 +220,11 @@ add("ch8.iq8c", "number", "Same (HBM full again, so 19 ms per step, 512 steps): 
     lambda: qps_per_chip(BF16, 2 * smallest(BF16)), unit="queries/s", accept=(0.4268, 0.4532),
     note="138 / (0.019 · 512) / 32 = 0.443 (book: 0.44; 140 sequences give 0.45).")
 add("ch8.iq8d", "number", "Same: int8 on a 4x4", lambda: qps_per_chip(INT8W, 2 * smallest(INT8W)), unit="queries/s",
-    accept=(0.873, 0.927),
-    note="138 / (0.019 · 512) / 16 = 0.887. With the exact 19.5 ms step it is 0.866, just below the accepted range; "
-         "at B = 138 > 120 the int8 MLP is even compute-bound, which the book's answer ignores (0.832).")
+    accept=(0.826, 0.927),
+    note="138 / (0.019 · 512) / 16 = 0.887. With the exact 19.5 ms step it is 0.866 (accepted); "
+         "at B = 138 > 120 the int8 MLP is even compute-bound, which the book's answer ignores (0.832, accepted too).")
 add("ch8.iq8e", "number", "Same: int4 on a 2x4", lambda: qps_per_chip(INT4W, 2 * smallest(INT4W)), unit="queries/s",
-    accept=(1.746, 1.854))
+    accept=(1.70, 1.854))
 add("ch8.iq9a", "number", "LLaMA 3-70B, bf16 generation at large batch on v5e: TP degree above which the matmuls turn "
     "ICI-bound, F·M_Y/2200 with M_Y = 2", iq9_large_batch_limit, unit="count", accept=(25.22, 26.78),
     note="Exact α_ici = 1.97e14/9e10 = 2189: 26.2.")

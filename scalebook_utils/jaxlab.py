@@ -147,6 +147,26 @@ def use_simulated_devices(n: int = 8) -> int:
     return _compat.cpu_device_count()
 
 
+def sharding_devices(n: int = 8) -> list:
+    """The `n` devices the sharding experiments run on: the accelerators when there are at least `n`
+    of them (e.g. Kaggle's TPU v5e-8), else `n` (simulated) CPU devices (a laptop; Colab's one TPU chip).
+
+    The one place that makes this choice, so every chapter's meshes follow it:
+    `Mesh(np.array(jaxlab.sharding_devices(8)).reshape(2, 4), ("X", "Y"))`.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive integer number of devices, got {n!r}")
+    accelerators = jax.devices()
+    if accelerators[0].platform != "cpu" and len(accelerators) >= n:
+        return list(accelerators[:n])
+    cpus = jax.devices("cpu")
+    if len(cpus) < n:
+        raise RuntimeError(f"{n} devices are needed but JAX has {len(cpus)} CPU devices; "
+                           f"call jaxlab.use_simulated_devices({n}) first "
+                           "(then restart the kernel if JAX already ran)")
+    return list(cpus[:n])
+
+
 def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *, cpu: bool | None = None):
     """A device mesh with Auto axes (the book's auto-sharding style) on every supported JAX.
 
@@ -519,7 +539,7 @@ def format_rows(rows: Sequence[PredictionRow | tuple]) -> str:
 
 __all__ = [
     "SUPPORTED_JAX", "RuntimeInfo", "runtime", "describe_runtime", "chip_from_device_kind", "use_simulated_devices",
-    "make_mesh", "shard_map", "use_mesh", "all_gather_invariant", "time_fn", "cost_analysis", "compiled_hlo_text",
+    "sharding_devices", "make_mesh", "shard_map", "use_mesh", "all_gather_invariant", "time_fn", "cost_analysis", "compiled_hlo_text",
     "hlo_collectives", "HLO_COLLECTIVES", "count_hlo_collectives", "BOOK_LETTER", "HloCollective",
     "parse_hlo_collectives", "replica_groups", "Calibration", "calibrate", "MatmulMeasurement", "measure_matmuls",
     "PredictionRow", "predict_vs_measure", "median_ratio", "format_rows",

@@ -415,3 +415,15 @@ def test_parse_hlo_collective_permute_axes():
            "source_target_pairs={{0,1},{1,2},{2,3}}")
     (c,) = jaxlab.parse_hlo_collectives(hlo, (4,), ("stage",))
     assert (c.kind, c.axis, c.nbytes, c.group_size) == ("collective-permute", "Z", 4 * 128 * 4, 2)
+
+
+def test_sharding_devices_falls_back_to_cpu_and_rejects_bad_counts():
+    import jax
+    from scalebook_utils import jaxlab
+    n = len(jax.devices("cpu"))
+    devs = jaxlab.sharding_devices(n)
+    assert len(devs) == n and all(d.platform == "cpu" for d in devs)
+    with pytest.raises(ValueError, match="n must be a positive integer"):
+        jaxlab.sharding_devices(0)
+    with pytest.raises(RuntimeError, match="use_simulated_devices"):
+        jaxlab.sharding_devices(n + 1)

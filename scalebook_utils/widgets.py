@@ -11,12 +11,14 @@ Every widget has three layers (DESIGN §3):
   ``.last_readout`` (the line the view printed most recently) and ``.snapshot()`` (the figure the
   view drew most recently as an ``IPython.display.Image`` — right after building, the default state).
 
-``static_png(fig)`` turns a figure into an ``IPython.display.Image`` so a notebook cell can leave a
-static picture of a widget's default state that renders on GitHub and nbviewer.
+``show(widget)`` displays a widget once: one output holding both the live widget (what a running
+kernel's front end draws) and the PNG of its default state (what GitHub, nbviewer and a notebook opened
+without a kernel draw). ``static_png(fig)`` turns a figure into an ``IPython.display.Image``.
 """
 
 from __future__ import annotations
 
+import base64
 import io
 import math
 from collections.abc import Mapping
@@ -35,6 +37,7 @@ __all__ = [
     "EXPLORER_MODES",
     "PLACER_PRESETS",
     "static_png",
+    "show",
     "chips_for_mode",
     "explorer_readout",
     "render_explorer",
@@ -58,6 +61,25 @@ def static_png(fig: Figure, dpi: int = 100) -> Image:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
     return Image(data=buf.getvalue(), format="png")
+
+
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def show(box: W.Widget) -> None:
+    """Display `box` once, as one output with two representations: the live widget and its static PNG.
+
+    A front end with a kernel and the widget manager (JupyterLab, Notebook 7, Colab, Kaggle) draws the
+    widget; one without (GitHub, nbviewer, a saved notebook reopened) draws the PNG of the default
+    state, so a widget cell never shows two figures. Works on ipywidgets 7 and 8 (both display a widget
+    as this widget-view bundle). Widgets without `.snapshot()` get only their live view.
+    """
+    bundle = {"text/plain": f"{type(box).__name__} (run the cell to use the live widget)",
+              _WIDGET_VIEW: {"version_major": 2, "version_minor": 0, "model_id": box.model_id}}
+    snapshot = getattr(box, "snapshot", None)
+    if snapshot is not None:
+        bundle["image/png"] = base64.b64encode(snapshot().data).decode("ascii")
+    display(bundle, raw=True)
 
 
 def _emit(box: W.Box, text: str, render) -> None:

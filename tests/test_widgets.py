@@ -224,3 +224,18 @@ def test_a_view_never_raises_even_if_drawing_fails(monkeypatch):
     assert box.last_png.startswith(b"\x89PNG")  # a picture of the error message instead
     box.controls["B"].value = 64
     assert box.last_readout.startswith("roofline explorer: B=64 → memory-bound")
+
+
+def test_show_displays_one_output_with_the_live_widget_and_its_png(monkeypatch):
+    import base64
+
+    from scalebook_utils import widgets as wmod
+    box = wmod.roofline_explorer()
+    shown = []
+    monkeypatch.setattr(wmod, "display", lambda obj, raw=False: shown.append((obj, raw)))
+    wmod.show(box)
+    assert len(shown) == 1
+    bundle, raw = shown[0]
+    assert raw is True
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == box.model_id
+    assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")

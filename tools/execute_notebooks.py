@@ -54,7 +54,11 @@ def _tidy(nb) -> None:
         for out in cell.outputs:
             data = out.get("data")
             if data is not None and _WIDGET_VIEW in data:
-                continue  # a live widget: its text fallback ("VBox(children=...") means nothing on GitHub
+                # a live widget: its model is gone once the kernel stops. widgets.show() put its static PNG in
+                # the same output: keep that (what GitHub shows); drop a bare widget's text ("VBox(children=...").
+                data.pop(_WIDGET_VIEW)
+                if "image/png" not in data:
+                    continue
             outputs.append(out)
         cell.outputs = outputs
 

@@ -5,11 +5,17 @@ It prints rather than raises, so "Run All" goes on past a wrong answer:
     ch1.q2: incorrect — off by a factor of 2: did you count int8 weights as 2 bytes?
     ch1.q2: not answered yet
 
-Numbers may be given as floats in SI units or as strings with units ("194 us", "1.3 GB"). Formula
-answers are callables compared with the reference at fixed pseudo-random points. Choice answers are
-matched case-insensitively. Hints recognise common slips: a factor of 2 (one-way vs bidirectional
-links, FLOPs per multiply-add), 8 (bits vs bytes), 1.074 (GB vs GiB), powers of 1000 (unit
-prefixes) and a missing (N−1)/N.
+Numbers may be given as floats in SI units, numpy scalars or one-element arrays, or strings with
+units ("194 us", "1.3 GB", "44 d", "21.7%" for a fraction); a unit that contradicts the question's is
+rejected with a line naming the expected unit. Formula answers are callables compared with the
+reference at fixed pseudo-random points. Choice answers are matched by letter ("b"), by text (case,
+spacing and ASCII spellings such as x for ×, <= for ≤ do not matter) or by a unique leading word ("TP").
+
+Hints name only the slips a question declares (`Question.slips`, filled from its unit and wording by
+`questions.default_slips`): a unit prefix, days vs seconds, bits vs bytes, bytes per bf16/fp32 element,
+2 FLOPs per multiply-add, one-way vs bidirectional links (only for link and collective questions),
+GB vs GiB (only where bytes are counted), a percentage for a fraction, and (N−1)/N for a ring
+collective over the N devices the question declares. A miss within 10% reads "close, but not within …".
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
+import re
 import sys
 import zlib
 
@@ -62,24 +69,55 @@ def verdict(qid: str, answer) -> tuple[bool, str]:
 # --- numbers --------------------------------------------------------------------------------------
 
 
+_DIMENSIONLESS = {"", "count", "params", "sequences", "ratio", "tokens"}
+_UNIT_WORD = re.compile(r"^\s*[-+]?[\d.]+(?:[eE][-+]?\d+)?\s*([^\d\s].*?)?\s*$")
+
+
+def _unit_name(q: Question) -> str:
+    return {"s": "seconds", "B/s": "bytes/s", "": "a plain number"}.get(q.unit, q.unit)
+
+
 def _as_number(q: Question, answer) -> tuple[float | None, str | None]:
-    if isinstance(answer, bool):
+    if isinstance(answer, bool) or isinstance(answer, np.bool_):
         return None, "incorrect — expected a number, got a bool"
     if isinstance(answer, str):
-        try:
-            value, base = parse_quantity(answer)
-        except ValueError as exc:
-            return None, f"incorrect — {exc}"
-        want = _UNIT_BASE.get(q.unit, "")
-        if base and base != want:
-            return None, f"incorrect — this asks for {q.unit or 'a plain number'}, but the answer is in {base}"
-        return value, None
-    if isinstance(answer, numbers.Real) or (isinstance(answer, np.ndarray) and answer.size == 1):
+        return _parse_text(q, answer)
+    if isinstance(answer, np.ndarray) and answer.size == 1:
+        answer = answer.reshape(()).item()
+    if isinstance(answer, (numbers.Real, np.number)) and not isinstance(answer, (bool, np.bool_, complex)):
         value = float(answer)
         if not math.isfinite(value):
             return None, f"incorrect — the answer is {value}, not a finite number"
         return value, None
     return None, f"incorrect — expected a number (e.g. 240 or '194 us'), got {type(answer).__name__}"
+
+
+def _parse_text(q: Question, text: str) -> tuple[float | None, str | None]:
+    """A number with an optional unit ("1.1 ms", "44 d", "4096 tokens", "21.7%"), checked against q's unit."""
+    want = _UNIT_BASE.get(q.unit, "")
+    stripped = text.strip()
+    if stripped.endswith("%"):  # a percentage: only for a dimensionless quantity (a fraction)
+        if want:
+            return None, f"incorrect — this asks for {_unit_name(q)}, but the answer is a percentage"
+        value, problem = _parse_text(q, stripped[:-1])
+        return (None, problem) if problem else (value / 100, None)
+    try:
+        value, base = parse_quantity(stripped)
+    except ValueError as exc:
+        return None, f"incorrect — {exc}"
+    m = _UNIT_WORD.match(stripped)
+    word = (m.group(1) or "") if m else ""
+    if word.lower() in ("token", "tokens"):
+        base = "tokens"
+    if base == "tokens":
+        if q.unit not in _DIMENSIONLESS:
+            return None, f"incorrect — this asks for {_unit_name(q)}, but the answer is in tokens"
+    elif base != want:
+        given = base or "a plain number"
+        return None, f"incorrect — this asks for {_unit_name(q)}, but the answer is in {given}"
+    if not math.isfinite(value):
+        return None, f"incorrect — {text!r} is not a finite number"
+    return value, None
 
 
 def _close(value: float, want: float, q: Question) -> bool:
@@ -89,33 +127,62 @@ def _close(value: float, want: float, q: Question) -> bool:
     return math.isclose(value, want, rel_tol=q.rtol)
 
 
-def _slip_hint(ratio: float) -> str | None:
-    """Name a common slip when answer/expected is a telltale factor.
+#: slip → [(factor, what it means)]; each matches the ratio answer/expected or its inverse within 3 %
+#: (GB vs GiB and (N−1)/N within 0.5 %: they are close to 1 and would otherwise shadow ordinary misses).
+_FACTORS = {
+    "bits": [(8.0, "bits vs bytes")],
+    "bf16": [(2.0, "2 bytes per bf16 element (1 for int8)")],
+    "fp32": [(4.0, "4 bytes per fp32 element (vs 1 for int8)")],
+    "fma": [(2.0, "2 FLOPs per multiply-add")],
+    "bidirectional": [(2.0, "one-way vs bidirectional link bandwidth")],
+    "percent": [(100.0, "a percentage where a fraction is asked (write 0.25, or the string '25%')")],
+    "time-unit": [(86400.0, "days vs seconds (1 day = 86,400 s; or write '44 days')"),
+                  (3600.0, "hours vs seconds (or write '3 h')"), (60.0, "minutes vs seconds")],
+}
+_GIB = (2**30 / 1e9, (2**30 / 1e9) ** 2, 2**40 / 1e12)
 
-    Whole factors (2, 4, 8, 1000, …) match within 3%; the small ones (GB vs GiB = 1.074, (N−1)/N)
-    within 0.5%, so that they do not shadow each other.
-    """
-    def near(x, tol=0.03):
-        return x > 0 and abs(ratio / x - 1) < tol
 
-    for k, name in ((1e3, "1000"), (1e6, "a million"), (1e9, "1e9"), (1e12, "1e12")):
-        if near(k) or near(1 / k):
-            return (f"off by a factor of {name}: check the unit prefix (s vs ms vs us, B vs KB vs GB); "
-                    "answers are in SI base units unless you pass a string such as '1.1 ms'")
-    if near(8) or near(1 / 8):
-        return "off by a factor of 8: bits vs bytes?"
-    if near(2) or near(0.5):
-        return ("off by a factor of 2: one-way vs bidirectional link bandwidth, 2 FLOPs per multiply-add, "
-                "or 2 bytes per bf16 element?")
-    if near(4) or near(0.25):
-        return "off by a factor of 4: bytes per element (fp32 = 4, int8 = 1) or a second factor of 2?"
-    for g in (2**30 / 1e9, (2**30 / 1e9) ** 2, 2**40 / 1e12):
-        if near(g, 0.005) or near(1 / g, 0.005):
-            return "off by ~7%: GB (1e9 bytes) vs GiB (2^30 bytes)?"
-    for n in range(3, 65):
-        if near((n - 1) / n, 0.002) or near(n / (n - 1), 0.002):
-            return f"close: is a factor (N−1)/N missing or extra (N = {n})?"
+def _near(ratio: float, x: float, tol: float) -> bool:
+    return ratio > 0 and (abs(ratio / x - 1) < tol or abs(ratio * x - 1) < tol)
+
+
+def _slip_hint(ratio: float, q: Question) -> str | None:
+    """Name a slip that `q` declares (Question.slips) when answer/expected is its telltale factor."""
+    if "prefix" in q.slips:
+        for k, name in ((1e3, "1000"), (1e6, "a million"), (1e9, "1e9"), (1e12, "1e12")):
+            if _near(ratio, k, 0.03):
+                if q.unit in _DIMENSIONLESS:
+                    return f"off by a factor of {name}: thousands vs millions vs billions (k, M, B)?"
+                return (f"off by a factor of {name}: check the unit prefix (s vs ms vs us, B vs KB vs GB); "
+                        "answers are in SI base units unless you pass a string such as '1.1 ms'")
+    reasons: dict[float, list[str]] = {}
+    for slip in q.slips:
+        for factor, why in _FACTORS.get(slip, ()):
+            if _near(ratio, factor, 0.03):
+                reasons.setdefault(factor, []).append(why)
+    if reasons:
+        factor, whys = max(reasons.items())
+        return f"off by a factor of {factor:g}: " + ", or ".join(whys) + "?"
+    if {"bf16", "fp32"} <= set(q.slips) and _near(ratio, 4.0, 0.03):
+        return "off by a factor of 4: bytes per element (fp32 = 4, bf16 = 2, int8 = 1)?"
+    if "gib" in q.slips and any(_near(ratio, g, 0.005) for g in _GIB):
+        return "off by ~7%: GB (1e9 bytes) vs GiB (2^30 bytes)?"
+    for slip in q.slips:
+        if slip.startswith("ring:"):
+            n = int(slip.split(":")[1])
+            if _near(ratio, (n - 1) / n, 0.005):
+                return f"close: a ring collective over N = {n} devices moves (N−1)/N of the data — missing or extra?"
     return None
+
+
+def _miss_hint(value: float, want: float, q: Question) -> str:
+    """No declared slip fits: say how far off (close, or the direction) — never a factor it cannot know."""
+    ratio = value / want
+    within = (f"not within {q.rtol:.0%} of the expected value" if q.accept is None
+              else "outside the accepted range")
+    if 0.9 <= ratio <= 1.1:
+        return f"close, but {within} ({abs(ratio - 1):.0%} off): check rounding and the inputs you used"
+    return ("too high" if value > want else "too low") + f" ({within})"
 
 
 def _check_number(q: Question, answer) -> tuple[bool, str]:
@@ -125,12 +192,11 @@ def _check_number(q: Question, answer) -> tuple[bool, str]:
     want = float(q.compute())
     if _close(value, want, q):
         return True, "correct"
-    ratio = value / want if want else float("inf")
-    hint = _slip_hint(ratio) if value > 0 else "the answer should be positive"
-    if hint is None:
-        hint = "too high" if value > want else "too low"
-        hint += f" (not within {q.rtol:.0%} of the expected value)" if q.accept is None else \
-            " (outside the accepted range)"
+    if want > 0 and value <= 0:
+        return False, "incorrect — the answer should be positive"
+    if want == 0:
+        return False, "incorrect — " + ("too high" if value > want else "too low")
+    hint = _slip_hint(value / want, q) or _miss_hint(value, want, q)
     return False, f"incorrect — {hint}"
 
 
@@ -169,15 +235,21 @@ def _check_formula(q: Question, answer) -> tuple[bool, str]:
         want = float(ref(**pt))
         kwargs = {k: v for k, v in pt.items() if params is None or k in params or has_var_kw}
         try:
-            got = float(answer(**kwargs))
+            out = answer(**kwargs)
         except Exception as exc:
             return False, f"incorrect — your function raised {type(exc).__name__}: {exc}"
+        if isinstance(out, np.ndarray) and out.size == 1:
+            out = out.reshape(()).item()
+        if isinstance(out, (bool, np.bool_)) or not isinstance(out, (numbers.Real, np.number)):
+            shown = repr(out) if len(repr(out)) <= 40 else repr(out)[:37] + "…"
+            return False, f"incorrect — your function returned {shown}, not a number"
+        got = float(out)
         if not math.isclose(got, want, rel_tol=max(_FORMULA_RTOL, q.formula_rtol)):
             ratios.append(got / want if want else float("inf"))
     if not ratios:
         return True, "correct"
     if max(ratios) - min(ratios) <= 1e-6 * abs(max(ratios)):
-        hint = _slip_hint(ratios[0])
+        hint = _slip_hint(ratios[0], q)
         if hint:
             return False, f"incorrect — {hint}"
         return False, "incorrect — off by a constant factor everywhere"
@@ -187,13 +259,55 @@ def _check_formula(q: Question, answer) -> tuple[bool, str]:
 # --- choices and code -----------------------------------------------------------------------------
 
 
+_ASCII = (("×", "x"), ("·", "*"), ("≤", "<="), ("≥", ">="), ("→", "->"), ("−", "-"), ("–", "-"), ("—", "-"),
+          ("’", "'"), ("“", '"'), ("”", '"'))
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _plain(text: str) -> str:
+    """Lower case, ASCII spellings of ×, ·, ≤, ≥, →, dashes; single spaces; no spaces around symbols."""
+    t = str(text).lower()
+    for uni, asc in _ASCII:
+        t = t.replace(uni, asc)
+    t = " ".join(t.split())
+    return re.sub(r"\s*([\[\](),:;*<>=+/|-])\s*", r"\1", t)
+
+
+def lettered_options(q: Question) -> str:
+    """`(a) first option; (b) second …` — how a choice question lists its options."""
+    return "; ".join(f"({_LETTERS[i]}) {o}" for i, o in enumerate(q.options))
+
+
+def _choose(q: Question, answer: str) -> tuple[int | None, str | None]:
+    """The option index `answer` names: a letter ("b", "(b)"), the text (ASCII spellings allowed), or the
+    unique option whose leading word or prefix it is ("TP" for "TP: In[…]…", "no" for "no (…)")."""
+    a = _plain(answer).strip()
+    letter = re.fullmatch(r"\(?([a-z])\)?\.?", a)
+    if letter and _LETTERS.index(letter.group(1)) < len(q.options):
+        return _LETTERS.index(letter.group(1)), None
+    opts = [_plain(o) for o in q.options]
+    if a in opts:
+        return opts.index(a), None
+    if len(a) >= 2:
+        lead = [i for i, o in enumerate(opts) if re.split(r"[\s:(,;]", o, maxsplit=1)[0] == a]
+        if len(lead) == 1:
+            return lead[0], None
+        pre = [i for i, o in enumerate(opts) if o.startswith(a)]
+        if len(pre) == 1:
+            return pre[0], None
+        if len(pre) > 1:
+            return None, ("incorrect — that matches several options: "
+                          + "; ".join(f"({_LETTERS[i]}) {q.options[i]}" for i in pre) + " — answer with a letter")
+    return None, f"incorrect — answer with a letter or one of: {lettered_options(q)}"
+
+
 def _check_choice(q: Question, answer) -> tuple[bool, str]:
     if not isinstance(answer, str):
-        return False, f"incorrect — answer with one of: {'; '.join(q.options)}"
-    a = " ".join(answer.lower().split())
-    if a not in [o.lower() for o in q.options]:
-        return False, f"incorrect — answer with one of: {'; '.join(q.options)}"
-    return (True, "correct") if a == q.compute().lower() else (False, "incorrect — not that option")
+        return False, f"incorrect — answer with a letter or one of: {lettered_options(q)}"
+    index, problem = _choose(q, answer)
+    if problem:
+        return False, problem
+    return (True, "correct") if q.options[index] == q.compute() else (False, "incorrect — not that option")
 
 
 def _check_code(q: Question, answer) -> tuple[bool, str]:

@@ -153,7 +153,7 @@ _BASE_UNITS: dict[str, tuple[str, float]] = {
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _QTY = re.compile(rf"^\s*({_NUMBER})\s*([A-Za-zµμ/]*)\s*$")
 _TIME_WORDS = {"ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9, "ps": 1e-12, "min": 60.0, "h": 3600.0,
-               "hr": 3600.0, "hours": 3600.0, "days": 86400.0, "day": 86400.0}
+               "hr": 3600.0, "hour": 3600.0, "hours": 3600.0, "d": 86400.0, "days": 86400.0, "day": 86400.0}
 
 
 def parse_quantity(text: str) -> tuple[float, str]:

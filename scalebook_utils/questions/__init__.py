@@ -19,6 +19,7 @@ Kinds:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -44,6 +45,9 @@ class Question:
     options: tuple[str, ...] = ()
     test_inputs: tuple = ()
     note: str = ""
+    #: the slips a wrong answer is checked for (names in `SLIPS`); `add()` fills them from the unit and the
+    #: question's wording (`default_slips`) unless the question declares its own, e.g. `slips=("prefix", "ring:4")`
+    slips: tuple[str, ...] = ()
 
     @property
     def chapter(self) -> int:
@@ -57,12 +61,60 @@ class Question:
 
 QUESTIONS: dict[str, Question] = {}
 
+#: The slips a hint can name (check.py words each one). "ring:N" (a collective over N devices: a missing or
+#: extra (N−1)/N) is always declared with its N by the question itself, never guessed.
+SLIPS = ("prefix", "time-unit", "bits", "bf16", "fp32", "fma", "bidirectional", "gib", "percent")
+#: Units whose quantity involves bytes, FLOPs, links or time (see `default_slips`).
+_SLIPS_BY_UNIT: dict[str, tuple[str, ...]] = {
+    "s": ("prefix", "time-unit", "fma", "bf16"),
+    "bytes": ("prefix", "bits", "bf16", "fp32", "gib"),
+    "B/s": ("prefix", "bits", "gib"),
+    "FLOPs": ("prefix", "fma"), "OPs": ("prefix", "fma"),
+    "FLOPs/s": ("prefix", "fma"),
+    "FLOPs/byte": ("fma", "bf16", "fp32"), "OPs/byte": ("fma", "bf16", "fp32"),
+    "Hz": ("prefix",),
+    "tokens": ("prefix", "bf16"),  # critical batches and token counts: k vs M, bytes per weight
+    "count": ("prefix",), "params": ("prefix",), "sequences": ("prefix",),
+    "queries/s": ("prefix",), "tokens/s": ("prefix",),
+}
+_LINK_WORDS = re.compile(r"\b(link|ICI|DCN|PCIe|NVLink|InfiniBand|bidirectional|unidirectional|ring|hop|"
+                         r"AllGather|AllReduce|ReduceScatter|AllToAll|ppermute|collective)", re.I)
+_FRACTION_WORDS = re.compile(r"\b(fraction|share|MFU|HFU|utili[sz]ation|efficiency|percent)", re.I)
+
+
+def default_slips(kind: str, unit: str, asks: str) -> tuple[str, ...]:
+    """The slips plausible for a question, from its unit and wording (a question may declare others).
+
+    - a unit prefix (×1000) for any quantity with a scale; days/hours for seconds;
+    - bits vs bytes, bf16 = 2 bytes, fp32 = 4 bytes, GB vs GiB where bytes are counted;
+    - 2 FLOPs per multiply-add where FLOPs (or their time) are counted;
+    - one-way vs bidirectional links only where the question is about links or collectives;
+    - ×100 (a percentage for a fraction) where a fraction is asked.
+    """
+    if kind not in ("number", "formula"):
+        return ()
+    slips = list(_SLIPS_BY_UNIT.get(unit, ()))
+    if unit in ("s", "B/s") and _LINK_WORDS.search(asks):
+        slips.append("bidirectional")
+    if unit in ("", "ratio") and _FRACTION_WORDS.search(asks):
+        slips.append("percent")
+    return tuple(slips)
+
 _DIMS = {"B": (1.0, 4096.0), "D": (128.0, 16384.0), "F": (128.0, 65536.0), "N": (1.0, 1e6)}
 
 
 def add(qid: str, kind: str, asks: str, compute: Callable[[], Any], **kw) -> None:
     if qid in QUESTIONS:
         raise ValueError(f"duplicate question id {qid}")
+    slips, ring = kw.pop("slips", None), kw.pop("ring", None)
+    declared = tuple(slips) if slips is not None else default_slips(kind, kw.get("unit", ""), asks)
+    if ring is not None:  # a collective over `ring` devices: (N−1)/N is a plausible slip, with this N
+        declared += (f"ring:{ring}",)
+    for name in declared:
+        n = name.split(":", 1)[1] if name.startswith("ring:") else None
+        if name not in SLIPS and not (n and n.isdigit() and int(n) >= 2):
+            raise ValueError(f"{qid}: unknown slip {name!r}; use one of {', '.join(SLIPS)} or 'ring:N' (N ≥ 2)")
+    kw["slips"] = declared
     if kind == "formula":
         if "domains" not in kw:  # (setdefault would build the default eagerly and fail on other names)
             kw["domains"] = {v: _DIMS[v] for v in kw["variables"]}

@@ -190,22 +190,22 @@ add("ch3.pq2b", "number", "Same: total bytes over all 32 devices (replicated ove
 add("ch3.pq3a", "number", "AllGather_Y([E_Y,F])→[E,F], bf16, v5e {X:8,Y:4} (axis of 4: no wraparound), "
     "E=2048, F=8192: time", lambda: _pq3(2048, 8192), unit="s", accept=(0.0005432, 0.0005768),
     note="No wraparound on a v5e axis of 4: one-way links, 3/4 of V each way → 559 µs (book: 560 µs; its "
-         "ideal bidirectional 377 µs; measured 680 µs).")
+         "ideal bidirectional 377 µs; measured 680 µs).", ring=4)
 add("ch3.pq3b", "number", "Same with E=F=256 (latency-bound, 1 µs per hop): time", lambda: _pq3(256, 256), unit="s",
     note="3 hops × 1 µs (the book measures ≈8 µs).")
 add("ch3.q1", "number", "A[I_X,J,K,…] on mesh {X:4,Y:8,Z:2}: total bytes over all chips ÷ bytes of one copy",
     lambda: sh.replication("A[I_X, J, K]", "{X: 4, Y: 8, Z: 2}"), unit="", accept=(16, 16))
 add("ch3.q2a", "number", "v4p 4x4x4, mesh {X:4,Y:4,Z:4}, bf16, B=1024, D=4096: time of AllGather_X([B_X,D_Y])",
-    lambda: _q2()["a"], unit="s", accept=(2.231e-05, 2.369e-05))
+    lambda: _q2()["a"], unit="s", accept=(2.231e-05, 2.369e-05), ring=4)
 add("ch3.q2b", "number", "Same: time of AllGather_XY([B_X,D_Y])", lambda: _q2()["b"], unit="s",
-    accept=(4.462e-05, 4.738e-05))
-add("ch3.q2c", "number", "Same: time of AllReduce_Z([B_X,D_Y]{U_Z})", lambda: _q2()["c"], unit="s")
+    accept=(4.462e-05, 4.738e-05), ring=16)
+add("ch3.q2c", "number", "Same: time of AllReduce_Z([B_X,D_Y]{U_Z})", lambda: _q2()["c"], unit="s", ring=4)
 add("ch3.q2d", "number", "Same, follow-up: part 1 after a free reshard to [B_XZ,D_Y] and AllGather_XZ",
     lambda: _q2()["d"], unit="s", accept=(1.115e-05, 1.185e-05))
 add("ch3.q2e", "number", "Same follow-up: part 2 using AllGather_XYZ", lambda: _q2()["e"], unit="s",
     accept=(3.007e-05, 3.193e-05))
 add("ch3.q3", "number", "AllGather_X([B_X]), B=128, bf16, v4p 4x4x4 (wraparound), 1 µs per hop: time",
-    lambda: col.all_gather(BF16 * 128, 4, V4P).seconds, unit="s", note="Latency-bound: ⌊4/2⌋ = 2 hops × 1 µs.")
+    lambda: col.all_gather(BF16 * 128, 4, V4P).seconds, unit="s", note="Latency-bound: ⌊4/2⌋ = 2 hops × 1 µs.", ring=4)
 add("ch3.q4a", "formula", "X[B,D]·_D Y[D_X,F] (bf16): Strategy 1 time (AllGather_X Y, then a replicated matmul); "
     "C = FLOPs/s per chip, W = bidirectional ICI B/s", lambda: _q4a, unit="s",
     variables=("B", "D", "F", "C", "W"),

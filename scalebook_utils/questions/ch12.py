@@ -230,7 +230,7 @@ add("ch12.q9", "number", "Quiz 2 Q2: bisection bandwidth of an 8×H100 node, bot
     lambda: G.node_bisection_bandwidth(H100), unit="B/s", accept=(3.492e+12, 3.708e+12))
 add("ch12.q10", "number", "Quiz 2 Q3: throughput-bound AllGather of bf16[D_X, F], D = 4096, F = 65,536, on an "
     "8×H100 node", lambda: G.all_gather(2 * Q10_D * Q10_F, 8, H100).seconds, unit="s",
-    accept=(0.001008, 0.001072), note="537 MB · 7/(8 · 450 GB/s) = 1.04 ms (≈1.5 ms in practice).")
+    accept=(0.001008, 0.001072), note="537 MB · 7/(8 · 450 GB/s) = 1.04 ms (≈1.5 ms in practice).", ring=8)
 
 # --- Quiz 3: beyond the node ----------------------------------------------------------------------------
 
@@ -253,7 +253,7 @@ add("ch12.q12c", "number", "Same: core switches", lambda: G.fat_tree_switches(40
 
 add("ch12.q13", "number", "Pop Quiz 1: AllGather of bf16[B_X, F], B = 1024, F = 16,384 on an 8×H100 node",
     lambda: G.all_gather(2 * Q13_B * Q13_F, 8, H100).seconds, unit="s",
-    note="33.6 MB · 7/(8 · 450 GB/s) = 65 µs.")
+    note="33.6 MB · 7/(8 · 450 GB/s) = 65 µs.", ring=8)
 add("ch12.q14a", "formula", "Pop Quiz 2: AllToAll_{X→N}(bf16[B_X, N]) of B bytes over N GPUs with W B/s each",
     lambda: (lambda B, N, W: G.all_to_all(B, int(N), G.single_node(replace(
         get_chip(H100), nvlink_bandwidth_oneway_bytes_per_s=W))).seconds),
@@ -305,7 +305,7 @@ add("ch12.q19b", "formula", "Same: SHARP AllReduce time as a function of D and F
     lambda: (lambda D, F: G.sharp_sharded_all_reduce(2 * D * F, 256, 1024, H100)[0]), unit="s",
     variables=("D", "F"))
 add("ch12.q20a", "number", "Quiz 4 Q5: AllGather over exactly 2 H100 nodes: effective node-level bandwidth "
-    "8·450e9/7", lambda: q20()["node"], unit="B/s", accept=(4.985e+11, 5.295e+11))
+    "8·450e9/7", lambda: q20()["node"], unit="B/s", accept=(4.985e+11, 5.295e+11), ring=8)
 add("ch12.q20b", "number", "Same: effective cross-node bandwidth 2·400e9/(2 − 1)", lambda: q20()["leaf"],
     unit="B/s", accept=(7.76e+11, 8.24e+11))
 add("ch12.q20c", "choice", "Same: which level bounds it?",

@@ -26,11 +26,15 @@ import numbers
 import re
 import sys
 import zlib
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .questions import Question, get_question
+from .answers import decode_value, encode_value, probe
 from .units import parse_quantity
+
+if TYPE_CHECKING:
+    from .questions import Question
 
 _UNIT_BASE = {"s": "s", "bytes": "B", "B": "B", "B/s": "B/s", "bytes/s": "B/s", "Hz": "Hz", "FLOPs": "FLOP", "OPs": "FLOP", "FLOPs/s": "FLOP/s",
               "FLOPs/byte": "FLOP/B", "OPs/byte": "FLOP/B", "tokens": "", "count": "", "params": "", "": ""}
@@ -42,26 +46,65 @@ def check(qid: str, answer) -> None:
     """Print `qid: correct`, `qid: incorrect — hint`, or `qid: not answered yet`.
 
     Raises UnknownNameError only for an unknown `qid` (a typo in the notebook, not a wrong answer).
+    Inside the grader's sandbox the registry is hidden: the line then says the answer is graded later.
     """
+    try:
+        line = verdict(qid, answer)[1]
+    except ImportError:  # the grader's sandbox hides the answer registry; the grader judges elsewhere
+        line = "graded after the run (the grader judges answers outside this kernel)"
     # one write call, so the notebook stores the line as one stream output
-    sys.stdout.write(f"{qid}: {verdict(qid, answer)[1]}\n")
+    sys.stdout.write(f"{qid}: {line}\n")
+
+
+def _get_question(qid: str):
+    from .questions import get_question  # lazily: absent inside the grader's sandbox
+    return get_question(qid)
+
+
+def spec_for(qid: str) -> dict:
+    """What the untrusted side needs to evaluate an answer to `qid` (answers.probe): never the expected value."""
+    q = _get_question(qid)
+    spec = {"qid": qid, "kind": q.kind}
+    if q.kind == "formula":
+        spec.update(variables=list(q.variables), points=_points(q))
+    elif q.kind == "code":
+        spec["inputs"] = [encode_value(tuple(args)) for args in q.test_inputs]
+    return spec
 
 
 def verdict(qid: str, answer) -> tuple[bool, str]:
-    """(is_correct, message) for `answer` to `qid`; the message is what `check` prints after the id."""
-    q = get_question(qid)
-    if answer is Ellipsis or answer is None:
+    """(is_correct, message) for `answer` to `qid`; the message is what `check` prints after the id.
+
+    The same two steps as the grader: probe the answer (answers.probe), then judge the record.
+    """
+    spec = spec_for(qid)
+    try:
+        rec = probe(spec, answer)
+    except Exception as exc:  # a student's input must never crash the notebook
+        return False, f"incorrect — could not check this answer ({type(exc).__name__}: {exc})"
+    return judge(qid, rec)
+
+
+def judge(qid: str, rec: dict) -> tuple[bool, str]:
+    """(is_correct, message) for a record made by `answers.probe` (trusted side: uses the registry).
+
+    A malformed record (from a tampered kernel) is a wrong answer with a plain message, never an exception.
+    """
+    q = _get_question(qid)
+    if not isinstance(rec, dict):
+        return False, "incorrect — no readable answer was recorded"
+    if rec.get("answered") is False:
         return False, "not answered yet"
     try:
         if q.kind == "number":
-            return _check_number(q, answer)
+            return _check_number(q, rec)
         if q.kind == "formula":
-            return _check_formula(q, answer)
+            return _check_formula(q, rec)
         if q.kind == "choice":
-            return _check_choice(q, answer)
+            return _check_choice(q, rec)
         if q.kind == "code":
-            return _check_code(q, answer)
-    except Exception as exc:  # a student's input must never crash the notebook
+            return _check_code(q, rec)
+    except Exception as exc:  # noqa: BLE001 - a tampered record must not crash the judge
         return False, f"incorrect — could not check this answer ({type(exc).__name__}: {exc})"
     raise ValueError(f"question {qid} has unknown kind {q.kind!r}")
 
@@ -77,19 +120,18 @@ def _unit_name(q: Question) -> str:
     return {"s": "seconds", "B/s": "bytes/s", "": "a plain number"}.get(q.unit, q.unit)
 
 
-def _as_number(q: Question, answer) -> tuple[float | None, str | None]:
-    if isinstance(answer, bool) or isinstance(answer, np.bool_):
+def _as_number(q: Question, rec: dict) -> tuple[float | None, str | None]:
+    if "bool" in rec:
         return None, "incorrect — expected a number, got a bool"
-    if isinstance(answer, str):
-        return _parse_text(q, answer)
-    if isinstance(answer, np.ndarray) and answer.size == 1:
-        answer = answer.reshape(()).item()
-    if isinstance(answer, (numbers.Real, np.number)) and not isinstance(answer, (bool, np.bool_, complex)):
-        value = float(answer)
+    if "str" in rec and isinstance(rec["str"], str):
+        return _parse_text(q, rec["str"])
+    if "num" in rec and isinstance(rec["num"], (int, float)) and not isinstance(rec["num"], bool):
+        value = float(rec["num"])
         if not math.isfinite(value):
             return None, f"incorrect — the answer is {value}, not a finite number"
         return value, None
-    return None, f"incorrect — expected a number (e.g. 240 or '194 us'), got {type(answer).__name__}"
+    got = rec.get("type", "something else")
+    return None, f"incorrect — expected a number (e.g. 240 or '194 us'), got {got}"
 
 
 def _parse_text(q: Question, text: str) -> tuple[float | None, str | None]:
@@ -185,8 +227,8 @@ def _miss_hint(value: float, want: float, q: Question) -> str:
     return ("too high" if value > want else "too low") + f" ({within})"
 
 
-def _check_number(q: Question, answer) -> tuple[bool, str]:
-    value, problem = _as_number(q, answer)
+def _check_number(q: Question, rec: dict) -> tuple[bool, str]:
+    value, problem = _as_number(q, rec)
     if problem:
         return False, problem
     want = float(q.compute())
@@ -214,36 +256,28 @@ def _points(q: Question) -> list[dict[str, float]]:
     return pts
 
 
-def _check_formula(q: Question, answer) -> tuple[bool, str]:
-    if not callable(answer):
+def _check_formula(q: Question, rec: dict) -> tuple[bool, str]:
+    if not rec.get("callable"):
         return False, (f"incorrect — this answer is a formula: write a function of ({', '.join(q.variables)}), "
                        f"e.g. lambda {', '.join(q.variables)}: ...")
-    try:
-        params = inspect.signature(answer).parameters
-    except (TypeError, ValueError):
-        params = None
-    if params is not None:
-        names = [p for p, v in params.items() if v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY)]
+    names, var_kw = rec.get("params"), rec.get("var_kw", False)
+    if names is not None and not var_kw:
         missing = [v for v in q.variables if v not in names]
-        has_var_kw = any(v.kind == v.VAR_KEYWORD for v in params.values())
-        if missing and not has_var_kw:
+        if missing:
             return False, (f"incorrect — the function must take the arguments ({', '.join(q.variables)}); "
                            f"missing {', '.join(missing)}")
     ref = q.compute()
+    outputs = rec.get("outputs", [])
     ratios = []
-    for pt in _points(q):
-        want = float(ref(**pt))
-        kwargs = {k: v for k, v in pt.items() if params is None or k in params or has_var_kw}
-        try:
-            out = answer(**kwargs)
-        except Exception as exc:
-            return False, f"incorrect — your function raised {type(exc).__name__}: {exc}"
-        if isinstance(out, np.ndarray) and out.size == 1:
-            out = out.reshape(()).item()
-        if isinstance(out, (bool, np.bool_)) or not isinstance(out, (numbers.Real, np.number)):
-            shown = repr(out) if len(repr(out)) <= 40 else repr(out)[:37] + "…"
-            return False, f"incorrect — your function returned {shown}, not a number"
-        got = float(out)
+    for i, pt in enumerate(_points(q)):
+        if i >= len(outputs):
+            return False, "incorrect — the function was not evaluated at every test point"
+        out = outputs[i]
+        if "raised" in out:
+            return False, f"incorrect — your function raised {out['raised']}"
+        if "returned" in out:
+            return False, f"incorrect — your function returned {out['returned']}, not a number"
+        got, want = float(out["num"]), float(ref(**pt))
         if not math.isclose(got, want, rel_tol=max(_FORMULA_RTOL, q.formula_rtol)):
             ratios.append(got / want if want else float("inf"))
     if not ratios:
@@ -301,7 +335,8 @@ def _choose(q: Question, answer: str) -> tuple[int | None, str | None]:
     return None, f"incorrect — answer with a letter or one of: {lettered_options(q)}"
 
 
-def _check_choice(q: Question, answer) -> tuple[bool, str]:
+def _check_choice(q: Question, rec: dict) -> tuple[bool, str]:
+    answer = rec.get("str")
     if not isinstance(answer, str):
         return False, f"incorrect — answer with a letter or one of: {lettered_options(q)}"
     index, problem = _choose(q, answer)
@@ -310,16 +345,19 @@ def _check_choice(q: Question, answer) -> tuple[bool, str]:
     return (True, "correct") if q.options[index] == q.compute() else (False, "incorrect — not that option")
 
 
-def _check_code(q: Question, answer) -> tuple[bool, str]:
-    if not callable(answer):
+def _check_code(q: Question, rec: dict) -> tuple[bool, str]:
+    if not rec.get("callable"):
         return False, "incorrect — this answer is a function; define it and pass the function itself"
     ref = q.compute()
+    outputs = rec.get("outputs", [])
     for i, args in enumerate(q.test_inputs):
-        try:
-            got = answer(*args)
-        except Exception as exc:
-            return False, f"incorrect — your function raised {type(exc).__name__} on test input {i + 1}: {exc}"
+        if i >= len(outputs):
+            return False, f"incorrect — no result for test input {i + 1}"
+        out = outputs[i]
+        if "raised" in out:
+            return False, f"incorrect — your function raised {out['raised']} on test input {i + 1}"
+        got = np.asarray(decode_value(out["value"]), dtype=np.float64)
         want = ref(*args)
-        if np.shape(got) != np.shape(want) or not np.allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6):
+        if np.shape(got) != np.shape(want) or not np.allclose(got, np.asarray(want), rtol=1e-5, atol=1e-6):
             return False, f"incorrect — wrong result on test input {i + 1} of {len(q.test_inputs)}"
     return True, "correct"

@@ -51,8 +51,10 @@ import copy
 import csv
 import io
 import json
+import math
 import os
 import re
+import stat
 import subprocess
 import sys
 import tempfile
@@ -67,6 +69,8 @@ from typing import Callable, Iterable
 
 import nbformat
 
+from . import answers, sandbox
+from .check import judge, spec_for
 from .questions import get_question
 
 BEGIN_SOLUTION = "### BEGIN SOLUTION"
@@ -134,8 +138,10 @@ def make_exercise(solution_nb):
     """The exercise notebook for `solution_nb` (an nbformat v4 NotebookNode; not modified).
 
     Answer cells: the solution block becomes `<variable> = ...  # your answer here`. Check cells keep
-    their source, outputs and execution count (the reference), which must be the line `QID: correct`
-    (ValueError otherwise: execute the solution first). Cells with a role starting with "solution"
+    their source and execution count; the solution's output there must be the line `QID: correct`
+    (ValueError otherwise: execute the solution first), and the exercise shows `QID: not answered yet`
+    instead — what the student gets on running it unanswered (the grader needs no reference output:
+    it judges recorded answers, see `grade`). Cells with a role starting with "solution"
     ("solution-text": worked explanations; "solution-plot": a figure that gives the answer away) are
     dropped. Every other cell is copied with its outputs cleared. Cell ids and metadata are kept.
     """
@@ -152,6 +158,8 @@ def make_exercise(solution_nb):
                 shown = printed.strip().splitlines()[0][:80] if printed.strip() else "nothing"
                 raise ValueError(f"check cell {i} ({qid}) shows {shown!r}, not '{qid}: correct' "
                                  "(execute the solution with tools/execute_notebooks.py first)")
+            # the student sees what running the check on an empty answer prints, never the solution's "correct"
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"{qid}: not answered yet\n")]
         if role == "answer":
             qid = cell_qid(cell)
             if not qid:
@@ -215,6 +223,8 @@ class SubmissionResult:
     submission: str
     questions: list[QuestionResult] = field(default_factory=list)
     seconds: float = 0.0
+    #: whether the run was inside the bubblewrap sandbox (False: bwrap cannot run here; see sandbox.py)
+    sandboxed: bool = True
 
     @property
     def passed(self) -> int:
@@ -313,9 +323,10 @@ def load_reference(path: str | os.PathLike) -> Reference:
             seen.add(cell_qid(c))
             unique.append(c)
     for c in unique:
-        if not c.get("outputs"):
-            raise GradingError(f"exercise {path}: check cell {cell_qid(c)} has no reference output "
-                               "(regenerate it with tools/make_exercises.py)")
+        try:
+            get_question(cell_qid(c))
+        except KeyError:
+            raise GradingError(f"exercise {path}: check cell for unknown question {cell_qid(c)!r}") from None
     return Reference(str(path), nb, unique)
 
 
@@ -341,8 +352,16 @@ class _Copy:
     answer_index: dict[str, list[int]]       # qid → code-cell indices of the answer cells
 
 
+def probe_source(qid: str) -> str:
+    """The cell that replaces `qid`'s check cell in the graded copy: it records the answer (answers.record)."""
+    var = get_question(qid).variable_name
+    return ("# scalebook grade: records the answer; it is judged outside this kernel\n"
+            "from scalebook_utils.answers import record\n"
+            f"record({qid!r}, lambda: {var})\n")
+
+
 def build_graded_copy(submission_nb, ref: Reference) -> _Copy:
-    """The submission with the reference check cells put in (see the module docstring)."""
+    """The submission with each check cell replaced by the recording cell of its question (see `grade`)."""
     nb = copy.deepcopy(submission_nb)
     cells = list(nb.cells)
     ids = {c.get("id") for c in cells}
@@ -358,6 +377,9 @@ def build_graded_copy(submission_nb, ref: Reference) -> _Copy:
             hit = next((i for i, c in enumerate(cells) if i not in reference_positions and c.cell_type == "code"
                         and not cell_role(c) and _calls_check(c.source, qid)), None)
         new = copy.deepcopy(r)
+        new.source = probe_source(qid)
+        new.outputs = []
+        new.metadata.pop("tags", None)  # no nbval-check-output: the verdict is not the cell's output
         if hit is None:
             if new.get("id") in ids or not new.get("id"):
                 new["id"] = uuid.uuid4().hex[:8]
@@ -368,8 +390,7 @@ def build_graded_copy(submission_nb, ref: Reference) -> _Copy:
             if cells[hit].get("id"):
                 new["id"] = cells[hit]["id"]  # keep the student's id: ids must stay unique
             cells[hit] = new
-        if new.get("execution_count") is None:
-            new["execution_count"] = 1  # nbval compares only cells that were run in the reference
+        new["execution_count"] = None
         reference_positions.add(hit)
 
     check_index, answer_index, n_code = {}, {}, 0
@@ -395,14 +416,6 @@ def build_graded_copy(submission_nb, ref: Reference) -> _Copy:
 class _Item:
     status: str          # passed | failed | error | xfailed | skipped | missing
     message: str = ""
-
-
-@dataclass
-class _Run:
-    items: dict[int, _Item]
-    seconds: float
-    run_timed_out: bool
-    log: str
 
 
 _ANSI = re.compile(r"(?:\x1b|#x1B)\[[0-9;]*[A-Za-z]")
@@ -465,9 +478,9 @@ def _kill_marked(token: str, root_pid: int | None = None) -> None:
     psutil.wait_procs(list(victims.values()), timeout=5)
 
 
-def _parse_junit(path: Path) -> dict[int, _Item]:
+def _parse_junit(text: str) -> dict[int, _Item]:
     items = {}
-    for tc in ET.parse(path).iter("testcase"):
+    for tc in ET.fromstring(text).iter("testcase"):
         m = re.search(r"Cell (\d+)$", tc.get("name", ""))
         if not m:
             continue
@@ -485,33 +498,88 @@ def _parse_junit(path: Path) -> dict[int, _Item]:
     return items
 
 
-def _run_nbval(nb, workdir: Path, timeout_per_cell: float, memory_limit_bytes: int | None,
-               run_timeout: float) -> _Run:
-    nb_path = workdir / _COPY_NAME
-    report = workdir / "nbval-report.xml"
-    log_path = workdir / "pytest.log"
-    report.unlink(missing_ok=True)
+@dataclass
+class _Run:
+    items: dict[int, _Item]
+    seconds: float
+    run_timed_out: bool
+    log: str
+    answers: dict[str, dict] = field(default_factory=dict)
+
+
+#: The answers file a run may write: at most this many bytes are read (a record is a few kB at most).
+_MAX_ANSWERS_BYTES = 8 * 2**20
+
+
+def _read_limited(path: Path, limit: int) -> str:
+    """Text of a regular file written by a run, without following a link the run may have put there."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return ""
+        return f.read(limit).decode("utf-8", errors="replace")
+
+
+def _read_answers(path: Path, qids: set[str]) -> dict[str, dict]:
+    """qid → the last record a run wrote for it (lines that are not records of these qids are ignored)."""
+    answers = {}
+    for line in _read_limited(path, _MAX_ANSWERS_BYTES).splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and entry.get("qid") in qids and isinstance(entry.get("record"), dict):
+            answers[entry["qid"]] = entry["record"]
+    return answers
+
+
+def _run_nbval(nb, rundir: Path, spec: dict, timeout_per_cell: float, memory_limit_bytes: int | None,
+               run_timeout: float, sandboxed: bool) -> _Run:
+    """Run the graded copy with nbval once, in the fresh folder `rundir` (sandboxed when asked).
+
+    rundir/work holds the notebook (the run's working folder, writable); rundir/probe holds the read-only
+    spec.json and pytest.ini and the writable out/ where the kernel appends answers.jsonl.
+    """
+    work, probe = rundir / "work", rundir / "probe"
+    (probe / "out").mkdir(parents=True)
+    work.mkdir()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        nbformat.write(nb, str(nb_path))
-    (workdir / "pytest.ini").write_text("[pytest]\n")
+        nbformat.write(nb, str(work / _COPY_NAME))
+    (probe / "spec.json").write_text(json.dumps(spec))
+    (probe / "pytest.ini").write_text("[pytest]\n")
+    log_path = rundir / "pytest.log"
     token = uuid.uuid4().hex
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    package_parent = str(Path(__file__).resolve().parent.parent)
-    env.update(SCALEBOOK_GRADING="1", SCALEBOOK_GRADE_RUN=token, MPLBACKEND="Agg",
-               PYTHONDONTWRITEBYTECODE="1",
-               PYTHONPATH=os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p))
-    cmd = [sys.executable, "-c", _LAUNCHER, str(memory_limit_bytes or 0),  # then pytest's arguments:
-           "-c", str(workdir / "pytest.ini"), "--rootdir", str(workdir), "-p", "no:cacheprovider",
-           "--nbval-lax", "--nbval-current-env",
-           f"--nbval-cell-timeout={timeout_per_cell:g}", f"--junitxml={report}", "--color=no", "-vv",
-           _COPY_NAME]
+    package_dir = Path(__file__).resolve().parent
+    if sandboxed:
+        inside_work, inside_probe = sandbox.SANDBOX_WORK, sandbox.SANDBOX_PROBE
+        env = {"PATH": os.defpath, "HOME": "/tmp/home", "LANG": "C.UTF-8", "JUPYTER_RUNTIME_DIR": "/tmp/jupyter",
+               "IPYTHONDIR": "/tmp/ipython", "MPLCONFIGDIR": "/tmp/matplotlib", "XDG_CACHE_HOME": "/tmp/cache",
+               "PYTHONPATH": sandbox.SANDBOX_PACKAGE_ROOT}
+    else:
+        inside_work, inside_probe = str(work), str(probe)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "SCALEBOOK_"))}
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(package_dir.parent), env.get("PYTHONPATH")) if p)
+    env.update(SCALEBOOK_GRADING="1", SCALEBOOK_GRADE_RUN=token, MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1",
+               JAX_PLATFORMS="cpu", **{answers.PROBE_DIR_ENV: inside_probe})
+    report = f"{inside_work}/nbval-report.xml"
+    argv = [sys.executable, "-c", _LAUNCHER, str(memory_limit_bytes or 0),  # then pytest's arguments:
+            "-c", f"{inside_probe}/pytest.ini", "--rootdir", inside_work, "-p", "no:cacheprovider", "--noconftest",
+            "--nbval-lax", "--nbval-current-env", f"--nbval-cell-timeout={timeout_per_cell:g}",
+            f"--junitxml={report}", "--color=no", "-vv", _COPY_NAME]
+    if sandboxed:
+        cmd = sandbox.bwrap_command(argv, package_dir=package_dir, work_dir=work, probe_dir=probe, env=env)
+    else:
+        cmd = argv
     t0 = time.monotonic()
     run_timed_out = False
     # output to a file, not a pipe: a process the notebook leaves behind may hold the pipe open
     with open(log_path, "wb") as log_file:
-        proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=log_file,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(cmd, cwd=work, env=None if sandboxed else env, stdin=subprocess.DEVNULL,
+                                stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             proc.wait(timeout=run_timeout)
         except subprocess.TimeoutExpired:
@@ -523,9 +591,11 @@ def _run_nbval(nb, workdir: Path, timeout_per_cell: float, memory_limit_bytes: i
     seconds = time.monotonic() - t0
     log = log_path.read_text(errors="replace")
     items = {}
-    if not run_timed_out and report.exists():
+    report_path = work / "nbval-report.xml"
+    if not run_timed_out:
+        text = _read_limited(report_path, _MAX_ANSWERS_BYTES)
         try:
-            items = _parse_junit(report)
+            items = _parse_junit(text) if text else {}
         except ET.ParseError:
             items = {}
     if not items:  # no report: take what the verbose log shows
@@ -533,7 +603,8 @@ def _run_nbval(nb, workdir: Path, timeout_per_cell: float, memory_limit_bytes: i
             status = {"PASSED": "passed", "XPASS": "passed", "FAILED": "failed", "ERROR": "error",
                       "XFAIL": "xfailed", "SKIPPED": "skipped"}[m[2]]
             items[int(m[1])] = _Item(status, "")
-    return _Run(items, seconds, run_timed_out, log or "")
+    found = _read_answers(probe / "out" / "answers.jsonl", set(spec))
+    return _Run(items, seconds, run_timed_out, log or "", found)
 
 
 # --- details ---------------------------------------------------------------------------------------
@@ -547,21 +618,6 @@ def _last_error_line(message: str) -> str:
     return lines[-1][:200] if lines else "failed"
 
 
-def _output_line(message: str, reference_text: str) -> str:
-    """The student's output line, out of nbval's 'Cell outputs differ' report."""
-    ref_lines = {ln.strip() for ln in reference_text.splitlines() if ln.strip()}
-    diff = message.split("failed:", 1)[-1]
-    for ln in diff.splitlines():
-        s = ln.strip()
-        if s[:2] in ("- ", "+ ") and s[2:].strip() and s[2:].strip() not in ref_lines:
-            return s[2:].strip()[:300]
-    if re.search(r"missing '(\w+)'", message) or "unexpected" in message:
-        return "output differs from the reference (" + \
-            next((ln.strip() for ln in message.splitlines() if "missing" in ln or "unexpected" in ln),
-                 "different output") + ")"
-    return "output differs from the reference"
-
-
 def _reference_text(cell) -> str:
     parts = []
     for o in cell.get("outputs", []):
@@ -572,7 +628,7 @@ def _reference_text(cell) -> str:
     return "".join(parts)
 
 
-def _item_detail(item: _Item, timeout_per_cell: float, reference_text: str = "") -> str:
+def _item_detail(item: _Item, timeout_per_cell: float) -> str:
     if item.status == "passed":
         return "correct"
     if item.status == "timeout":
@@ -586,8 +642,6 @@ def _item_detail(item: _Item, timeout_per_cell: float, reference_text: str = "")
         return "not run: the kernel died in an earlier cell"
     if _TIMEOUT_MSG.search(msg):
         return _timeout_text(msg, timeout_per_cell)
-    if "Cell outputs differ" in msg:
-        return _output_line(msg, reference_text)
     if item.status == "error":
         return "grading error: " + _last_error_line(msg)
     return _last_error_line(msg)
@@ -612,18 +666,22 @@ def _neutralized_source(detail: str) -> str:
 
 
 def _grade_one(path: str, nb, ref: Reference, timeout_per_cell: float, memory_limit_bytes: int | None,
-               run_timeout: float | None, tmp_root: str | None) -> SubmissionResult:
+               run_timeout: float | None, tmp_root: str | None, sandboxed: bool) -> SubmissionResult:
     t0 = time.monotonic()
     graded = build_graded_copy(nb, ref)
+    spec = {cell_qid(r): spec_for(cell_qid(r)) for r in ref.checks}
     code_cells = [c for c in graded.nb.cells if c.cell_type == "code"]
     if run_timeout is None:
         run_timeout = 120 + len(code_cells) * (timeout_per_cell + _NBVAL_OUTPUT_TIMEOUT_S + 5)
     forced: dict[int, _Item] = {}  # code-cell index → result fixed by an earlier run (a timeout)
     final: dict[int, _Item] = {}
+    found: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="scalebook-grade-", dir=tmp_root) as tmp:
-        workdir = Path(tmp)
         for attempt in range(MAX_RERUNS + 1):
-            run = _run_nbval(graded.nb, workdir, timeout_per_cell, memory_limit_bytes, run_timeout)
+            # a fresh folder for every run: a rerun never sees what an earlier run wrote (e.g. a conftest.py)
+            run = _run_nbval(graded.nb, Path(tmp) / f"run{attempt}", spec, timeout_per_cell, memory_limit_bytes,
+                             run_timeout, sandboxed)
+            found = run.answers
             final = dict(run.items)
             final.update(forced)
             if run.run_timed_out:
@@ -651,27 +709,45 @@ def _grade_one(path: str, nb, ref: Reference, timeout_per_cell: float, memory_li
     questions = []
     for r in ref.checks:
         qid = cell_qid(r)
-        idx = graded.check_index[qid]
-        item = final.get(idx, _Item("missing", "not run"))
-        passed = item.status == "passed"
-        detail = _item_detail(item, timeout_per_cell, _reference_text(r))
-        if not passed:
-            answers = [final.get(i) for i in graded.answer_index.get(qid, [])]
-            timed = next((a for a in answers if a and a.status == "timeout"), None)
-            raised = next((a for a in answers if a and a.status == "failed"), None)
-            if timed is not None:
-                detail = "answer cell " + timed.message
-            elif raised is not None and item.status == "failed" and "Cell outputs differ" not in item.message:
-                detail = "answer cell raised " + _last_error_line(raised.message)
+        # the verdict: the recorded answer judged here, in a process that never ran the student's code
+        passed, detail = judge(qid, found[qid]) if qid in found else (False, "")
+        detail = "correct" if passed else (f"{qid}: {detail}" if detail else "")
+        answer_items = [final.get(i) for i in graded.answer_index.get(qid, [])]
+        timed = next((a for a in answer_items if a and a.status == "timeout"), None)
+        raised = next((a for a in answer_items if a and a.status == "failed"), None)
+        if not passed and timed is not None:
+            detail = "answer cell " + timed.message
+        elif not passed and raised is not None and (qid not in found or found[qid].get("answered") is False):
+            detail = "answer cell raised " + _last_error_line(raised.message)
+        elif qid not in found:
+            item = final.get(graded.check_index[qid], _Item("missing", "not run"))
+            detail = _item_detail(item, timeout_per_cell) if item.status != "passed" else \
+                f"{qid}: no answer was recorded"
         questions.append(QuestionResult(qid, passed, detail))
-    return SubmissionResult(str(path), questions, time.monotonic() - t0)
+    return SubmissionResult(str(path), questions, time.monotonic() - t0, sandboxed)
+
+
+def _check_limits(timeout_per_cell, memory_limit_bytes, run_timeout, jobs) -> None:
+    """Limits must be finite and positive (a NaN or infinite timeout would silently fail every student)."""
+    def bad(x) -> bool:
+        return isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0
+    if bad(timeout_per_cell):
+        raise GradingError(f"timeout_per_cell must be a finite number of seconds > 0, got {timeout_per_cell!r}")
+    if memory_limit_bytes is not None and bad(memory_limit_bytes):
+        raise GradingError(f"memory_limit_bytes must be a finite number of bytes > 0 or None (no limit), "
+                           f"got {memory_limit_bytes!r}")
+    if run_timeout is not None and bad(run_timeout):
+        raise GradingError(f"run_timeout must be a finite number of seconds > 0 or None, got {run_timeout!r}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise GradingError(f"jobs must be an integer ≥ 1, got {jobs!r}")
 
 
 def grade(submissions: Iterable[str | os.PathLike], against: str | os.PathLike, *,
           timeout_per_cell: float = DEFAULT_TIMEOUT_PER_CELL,
           memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT_BYTES,
           run_timeout: float | None = None, jobs: int = 1, tmp_root: str | None = None,
-          progress: Callable[[SubmissionResult], None] | None = None) -> list[SubmissionResult]:
+          progress: Callable[[SubmissionResult], None] | None = None,
+          sandboxed: bool | None = None) -> list[SubmissionResult]:
     """Grade each submission against the exercise notebook `against`; one result per submission.
 
     Every input is checked before anything runs: GradingError (one line) for a missing, unreadable or
@@ -680,7 +756,15 @@ def grade(submissions: Iterable[str | os.PathLike], against: str | os.PathLike, 
     with `timeout_per_cell` seconds per cell, `memory_limit_bytes` of RLIMIT_DATA (None: no limit),
     and `run_timeout` seconds for a whole run (default: generous, from the number of cells).
     `jobs` submissions are graded at once. A failing student is a result, not an exception.
+
+    `sandboxed`: run each submission under bubblewrap (see `sandbox`); None (default) means "when bwrap
+    can run here". True where it cannot raises GradingError with the reason.
     """
+    _check_limits(timeout_per_cell, memory_limit_bytes, run_timeout, jobs)
+    if sandboxed is None:
+        sandboxed = sandbox.available()
+    elif sandboxed and not sandbox.available():
+        raise GradingError(f"no sandbox: {sandbox.unavailable_reason()}")
     ref = load_reference(against)
     loaded = []
     for s in submissions:
@@ -689,7 +773,8 @@ def grade(submissions: Iterable[str | os.PathLike], against: str | os.PathLike, 
         loaded.append((str(s), nb))
 
     def one(item):
-        result = _grade_one(item[0], item[1], ref, timeout_per_cell, memory_limit_bytes, run_timeout, tmp_root)
+        result = _grade_one(item[0], item[1], ref, timeout_per_cell, memory_limit_bytes, run_timeout, tmp_root,
+                            sandboxed)
         if progress is not None:
             progress(result)
         return result

@@ -105,8 +105,9 @@ def test_graded_copy_puts_the_reference_check_cells_in(fixture_dir):
     code = [c for c in copy_.nb.cells if c.cell_type == "code"]
     for qid in F.QIDS:
         cell = code[copy_.check_index[qid]]
-        assert cell.source == F.check_cell(ref.nb, qid).source
-        assert cell.outputs == F.check_cell(ref.nb, qid).outputs
+        # the check cell becomes the cell that records the answer (judged outside the kernel), with no output
+        assert cell.source == grading.probe_source(qid) and f"record({qid!r}" in cell.source
+        assert cell.outputs == [] and "tags" not in cell.metadata
     assert len({c.id for c in copy_.nb.cells}) == len(copy_.nb.cells)
     assert copy_.check_index["ch1.q3c"] == len(code) - 1  # deleted → appended at the end
     assert not any("print(\"ch1.q2: correct\")" in c.source for c in code)
@@ -351,10 +352,27 @@ def test_cli_grade_help_and_usage_errors(capsys):
         cli.main(["grade", "--help"])
     out = capsys.readouterr().out
     assert exc.value.code == 0 and "--against" in out and "--json" in out and "--csv" in out
-    assert "container" in out  # says that grading runs student code
+    assert "sandbox" in out and "judged outside" in out  # says how student code is contained
     with pytest.raises(SystemExit) as exc:
         cli.main(["grade", "x.ipynb"])
     assert exc.value.code == 2 and "--against" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag,value", [("--timeout", "nan"), ("--timeout", "inf"), ("--timeout", "0"),
+                                        ("--timeout", "-1"), ("--memory-limit", "nan"), ("--memory-limit", "inf"),
+                                        ("--memory-limit", "0"), ("--memory-limit", "-1"), ("--timeout", "abc")])
+def test_cli_rejects_non_finite_and_non_positive_limits(flag, value, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["grade", "x.ipynb", "--against", "y.ipynb", flag, value])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and flag in err and "finite number > 0" in err
+
+
+def test_api_rejects_bad_limits(fixture_dir):
+    for kw in ({"timeout_per_cell": float("nan")}, {"timeout_per_cell": 0}, {"memory_limit_bytes": -1},
+               {"memory_limit_bytes": float("inf")}, {"jobs": 0}):
+        with pytest.raises(grading.GradingError, match="must be"):
+            grading.grade([fixture_dir / "solution.ipynb"], fixture_dir / "exercise.ipynb", **kw)
 
 
 # --- the real chapter-1 exercise -------------------------------------------------------------------

@@ -9,16 +9,19 @@ dropped, and outputs are cleared except those of the check cells, which keep the
 `grade(submissions, against=exercise)` grades each submission in a fresh kernel:
 
 1. it checks the submission is a notebook for that exercise (it holds at least one of its question ids);
-2. it writes a copy into a new temporary folder in which every check cell of the exercise — found by
-   the question id in its metadata, else by its cell id, else as the unlabelled code cell that calls
-   `check("<qid>", ...)`, else appended at the end — has the exercise's source and reference output,
-   so editing or deleting a check cell gains nothing; the student's other outputs are cleared;
-3. it runs `pytest --nbval-lax --nbval-current-env` on the copy in a child process (per-cell timeout,
-   a timeout for the whole run, a memory limit) and maps each check cell's JUnit result back to its
-   question id (nbval 0.11 names its items "Cell N", N counting code cells only);
-4. it kills whatever the run left behind (processes carrying the run's environment marker).
+2. it writes a copy in which every check cell of the exercise — found by the question id in its metadata,
+   else by its cell id, else as the unlabelled code cell that calls `check("<qid>", ...)`, else appended
+   at the end — is replaced by a cell that *records* the answer (`answers.record`: the value as given,
+   or a function's outputs at the checker's test points); the student's other outputs are cleared;
+3. it runs `pytest --nbval-lax` on the copy (per-cell timeout, a timeout for the whole run, a memory
+   limit, `--noconftest`, its configuration in a read-only folder) inside a bubblewrap sandbox
+   (`sandbox.py`: read-only system and package with the answer registry hidden, no network, its own
+   work folder and /tmp, its own PID namespace — every process it starts dies with it);
+4. it reads the recorded answers (a size-limited file, links not followed) and *judges* them with
+   `check.judge` in this process, which never runs student code. nbval's JUnit report only adds
+   details (which cell timed out or raised); a forged report cannot change a verdict.
 
-The submission file itself is only read, never written.
+The submission file itself is only read, never written. Each run (a rerun too) gets a fresh folder.
 
 What nbval 0.11 does on a per-cell timeout (measured): it interrupts the kernel (SIGINT) and fails
 that cell; every later cell still runs but is marked xfail ("Previous cell timed out"), so a later
@@ -27,7 +30,7 @@ the kernel does not respond to the interrupt (C code, SIGINT ignored, a crashed 
 also only notices after the full cell timeout) nbval stops it after 5 s more and every later cell
 fails with "Kernel dead on test start" (also as xfail). Either way later questions would not be
 graded, so the grader replaces each timed-out cell by one that raises at once and runs the copy
-again (at most MAX_RERUNS times); the timed-out cell keeps its "timed out" result.
+again in a new folder (at most MAX_RERUNS times); the timed-out cell keeps its "timed out" result.
 
 Memory limit: RLIMIT_DATA (default 4 GiB), set in the child process before it runs pytest; the
 kernel that nbval starts inherits it. A Python allocation over the limit raises MemoryError in the
@@ -36,11 +39,11 @@ with ~330 MB resident has ~1.9 GB of address space on 2 cores, more with more co
 and under RLIMIT_AS = 1 GiB `import jax` aborts. RLIMIT_DATA counts only writable private memory
 (heap, anonymous mmap, thread stacks), not those reservations; jax runs under 1 GiB of it.
 
-SECURITY. Grading runs the students' code with your user's rights. The time and memory limits and
-the temporary folder stop accidents (an infinite loop, a huge array), not an attacker: a submission
-can read your files, use the network, or tamper with the grader's own report files. Grade untrusted
-submissions inside a container or a VM. The grader defends against edited check cells, not against
-code that deliberately subverts `check()` inside the kernel.
+SECURITY. With bubblewrap (Debian's `bubblewrap`; `.ci/run` installs it) every attack of the
+reliability report is closed (tests/test_grader_attacks.py has one test per family). Where bwrap cannot
+run (no user namespaces), `grade(sandboxed=None)` falls back to the limits above and the CLI says so in
+one line: a submission can then read and write your files, and read the answer key. What no grader can
+stop: a student computing a correct answer with the course's own package functions.
 
 This module imports neither jax, matplotlib nor ipywidgets.
 """

@@ -49,12 +49,14 @@ def test_answers_become_placeholders():
         assert "SOLUTION" not in c.source
 
 
-def test_check_cells_keep_the_solution_outputs_and_others_are_cleared():
+def test_check_cells_look_unanswered_and_others_are_cleared():
+    """A student opening the exercise sees what the check prints for an empty answer, never 'correct'."""
     sol, ex = F.solution_notebook(), F.exercise_notebook()
     for qid in F.QIDS:
         s, e = F.check_cell(sol, qid), F.check_cell(ex, qid)
-        assert e.source == s.source and e.outputs == s.outputs and e.execution_count == s.execution_count
-        assert e.outputs[0]["text"] == f"{qid}: correct\n"
+        assert e.source == s.source and e.execution_count == s.execution_count
+        assert s.outputs[0]["text"] == f"{qid}: correct\n"
+        assert [o["text"] for o in e.outputs] == [f"{qid}: not answered yet\n"]
     for c in ex.cells:
         if c.cell_type == "code" and cell_role(c) != "check":
             assert c.outputs == [] and c.execution_count is None
@@ -100,7 +102,7 @@ def test_differences_notice_edits_to_either_side():
     sol, ex = F.solution_notebook(), F.exercise_notebook()
     assert exercise_differences(ex, make_exercise(sol)) == []
     edited_ex = copy.deepcopy(ex)
-    F.check_cell(edited_ex, "ch1.q2").outputs[0]["text"] = "ch1.q2: not answered yet\n"
+    F.check_cell(edited_ex, "ch1.q2").outputs[0]["text"] = "ch1.q2: correct\n"
     assert exercise_differences(edited_ex, make_exercise(sol))
     edited_sol = copy.deepcopy(sol)
     edited_sol.cells[0].source += " (edited)"
@@ -224,3 +226,13 @@ def test_execute_notebooks_tool(tmp_path):
     assert all("execution" not in c.metadata for c in nb.cells)
     for p, data in before.items():  # a failing notebook and an exercise are not written
         assert p.read_bytes() == data
+
+
+def test_no_exercise_notebook_shows_a_correct_verdict():
+    """The repository's exercises: every check cell shows 'not answered yet' under its empty answer."""
+    for path in sorted((ROOT / "exercises").glob("*.ipynb")):
+        nb = nbformat.read(str(path), as_version=4)
+        for c in nb.cells:
+            if cell_role(c) == "check":
+                text = "".join(o.get("text", "") for o in c.outputs)
+                assert text == f"{cell_qid(c)}: not answered yet\n", (path.name, cell_qid(c), text)

@@ -775,9 +775,19 @@ def collective_readout(kind: str = "all_gather", chip: str = "tpu-v5e", axis_siz
         return f"{head} → cannot evaluate: {msg}"
     where = "one hop" if k == "ppermute" else \
         f"an axis of {int(axis_size)} ({'wraparound' if wraparound else 'no wraparound'})"
+    warn = ""
+    if k != "ppermute":  # say when the axis cannot exist, or its wraparound is not the chip's (book ch. 2)
+        from .topology import default_wraparound
+        spec = get_chip(chip)
+        dims = spec.ici_torus_dims
+        if int(axis_size) > max(spec.pod_shape):
+            warn = f" | note: no {spec.name} axis has {int(axis_size)} chips (pod {'×'.join(map(str, spec.pod_shape))})"
+        elif bool(wraparound) != default_wraparound(spec, (int(axis_size),) + (1,) * (dims - 1))[0]:
+            warn = (f" | note: a {spec.name} axis of {int(axis_size)} "
+                    f"{'has no' if wraparound else 'has'} wraparound by ch. 2's rule")
     return (f"{COLLECTIVES_PREFIX}{k} of {format_si(float(n_bytes), 'B', digits=3)} over {where} on {c.chip} → "
             f"{format_time(c.seconds)}, {c.regime}-bound | latency term {format_time(c.latency_s)}, "
-            f"bandwidth term {format_time(c.bandwidth_s)} | knee {format_si(knee, 'B', digits=3)}")
+            f"bandwidth term {format_time(c.bandwidth_s)} | knee {format_si(knee, 'B', digits=3)}{warn}")
 
 
 def render_collective(kind: str = "all_gather", chip: str = "tpu-v5e", axis_size: int = 16,

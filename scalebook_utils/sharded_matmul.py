@@ -609,17 +609,9 @@ def plan(matmul: Matmul | str, mesh: Mesh | str | Mapping, shapes: Mapping[str, 
 # --- compiled programs vs the plan (pure: works on counts from jaxlab) -----------------------------
 
 
-def predicted_vs_compiled(plan_: MatmulPlan, compiled_counter: Mapping[str, int],
-                          hlo: str | None = None) -> tuple[bool, str]:
-    """Do the collectives XLA compiled agree with the plan (or one of its alternatives)?
-
-    Compared by kind (XLA may split or fuse a collective), with these CPU forms counted as agreement
-    (DESIGN §5): a predicted reduce-scatter compiled as all-reduce + dynamic-slice; an extra
-    collective-permute that only reorders shards between devices (XLA's layout fix-up, no reduction
-    or gather). Returns (agree, one-paragraph explanation).
-    """
+def _match(plan_: MatmulPlan, compiled_counter: Mapping[str, int], hlo: str | None):
+    """(the plan or alternative whose kinds XLA compiled, or None; the CPU forms noted; compiled kinds)."""
     compiled = {k for k, v in dict(compiled_counter).items() if v and k in HLO_NAME.values()}
-    notes = []
 
     def match(p: MatmulPlan) -> tuple[bool, list[str]]:
         pred = {HLO_NAME[k] for k in p.collective_kinds}
@@ -636,18 +628,40 @@ def predicted_vs_compiled(plan_: MatmulPlan, compiled_counter: Mapping[str, int]
                        "device order (a layout fix-up, not a reduction or gather)")
         return pred == have, why
 
-    candidates = [plan_] + list(plan_.alternatives)
-    for i, p in enumerate(candidates):
+    for p in [plan_] + list(plan_.alternatives):
         ok, why = match(p)
         if ok:
-            kinds = ", ".join(sorted(compiled)) or "no collectives"
-            head = (f"agree: compiled {kinds}; plan ({p.strategy}): "
-                    f"{'; '.join(s.describe() for s in p.steps) or 'no communication'}")
-            if i:
-                head += (f". XLA chose the book's alternative strategy '{p.strategy}' instead of the default "
-                         f"'{plan_.strategy}'")
-            notes = why
-            return True, head + (". " + "; ".join(notes) if notes else "")
+            return p, why, compiled
+    return None, [], compiled
+
+
+def matched_strategy(plan_: MatmulPlan, compiled_counter: Mapping[str, int], hlo: str | None = None) -> str | None:
+    """The strategy XLA's collectives match: the plan's own (`plan_.strategy`, e.g. 'gather'), one of its
+    `alternatives` (e.g. 'reduce': local matmul + AllReduce), or None when they match none of them.
+    Same rules as `predicted_vs_compiled`."""
+    p, _why, _compiled = _match(plan_, compiled_counter, hlo)
+    return None if p is None else p.strategy
+
+
+def predicted_vs_compiled(plan_: MatmulPlan, compiled_counter: Mapping[str, int],
+                          hlo: str | None = None) -> tuple[bool, str]:
+    """Do the collectives XLA compiled agree with the plan (or one of its alternatives)?
+
+    Compared by kind (XLA may split or fuse a collective), with these CPU forms counted as agreement
+    (DESIGN §5): a predicted reduce-scatter compiled as all-reduce + dynamic-slice; an extra
+    collective-permute that only reorders shards between devices (XLA's layout fix-up, no reduction
+    or gather). Returns (agree, one-paragraph explanation); the explanation says when XLA chose one
+    of the book's alternative strategies rather than the plan's default (`matched_strategy`).
+    """
+    p, why, compiled = _match(plan_, compiled_counter, hlo)
+    if p is not None:
+        kinds = ", ".join(sorted(compiled)) or "no collectives"
+        head = (f"agree: compiled {kinds}; plan ({p.strategy}): "
+                f"{'; '.join(s.describe() for s in p.steps) or 'no communication'}")
+        if p is not plan_:
+            head += (f". XLA chose the book's alternative strategy '{p.strategy}' instead of the default "
+                     f"'{plan_.strategy}'")
+        return True, head + (". " + "; ".join(why) if why else "")
     pred = ", ".join(HLO_NAME[k] for k in plan_.collective_kinds) or "none"
     return False, (f"disagree: plan predicts {pred} but XLA compiled "
                    f"{dict(compiled_counter) or 'no collectives'}")
@@ -710,5 +724,5 @@ def jax_program(matmul: Matmul | str, mesh: Mesh | str | Mapping, shapes: Mappin
 __all__ = [
     "ShardingError", "Mesh", "parse_mesh", "ShardedArray", "parse_array", "check", "local_shape",
     "bytes_per_device", "replication", "total_bytes", "device_blocks", "Matmul", "parse_matmul", "MatmulCase",
-    "classify", "CommStep", "MatmulPlan", "plan", "mesh_wraparound", "predicted_vs_compiled", "jax_program", "HLO_NAME",
+    "classify", "CommStep", "MatmulPlan", "plan", "mesh_wraparound", "predicted_vs_compiled", "matched_strategy", "jax_program", "HLO_NAME",
 ]

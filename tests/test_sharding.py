@@ -428,6 +428,16 @@ def test_predicted_vs_compiled_rules():
     assert not sh.predicted_vs_compiled(none, {"all-gather": 1})[0]
 
 
+def test_matched_strategy_names_xlas_choice():
+    """Review ch3 [11]/[29]: say which strategy XLA chose, not just "agree"."""
+    g = sh.plan("A[I, J_X] · B[J, K_Y] → C[I, K_Y]", MESH, SHAPES)
+    assert g.strategy == "gather" and sh.matched_strategy(g, {"all-gather": 1}) == "gather"
+    assert sh.matched_strategy(g, {"all-reduce": 1}) == "reduce"             # the book's alternative
+    assert sh.matched_strategy(g, {"all-to-all": 3}) is None
+    rs = sh.plan("A[I, J_X] ·_J B[J_X, K] → C[I, K_X]", MESH, SHAPES)
+    assert sh.matched_strategy(rs, {"all-reduce": 1}, "dynamic-slice(") == rs.strategy  # the CPU form
+
+
 # --- the JAX program text (executed in test_sharding_jax.py) --------------------------------------
 
 

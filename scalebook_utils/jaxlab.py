@@ -564,6 +564,34 @@ def partition_spec(array):
     return jax.sharding.PartitionSpec(*items)
 
 
+def book_spec(name: str, dims: Sequence[str], spec) -> str:
+    """The book's notation of an array with PartitionSpec `spec`: ('A', 'IJ', P(None, 'X')) → 'A[I, J_X]'.
+
+    The inverse of `partition_spec`: P(('X', 'Y'), None) → 'A[I_XY, J]'; a spec shorter than the array
+    leaves the remaining dims unsharded. Book ch. 3, "A unified notation for sharding".
+    """
+    dims = list(dims)
+    items = list(spec) + [None] * (len(dims) - len(spec))
+    if len(items) != len(dims):
+        raise ValueError(f"{spec} has {len(spec)} entries but {name} has {len(dims)} dims {dims}")
+    out = []
+    for d, e in zip(dims, items):
+        axes = () if e is None else (e,) if isinstance(e, str) else tuple(e)
+        sub = "".join(axes) if all(len(a) == 1 for a in axes) else "{" + ",".join(axes) + "}"
+        out.append(f"{d}_{sub}" if axes else d)
+    return f"{name}[{', '.join(out)}]"
+
+
+def book_matmul(spec_a, spec_b, spec_c=None) -> str:
+    """'A[I, J_X] ·_J B[J_X, K] → C[I, K]' for C[I, K] = A[I, J] @ B[J, K] placed with these PartitionSpecs.
+
+    spec_c=None: no target (XLA picks the output sharding). The string `sharding.plan` reads, so a
+    notebook can check the collectives XLA compiled for its own PartitionSpecs against the cost model.
+    """
+    text = f"{book_spec('A', 'IJ', spec_a)} ·_J {book_spec('B', 'JK', spec_b)}"
+    return text if spec_c is None else f"{text} → {book_spec('C', 'IK', spec_c)}"
+
+
 def _spec_tuple(spec, ndim: int) -> tuple:
     """PartitionSpec → the plain form of `ShardedArray.partition_spec()`: (('X', 'Y'), None), one entry per dim."""
     items = list(spec) + [None] * (ndim - len(spec))
@@ -652,6 +680,7 @@ def simulate_collective(kind: str, x):
 
 # --- chapter 3: shard_map collectives and the collective matmul ---------------------------------------
 
+__all__ += ["book_spec", "book_matmul"]
 __all__ += ["SHARD_MAP_KINDS", "shard_map_demo", "collective_matmul_fn", "collective_matmul"]
 
 #: The JAX collectives `shard_map_demo` runs (book ch. 3 names: AllReduce, AllGather, ReduceScatter,

@@ -709,7 +709,8 @@ def bandwidth_hierarchy_figure(chip: ChipSpec | str = "tpu-v5e", dtype: str = "b
 
 # --- chapter 3: sharded arrays and collective times -------------------------------------------------
 
-__all__ += ["SHARD_COLORS", "sharding_blocks_figure", "collective_knee_bytes", "collective_time_figure"]
+__all__ += ["SHARD_COLORS", "sharding_blocks_figure", "collective_knee_bytes", "collective_time_figure",
+            "ALLGATHER_AXES", "allgather_axes_figure"]
 
 #: One colour per distinct shard (tab20-like, readable with black text).
 SHARD_COLORS = ["#8dd3c7", "#fdb462", "#bebada", "#fb8072", "#80b1d3", "#b3de69", "#fccde5", "#d9d9d9",
@@ -802,21 +803,24 @@ def collective_time_figure(kind: str, chip: ChipSpec | str = "tpu-v5e", axis_siz
     tb = np.array([c.bandwidth_s for c in costs])
     fresh = ax is None
     fig, ax = new_figure(figsize, ax)
-    n_lines = len(ax.get_lines()) // 2
+    n_lines = sum(1 for ln in ax.get_lines() if ln.get_linestyle() == "-")  # one solid line per curve
     color = color or _LINE_COLORS[n_lines % len(_LINE_COLORS)]
     sizes_txt = "×".join(str(s) for s in np.atleast_1d(axis_sizes)) if k != "ppermute" else "1 hop"
     wrap_txt = "" if k == "ppermute" else (", wrap" if wraparound else ", no wrap")
-    ax.plot(xs, t, color=color, lw=2, label=label or f"{spec.name}, axis {sizes_txt}{wrap_txt}")
-    ax.plot(xs, tb, color=color, lw=1, ls="--", alpha=0.6)
     knee = collective_knee_bytes(k, spec, axis_sizes, wraparound)
-    if bytes_range[0] < knee < bytes_range[1]:
+    shown = bytes_range[0] < knee < bytes_range[1]
+    # the knee goes into the legend (labels next to the points overlapped when curves were overlaid)
+    text = (label or f"{spec.name}, axis {sizes_txt}{wrap_txt}") + (f" · knee {format_si(knee, 'B', digits=3)}"
+                                                                    if shown else "")
+    ax.plot(xs, t, color=color, lw=2, label=text)
+    ax.plot(xs, tb, color=color, lw=1, ls="--", alpha=0.6)
+    if shown:
         t_knee = collectives.collective(k, knee, axis_sizes, spec, **kw).seconds
         ax.plot([knee], [t_knee], "o", color=color, ms=7, mfc="white", mew=2)
-        ax.annotate(f"knee {format_si(knee, 'B', digits=3)}", (knee, t_knee), textcoords="offset points",
-                    xytext=(10, -12 - 11 * n_lines), ha="left", fontsize=8, color=color)
     if n_bytes is not None:
         c = collectives.collective(k, float(n_bytes), axis_sizes, spec, **kw)
-        ax.plot([n_bytes], [c.seconds], "*", color="#d62728", ms=13, zorder=5)
+        ax.plot([n_bytes], [c.seconds], "*", color="#d62728", ms=13, zorder=5, ls="none",
+                label=f"this size: {format_si(float(n_bytes), 'B', digits=3)} → {format_si(c.seconds, 's', digits=3)}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(_si_tick("B"))
@@ -829,4 +833,40 @@ def collective_time_figure(kind: str, chip: ChipSpec | str = "tpu-v5e", axis_siz
                      f"{k}: latency-bound (flat) left of the knee ○,\nbandwidth-bound right of it (dashed: bandwidth term alone)",
                      fontsize=9)
     ax.legend(fontsize=8, loc="upper left")
+    return fig
+
+
+#: Axes that exist, with the wraparound ch. 2 gives them, grouped by one-way ICI link bandwidth (the only
+#: chip number the bandwidth-bound part depends on): (axis size, wraps?, where such an axis occurs).
+ALLGATHER_AXES = {
+    "TPU v5e, v4p: 45 GB/s one-way links": [
+        (4, False, "v5e 4×4: no wrap below 16"), (4, True, "v4p 4×4×4 cube"),
+        (16, True, "v5e pod side; v4p 16×16×16")],
+    "TPU v6e, v5p: 90 GB/s one-way links": [
+        (4, False, "v6e 4×4: no wrap below 16"), (4, True, "v5p 4×4×4 cube"),
+        (16, True, "v6e pod side; v5p 16×16×16"), (28, True, "v5p pod's long axis")],
+}
+
+
+def allgather_axes_figure(kind: str = "all_gather", axes=None, *, bytes_range=(1e3, 1e9),
+                          figsize=(12.5, 4.4)) -> Figure:
+    """One panel per link bandwidth: `kind`'s time vs bytes on axes that exist, with their wraparound.
+
+    `axes`: {panel title: [(axis size, wraps, label), …]}, default ALLGATHER_AXES (v5e/v6e pods are
+    16×16, so no axis is longer than 16 there; a v5e/v6e axis under 16 has no wraparound; v4p/v5p
+    wrap in whole 4×4×4 cubes; book ch. 2). Chips with equal link bandwidth share a panel because
+    their curves coincide (v4p = v5e, v5p = v6e). Book ch. 3, "A Deeper Dive…".
+    """
+    from .hardware import get_chip as _chip
+    axes = ALLGATHER_AXES if axes is None else axes
+    chips = {"45": "tpu-v5e", "90": "tpu-v5p"}
+    fig = Figure(figsize=figsize, layout="constrained")
+    for ax, (title, rows) in zip(np.atleast_1d(fig.subplots(1, len(axes))), axes.items()):
+        chip = next((c for bw, c in chips.items() if f"{bw} GB/s" in title), "tpu-v5e")
+        for x, wrap, where in rows:
+            collective_time_figure(kind, _chip(chip), (x,), wrap, ax=ax, bytes_range=bytes_range,
+                                   label=f"axis {x}, {'ring' if wrap else 'line'} ({where})")
+        ax.set_title(title, fontsize=10)
+    fig.suptitle(f"{kind}: flat (latency) left of each knee ○, sloped (bandwidth) right of it; "
+                 "dashed: bandwidth term alone", fontsize=10)
     return fig

@@ -280,14 +280,45 @@ def _local_bytes(arr: ShardedArray, mesh: Mesh, shapes: Mapping[str, int], dtype
 def _collective_seconds(kind, n_bytes, axis_sizes, chip, wraparound) -> float:
     """Seconds of one collective from `collectives.collective` (book ch. 3 cost model).
 
-    A ppermute over axes is a device permutation whose farthest pair we take as ⌊X/2⌋ hops on a ring
-    axis (X − 1 without wraparound), the longest axis deciding; n_bytes is what each device sends.
+    `wraparound`: one bool per axis in `axis_sizes`. A ppermute over axes is a device permutation whose
+    farthest pair we take as ⌊X/2⌋ hops on a ring axis (X − 1 without wraparound), the longest axis
+    deciding; n_bytes is what each device sends.
     """
     from . import collectives
+    wraps = tuple(wraparound)
     if kind == "ppermute":
-        hops = max((x // 2 if wraparound else x - 1) for x in axis_sizes)
+        hops = max((x // 2 if w else x - 1) for x, w in zip(axis_sizes, wraps))
         return float(collectives.collective("ppermute", n_bytes, None, chip, hops=max(hops, 1)).seconds)
-    return float(collectives.collective(kind, n_bytes, tuple(axis_sizes), chip, wraparound=wraparound).seconds)
+    return float(collectives.collective(kind, n_bytes, tuple(axis_sizes), chip, wraparound=wraps).seconds)
+
+
+def mesh_wraparound(mesh: Mesh | str | Mapping, chip: str | ChipSpec,
+                    wraparound: bool | Sequence[bool] | None = None) -> dict[str, bool]:
+    """Which mesh axes are rings: {axis name: wraps?} (book ch. 2's rule unless `wraparound` is given).
+
+    wraparound=None treats the mesh as a slice of that shape on `chip` (padded with 1s to the chip's
+    torus, as `topology.make_slice` does) and applies `topology.default_wraparound`: on v5e/v6e an axis
+    wraps only when it spans the pod side (16); on v4p/v5p/TPU7x every axis wraps only for whole 4×4×4
+    cubes. So a v5e {X: 2, Y: 4} has no wraparound, a v4p {X: 4, Y: 4, Z: 4} wraps everywhere. A bool
+    applies to every axis; a sequence gives one bool per axis (in mesh order).
+    """
+    from .topology import default_wraparound, tpu_chip
+
+    mesh = parse_mesh(mesh)
+    if wraparound is None:
+        spec = tpu_chip(chip)
+        sizes = tuple(mesh.sizes)
+        dims = spec.ici_torus_dims
+        padded = sizes + (1,) * (dims - len(sizes)) if len(sizes) <= dims else sizes
+        wraps = default_wraparound(spec, padded)[: len(sizes)]
+    elif isinstance(wraparound, (bool, int)):
+        wraps = (bool(wraparound),) * len(mesh.names)
+    else:
+        wraps = tuple(bool(w) for w in wraparound)
+        if len(wraps) != len(mesh.names):
+            raise ShardingError(f"wraparound has {len(wraps)} entries but mesh {mesh} has "
+                                f"{len(mesh.names)} axes; give one bool per axis, a single bool or None")
+    return dict(zip(mesh.names, wraps))
 
 
 class _Builder:
@@ -310,7 +341,7 @@ class _Builder:
         else:  # all_gather, all_to_all: the array gathered over `axes`
             n_bytes = bytes_before * self.mesh.axes_size(axes)
         sizes = tuple(self.mesh.size(a) for a in live)
-        secs = _collective_seconds(kind, n_bytes, sizes, self.chip, self.wrap)
+        secs = _collective_seconds(kind, n_bytes, sizes, self.chip, tuple(self.wrap[a] for a in live))
         self.steps.append(CommStep(kind, live, before.spec(), after.spec(), n_bytes, secs, phase))
         return after
 
@@ -536,7 +567,7 @@ def _build(m: Matmul, mesh: Mesh, shapes, dtype, chip: ChipSpec, wraparound, con
 
 
 def plan(matmul: Matmul | str, mesh: Mesh | str | Mapping, shapes: Mapping[str, int], dtype: str = "bf16",
-         chip: str | ChipSpec = "tpu-v5e", wraparound: bool = True) -> MatmulPlan:
+         chip: str | ChipSpec = "tpu-v5e", wraparound: bool | Sequence[bool] | None = None) -> MatmulPlan:
     """The communication plan of a sharded matmul (book ch. 3, the four cases) with its cost on `chip`.
 
     Book defaults: case 1 nothing; case 2 AllGather the input(s) sharded on the contracting dim; case 3
@@ -546,9 +577,13 @@ def plan(matmul: Matmul | str, mesh: Mesh | str | Mapping, shapes: Mapping[str, 
     slice to shard a replicated dim). Collective times: `collectives.collective(kind, n_bytes,
     axis_sizes, chip, wraparound)`; T_math = 2·Π(local dims) / peak FLOPs/s in `dtype`. Collectives on
     axes of size 1 are dropped (noted). `alternatives` holds the other book strategies, cheapest first.
+    wraparound=None (default): each mesh axis wraps by the chip's rule (`mesh_wraparound`: on a v5e
+    {X: 2, Y: 4} no axis wraps, so an AllGather uses the one-way links); a bool or one bool per axis
+    overrides it ("what if this mesh were a ring?").
     """
     m, mesh = parse_matmul(matmul), parse_mesh(mesh)
     chip_spec = get_chip(chip)
+    wraparound = mesh_wraparound(mesh, chip_spec, wraparound)
     dtype = canonical_dtype(dtype)
     for arr in (m.a, m.b) + ((m.out,) if m.out is not None else ()):
         check(arr, mesh, shapes)
@@ -574,17 +609,9 @@ def plan(matmul: Matmul | str, mesh: Mesh | str | Mapping, shapes: Mapping[str, 
 # --- compiled programs vs the plan (pure: works on counts from jaxlab) -----------------------------
 
 
-def predicted_vs_compiled(plan_: MatmulPlan, compiled_counter: Mapping[str, int],
-                          hlo: str | None = None) -> tuple[bool, str]:
-    """Do the collectives XLA compiled agree with the plan (or one of its alternatives)?
-
-    Compared by kind (XLA may split or fuse a collective), with these CPU forms counted as agreement
-    (DESIGN §5): a predicted reduce-scatter compiled as all-reduce + dynamic-slice; an extra
-    collective-permute that only reorders shards between devices (XLA's layout fix-up, no reduction
-    or gather). Returns (agree, one-paragraph explanation).
-    """
+def _match(plan_: MatmulPlan, compiled_counter: Mapping[str, int], hlo: str | None):
+    """(the plan or alternative whose kinds XLA compiled, or None; the CPU forms noted; compiled kinds)."""
     compiled = {k for k, v in dict(compiled_counter).items() if v and k in HLO_NAME.values()}
-    notes = []
 
     def match(p: MatmulPlan) -> tuple[bool, list[str]]:
         pred = {HLO_NAME[k] for k in p.collective_kinds}
@@ -601,18 +628,40 @@ def predicted_vs_compiled(plan_: MatmulPlan, compiled_counter: Mapping[str, int]
                        "device order (a layout fix-up, not a reduction or gather)")
         return pred == have, why
 
-    candidates = [plan_] + list(plan_.alternatives)
-    for i, p in enumerate(candidates):
+    for p in [plan_] + list(plan_.alternatives):
         ok, why = match(p)
         if ok:
-            kinds = ", ".join(sorted(compiled)) or "no collectives"
-            head = (f"agree: compiled {kinds}; plan ({p.strategy}): "
-                    f"{'; '.join(s.describe() for s in p.steps) or 'no communication'}")
-            if i:
-                head += (f". XLA chose the book's alternative strategy '{p.strategy}' instead of the default "
-                         f"'{plan_.strategy}'")
-            notes = why
-            return True, head + (". " + "; ".join(notes) if notes else "")
+            return p, why, compiled
+    return None, [], compiled
+
+
+def matched_strategy(plan_: MatmulPlan, compiled_counter: Mapping[str, int], hlo: str | None = None) -> str | None:
+    """The strategy XLA's collectives match: the plan's own (`plan_.strategy`, e.g. 'gather'), one of its
+    `alternatives` (e.g. 'reduce': local matmul + AllReduce), or None when they match none of them.
+    Same rules as `predicted_vs_compiled`."""
+    p, _why, _compiled = _match(plan_, compiled_counter, hlo)
+    return None if p is None else p.strategy
+
+
+def predicted_vs_compiled(plan_: MatmulPlan, compiled_counter: Mapping[str, int],
+                          hlo: str | None = None) -> tuple[bool, str]:
+    """Do the collectives XLA compiled agree with the plan (or one of its alternatives)?
+
+    Compared by kind (XLA may split or fuse a collective), with these CPU forms counted as agreement
+    (DESIGN §5): a predicted reduce-scatter compiled as all-reduce + dynamic-slice; an extra
+    collective-permute that only reorders shards between devices (XLA's layout fix-up, no reduction
+    or gather). Returns (agree, one-paragraph explanation); the explanation says when XLA chose one
+    of the book's alternative strategies rather than the plan's default (`matched_strategy`).
+    """
+    p, why, compiled = _match(plan_, compiled_counter, hlo)
+    if p is not None:
+        kinds = ", ".join(sorted(compiled)) or "no collectives"
+        head = (f"agree: compiled {kinds}; plan ({p.strategy}): "
+                f"{'; '.join(s.describe() for s in p.steps) or 'no communication'}")
+        if p is not plan_:
+            head += (f". XLA chose the book's alternative strategy '{p.strategy}' instead of the default "
+                     f"'{plan_.strategy}'")
+        return True, head + (". " + "; ".join(why) if why else "")
     pred = ", ".join(HLO_NAME[k] for k in plan_.collective_kinds) or "none"
     return False, (f"disagree: plan predicts {pred} but XLA compiled "
                    f"{dict(compiled_counter) or 'no collectives'}")
@@ -675,5 +724,5 @@ def jax_program(matmul: Matmul | str, mesh: Mesh | str | Mapping, shapes: Mappin
 __all__ = [
     "ShardingError", "Mesh", "parse_mesh", "ShardedArray", "parse_array", "check", "local_shape",
     "bytes_per_device", "replication", "total_bytes", "device_blocks", "Matmul", "parse_matmul", "MatmulCase",
-    "classify", "CommStep", "MatmulPlan", "plan", "predicted_vs_compiled", "jax_program", "HLO_NAME",
+    "classify", "CommStep", "MatmulPlan", "plan", "mesh_wraparound", "predicted_vs_compiled", "matched_strategy", "jax_program", "HLO_NAME",
 ]

@@ -348,6 +348,8 @@ from .sharded_matmul import (  # noqa: E402  (after the names sharded_matmul imp
     MatmulPlan,
     classify,
     jax_program,
+    matched_strategy,
+    mesh_wraparound,
     parse_matmul,
     plan,
     predicted_vs_compiled,

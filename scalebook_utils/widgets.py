@@ -609,7 +609,8 @@ def compile_matmul(mesh, matmul: str) -> dict:
 
     Returns {'collectives': Counter of HLO kinds, 'result_matches': bool, 'dynamic_slices': int,
     'agree': bool, 'why': str (sharding.predicted_vs_compiled's explanation), 'plan': the plan at the
-    compiled sizes}. Needs jaxlab.use_simulated_devices(8) before JAX first ran.
+    compiled sizes, 'strategy': the plan's strategy XLA's collectives match (sharding.matched_strategy:
+    plan.strategy for the book's default, an alternative's name, or None)}. Needs jaxlab.use_simulated_devices(8) before JAX first ran.
     """
     from . import jaxlab
     from . import sharding as sh
@@ -621,7 +622,8 @@ def compile_matmul(mesh, matmul: str) -> dict:
         p = sh.plan(matmul, mesh_t, r["shapes"])
         ok, why = sh.predicted_vs_compiled(p, r["collectives"], r["hlo"])
         _COMPILE_CACHE[key] = dict(collectives=r["collectives"], result_matches=r["result_matches"],
-                                   dynamic_slices=r["dynamic_slices"], agree=ok, why=why, plan=p)
+                                   dynamic_slices=r["dynamic_slices"], agree=ok, why=why, plan=p,
+                                   strategy=sh.matched_strategy(p, r["collectives"], r["hlo"]))
     return _COMPILE_CACHE[key]
 
 
@@ -643,7 +645,10 @@ def _sharding_eval(mesh, a_spec, b_spec, target, chip, compile, dim_size):
     from .units import format_time
     pred = " + ".join(f"{_STEP_NAME[s.kind]}({''.join(s.axes)}) {format_time(s.seconds)}" for s in p.steps)
     line = f"{head}{m.spec()} | case {int(p.case)} | predicted {pred or 'no communication'}"
-    details = [f"plan: {p.summary()}"]
+    wraps = sh.mesh_wraparound(mesh_t, chip)
+    details = [f"plan: {p.summary()}",
+               f"  wraparound on {p.chip} (ch. 2's rule): " + ", ".join(f"{a} {'ring' if w else 'line'}"
+                                                                   for a, w in wraps.items())]
     for s in p.steps:
         details.append(f"  {s.describe()}: {s.n_bytes / 1e6:.3g} MB to the cost model, {format_time(s.seconds)} on {p.chip}")
     details += [f"  note: {n}" for n in p.notes]
@@ -658,8 +663,13 @@ def _sharding_eval(mesh, a_spec, b_spec, target, chip, compile, dim_size):
             line += f" | XLA: cannot compile here ({type(exc).__name__}: {exc})"
             return line, details, p
         kinds = ", ".join(f"{k} ×{n}" for k, n in sorted(c["collectives"].items())) or "no collectives"
-        line += (f" | XLA: {kinds} | C == A·B: {c['result_matches']} | "
-                 f"{'agree' if c['agree'] else 'DISAGREE'}")
+        if not c["agree"]:
+            verdict = "DISAGREE"
+        elif c["strategy"] == c["plan"].strategy:
+            verdict = f"agree (the plan's {c['strategy']})"
+        else:
+            verdict = f"agree (XLA chose the book's alternative: {c['strategy']})"
+        line += f" | XLA: {kinds} | C == A·B: {c['result_matches']} | {verdict}"
         details.append(f"XLA on 8 CPU devices (every dim 128, float32): {kinds}, {c['dynamic_slices']} dynamic-slice(s); {c['why']}")
     else:
         line += " | XLA: not compiled"
@@ -686,9 +696,12 @@ def sharding_details(mesh="2×4", a_spec="A[I, J_X]", b_spec="B[J, K_Y]", target
 
 
 def render_sharding(mesh="2×4", a_spec="A[I, J_X]", b_spec="B[J, K_Y]", target: str | None = "C[I, K_Y]",
-                    chip: str = "tpu-v5e") -> Figure:
-    """Three panels: the blocks each device holds of A, of B, and of C (the target, or the local output)."""
-    _line, _details, p = _sharding_eval(mesh, a_spec, b_spec, target, chip, False, 64)
+                    chip: str = "tpu-v5e", caption: str | None = None) -> Figure:
+    """Three panels: the blocks each device holds of A, of B, and of C (the target, or the local output).
+
+    Every dim 8192 (the readout's cost sizes). `caption`: text under the panels (the explorer passes its
+    readout, so the static snapshot shows the prediction and what XLA compiled)."""
+    _line, _details, p = _sharding_eval(mesh, a_spec, b_spec, target, chip, False, 8192)
     if p is None:
         return _message_figure(_line.replace(SHARDING_PREFIX, "cannot draw: ", 1), figsize=(11, 1.4))
     fig = Figure(figsize=(12.5, 4.0), layout="constrained")
@@ -699,10 +712,13 @@ def render_sharding(mesh="2×4", a_spec="A[I, J_X]", b_spec="B[J, K_Y]", target:
             ax.text(0.5, 0.5, f"{arr.spec()}: only 2-D arrays are drawn", ha="center", va="center")
             ax.set_axis_off()
             continue
-        plots.sharding_blocks_figure(arr, mesh_t, {d: 64 for d in arr.dims}, ax=ax)
+        plots.sharding_blocks_figure(arr, mesh_t, {d: 8192 for d in arr.dims}, ax=ax)
         ax.set_title(f"{what} " + ax.get_title(), fontsize=9)
     steps = "; ".join(s.describe() for s in p.steps) or "no communication"
     fig.suptitle(f"case {int(p.case)}: {steps}", fontsize=10)
+    if caption:
+        parts = caption.removeprefix(SHARDING_PREFIX).split(" | ")
+        fig.supxlabel("\n".join([" | ".join(parts[:3]), " | ".join(parts[3:])]), fontsize=9)
     return fig
 
 
@@ -732,7 +748,7 @@ def sharding_explorer(mesh: str = "2×4", preset: str = _DEFAULT_PRESET, chip: s
     def view(mesh, a, b, target, chip, compile):
         line, details, _p = _sharding_eval(mesh, a, b, target or None, chip, compile, 8192)
         try:
-            img = static_png(render_sharding(mesh, a, b, target or None, chip))
+            img = static_png(render_sharding(mesh, a, b, target or None, chip, caption=line))
         except Exception as exc:  # noqa: BLE001
             img = static_png(_message_figure(f"cannot draw: {type(exc).__name__}: {exc}"))
         box.last_readout, box.last_png = line, img.data
@@ -775,9 +791,19 @@ def collective_readout(kind: str = "all_gather", chip: str = "tpu-v5e", axis_siz
         return f"{head} → cannot evaluate: {msg}"
     where = "one hop" if k == "ppermute" else \
         f"an axis of {int(axis_size)} ({'wraparound' if wraparound else 'no wraparound'})"
+    warn = ""
+    if k != "ppermute":  # say when the axis cannot exist, or its wraparound is not the chip's (book ch. 2)
+        from .topology import default_wraparound
+        spec = get_chip(chip)
+        dims = spec.ici_torus_dims
+        if int(axis_size) > max(spec.pod_shape):
+            warn = f" | note: no {spec.name} axis has {int(axis_size)} chips (pod {'×'.join(map(str, spec.pod_shape))})"
+        elif bool(wraparound) != default_wraparound(spec, (int(axis_size),) + (1,) * (dims - 1))[0]:
+            warn = (f" | note: a {spec.name} axis of {int(axis_size)} "
+                    f"{'has no' if wraparound else 'has'} wraparound by ch. 2's rule")
     return (f"{COLLECTIVES_PREFIX}{k} of {format_si(float(n_bytes), 'B', digits=3)} over {where} on {c.chip} → "
             f"{format_time(c.seconds)}, {c.regime}-bound | latency term {format_time(c.latency_s)}, "
-            f"bandwidth term {format_time(c.bandwidth_s)} | knee {format_si(knee, 'B', digits=3)}")
+            f"bandwidth term {format_time(c.bandwidth_s)} | knee {format_si(knee, 'B', digits=3)}{warn}")
 
 
 def render_collective(kind: str = "all_gather", chip: str = "tpu-v5e", axis_size: int = 16,

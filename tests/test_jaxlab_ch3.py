@@ -13,6 +13,8 @@ import pytest
 
 pytest.importorskip("jax")
 
+from scalebook_utils import jaxlab  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _CHILD = textwrap.dedent("""
@@ -98,3 +100,17 @@ def test_explorer_compiles_every_preset_and_agrees(child):
 def test_reduce_scatter_cpu_form_explained(child):
     text = "\\n".join(child["rs"])
     assert "compiled as all-reduce + dynamic-slice" in text
+
+
+def test_book_spec_inverts_partition_spec():
+    from jax.sharding import PartitionSpec as P
+
+    assert jaxlab.book_spec("A", "IJ", P(None, "X")) == "A[I, J_X]"
+    assert jaxlab.book_spec("A", "IJ", P(("X", "Y"))) == "A[I_XY, J]"
+    assert jaxlab.book_spec("A", ("I", "J"), P()) == "A[I, J]"
+    for text in ("A[I_X, J_Y]", "A[I_YX, J]", "A[I, J]"):
+        assert jaxlab.book_spec("A", "IJ", jaxlab.partition_spec(text)) == text
+    assert jaxlab.book_matmul(P(None, "X"), P("X", None), P()) == "A[I, J_X] ·_J B[J_X, K] → C[I, K]"
+    assert jaxlab.book_matmul(P("X"), P(None, "Y")) == "A[I_X, J] ·_J B[J, K_Y]"
+    with pytest.raises(ValueError, match="entries"):
+        jaxlab.book_spec("A", "IJ", P("X", None, None))

@@ -7,7 +7,7 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from scalebook_utils import collectives, plots, sharding
+from scalebook_utils import hardware, collectives, plots, sharding
 
 
 def _draw(fig):
@@ -62,6 +62,25 @@ def test_collective_time_figure_shape():
     assert np.all(np.diff(y) >= -1e-18)  # monotone in bytes
     assert math.isclose(y[0], 8e-6)        # flat latency floor: 8 hops × 1 µs
     fig2 = plots.collective_time_figure("all_gather", "tpu-v5e", (4,), False, ax=ax)
-    assert fig2 is fig and len(ax.get_legend().get_texts()) == 2
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert fig2 is fig and len(texts) == 3  # two curves and the starred size
+    assert "knee 720 kB" in texts[0] and texts[1].startswith("this size: 1 MB") and "knee 180 kB" in texts[2]
+    assert not ax.texts                     # knees live in the legend: no labels to overlap
     _draw(plots.collective_time_figure("ppermute", "tpu-v6e", None))
     assert isinstance(plots.collective_time_figure("all_to_all", "tpu-v5p", (4, 4)), Figure)
+
+
+def test_allgather_axes_figure_only_real_axes():
+    """Review ch3 [16]: no 64-chip axis on v5e/v6e, a v5e/v6e axis of 4 is a line, no duplicate panels."""
+    from scalebook_utils import topology
+    fig = _draw(plots.allgather_axes_figure())
+    assert len(fig.axes) == 2
+    for rows in plots.ALLGATHER_AXES.values():
+        for x, wrap, where in rows:
+            chip = {"v5e": "tpu-v5e", "v4p": "tpu-v4p", "v6e": "tpu-v6e", "v5p": "tpu-v5p"}[where[:3]]
+            spec = hardware.get_chip(chip)
+            assert x <= max(spec.pod_shape)
+            pad = (x,) + (1,) * (spec.ici_torus_dims - 1) if not wrap or spec.ici_torus_dims == 2 else (x,) * 3
+            assert topology.default_wraparound(chip, pad)[0] == wrap, (x, wrap, where)
+    curves = [tuple(ln.get_ydata()) for ax in fig.axes for ln in ax.get_lines() if ln.get_linestyle() == "-"]
+    assert len(curves) == len(set(curves)) == 7  # every line differs from every other

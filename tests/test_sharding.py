@@ -361,6 +361,36 @@ def test_plan_wraparound_never_cheaper():
         assert line.t_comms >= ring.t_comms > 0
 
 
+def test_plan_wraparound_defaults_to_the_chips_rule():
+    """wraparound=None applies topology.default_wraparound to the mesh as a slice (review ch3 [23])."""
+    from scalebook_utils import collectives as col
+
+    assert sh.mesh_wraparound("{X: 2, Y: 4}", "tpu-v5e") == {"X": False, "Y": False}
+    assert sh.mesh_wraparound("{X: 16, Y: 4}", "tpu-v5e") == {"X": True, "Y": False}
+    assert sh.mesh_wraparound("{X: 4, Y: 4, Z: 4}", "tpu-v4p") == {"X": True, "Y": True, "Z": True}
+    assert sh.mesh_wraparound("{X: 4}", "tpu-v5p") == {"X": False}        # 4×1×1 is not a whole cube
+    assert sh.mesh_wraparound("{X: 2, Y: 4}", "tpu-v5e", True) == {"X": True, "Y": True}
+    assert sh.mesh_wraparound("{X: 2, Y: 4}", "tpu-v5e", (True, False)) == {"X": True, "Y": False}
+    with pytest.raises(ShardingError, match="one bool per axis"):
+        sh.mesh_wraparound("{X: 2, Y: 4}", "tpu-v5e", (True,))
+    a2a = "A[I_X, J] · B[J, K] → C[I, K_X]"
+    shapes = {"I": 8192, "J": 8192, "K": 8192}
+    default = sh.plan(a2a, "{X: 2, Y: 4}", shapes)
+    ring = sh.plan(a2a, "{X: 2, Y: 4}", shapes, wraparound=True)
+    line = sh.plan(a2a, "{X: 2, Y: 4}", shapes, wraparound=False)
+    assert default.t_comms == line.t_comms == pytest.approx(2 * ring.t_comms)  # 746 µs, not 373 µs
+    v = default.steps[0].n_bytes
+    assert default.t_comms == col.all_to_all(v, (2,), "tpu-v5e", wraparound=False).seconds
+    # per axis: only the 16-long axis of a v5e 16×4 mesh is a ring
+    ag = sh.plan("A[I, J_XY] · B[J, K] → C[I, K]", "{X: 16, Y: 4}", shapes)
+    v = ag.steps[0].n_bytes
+    assert ag.t_comms == col.all_gather(v, (16, 4), "tpu-v5e", wraparound=(True, False)).seconds
+    # a whole v4p cube keeps the ring
+    cube = "{X: 4, Y: 4, Z: 4}"
+    assert sh.plan(a2a, cube, shapes, chip="tpu-v4p").t_comms == sh.plan(a2a, cube, shapes, chip="tpu-v4p",
+                                                                          wraparound=True).t_comms
+
+
 def test_plan_errors():
     with pytest.raises(ShardingError, match="K"):
         sh.plan("A[I, J_X] · B[J, K]", MESH, {"I": 8, "J": 8})
@@ -396,6 +426,16 @@ def test_predicted_vs_compiled_rules():
     none = sh.plan("A[I_X, J] · B[J, K_Y] → C[I_X, K_Y]", MESH, SHAPES)
     assert sh.predicted_vs_compiled(none, {})[0]
     assert not sh.predicted_vs_compiled(none, {"all-gather": 1})[0]
+
+
+def test_matched_strategy_names_xlas_choice():
+    """Review ch3 [11]/[29]: say which strategy XLA chose, not just "agree"."""
+    g = sh.plan("A[I, J_X] · B[J, K_Y] → C[I, K_Y]", MESH, SHAPES)
+    assert g.strategy == "gather" and sh.matched_strategy(g, {"all-gather": 1}) == "gather"
+    assert sh.matched_strategy(g, {"all-reduce": 1}) == "reduce"             # the book's alternative
+    assert sh.matched_strategy(g, {"all-to-all": 3}) is None
+    rs = sh.plan("A[I, J_X] ·_J B[J_X, K] → C[I, K_X]", MESH, SHAPES)
+    assert sh.matched_strategy(rs, {"all-reduce": 1}, "dynamic-slice(") == rs.strategy  # the CPU form
 
 
 # --- the JAX program text (executed in test_sharding_jax.py) --------------------------------------

@@ -72,7 +72,9 @@ def test_collective_readout():
     assert "latency-bound" in widgets.collective_readout("all_gather", "tpu-v5e", 16, True, 1e4)
     assert "one hop" in widgets.collective_readout("ppermute", "tpu-v5e", 16, True, 1e3)
     nowrap = widgets.collective_readout("all_gather", "tpu-v5e", 4, False, 1e9)
-    assert "no wraparound" in nowrap
+    assert "no wraparound" in nowrap and "note" not in nowrap and "note" not in line
+    assert "note: a tpu-v5e axis of 4 has no wraparound" in widgets.collective_readout("all_gather", "tpu-v5e", 4, True)
+    assert "note: no tpu-v5e axis has 64 chips" in widgets.collective_readout("all_gather", "tpu-v5e", 64, True)
     assert widgets.collective_readout("bogus").startswith("collectives: bogus → cannot evaluate")
     assert "cannot evaluate" in widgets.collective_readout("all_gather", "tpu-v5e", 16, True, -5)
 
@@ -80,7 +82,7 @@ def test_collective_readout():
 def test_render_collective_overlays_wraparound():
     fig = widgets.render_collective()
     assert isinstance(fig, Figure) and len(fig.axes) == 1
-    assert len(fig.axes[0].get_legend().get_texts()) == 2
+    assert len(fig.axes[0].get_legend().get_texts()) == 3  # wrap, no wrap, and the starred size
 
 
 def test_builders_without_compile():

@@ -77,7 +77,8 @@ def _q4b(B, D, F, X, C, W):
 
 
 def _q4c() -> str:
-    p = sh.plan("X[B, D] ·_D Y[D_X, F] → Z[B, F]", "{X: 4}", Q4_SIZES, chip=V5P)
+    # the book's answer assumes a ring (V/W_ici); a lone axis of 4 v5p chips would have none (ch. 2)
+    p = sh.plan("X[B, D] ·_D Y[D_X, F] → Z[B, F]", "{X: 4}", Q4_SIZES, chip=V5P, wraparound=True)
     reduce = next(a for a in p.alternatives if a.strategy == "reduce")
     opts = ("Strategy 1 (AllGather the weights)", "Strategy 2 (local matmul + AllReduce)")
     return opts[1] if reduce.t_lower < p.t_lower else opts[0]

@@ -61,11 +61,13 @@ def _share_crossover(cfg: tf.TransformerConfig) -> float:
 
 
 def attention_share_readout(model: str | tf.TransformerConfig = "llama3-70b", T: float = 4096) -> str:
-    """``attention share: llama3-70b at T=4096 → attention/matmul FLOPs 0.078 | = 1 at T≈52,224 | = QKVO
+    """``attention share: llama3-70b at T=4096 → attention / layer matmuls 0.078 | = 1 at T≈52,224 | = QKVO
     projections at T≈9216 (ch4.q5) | MHA, F=4D, D=8192: T/(8D), 1 at 8D = 65,536``.
 
-    The ratio is `transformer.attention_to_matmul_flops_ratio` (self-attention, no causal saving, no
-    unembedding); the last part is the book's idealised model of the same D.
+    The ratio is `transformer.attention_to_matmul_flops_ratio`: per layer, so the unembedding is not in the
+    denominator (self-attention, no causal saving). The calculator's "+7.7%" for the same model and T divides
+    by all matmuls, unembedding included, hence a little less. The last part is the book's idealised model
+    of the same D.
     """
     name = model.name if isinstance(model, tf.TransformerConfig) else str(model)
     try:
@@ -74,7 +76,7 @@ def attention_share_readout(model: str | tf.TransformerConfig = "llama3-70b", T:
         cross, proj = _share_crossover(cfg), tf.attention_projection_crossover(cfg)
     except INPUT_ERRORS as exc:
         return f"{SHARE_PREFIX}{name} at T={T} → cannot evaluate: {error_text(exc)}"
-    return (f"{SHARE_PREFIX}{cfg.name} at T={format_number(T)} → attention/matmul FLOPs {r:.3g} | "
+    return (f"{SHARE_PREFIX}{cfg.name} at T={format_number(T)} → attention / layer matmuls {r:.3g} | "
             f"= 1 at T≈{cross:,.0f} | = QKVO projections at T≈{proj:,.0f} (ch4.q5) | MHA, F=4D, D={cfg.D}: T/(8D), 1 at 8D = {8 * cfg.D:,}")
 
 

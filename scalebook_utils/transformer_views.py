@@ -347,14 +347,20 @@ def remat_rows(cfg: tf.TransformerConfig = REMAT_EXAMPLE, tokens: float = 4e6, s
 
 
 def remat_readout(cfg: tf.TransformerConfig = REMAT_EXAMPLE, tokens: float = 4e6, seq_len: float = 4096) -> str:
-    """``remat: BT=4M tokens, L=64, D=8192, T=4096 → save everything 20·D: 84 TB, 6.37·P | … | block remat 1·D:
-    4.2 TB, 8.5·P`` (memory in bf16 with the book's tensor counts; FLOPs per token / matmul params)."""
+    """``remat: BT=4M tokens, L=64, D=8192, T=4096 → save everything 20·D: 84 TB, 6.37·P | save the big matmul
+    outputs ~7·D: 29 TB (13·D at true widths: 55 TB), 6.50·P | block remat 1·D: 4.2 TB, 8.50·P`` (memory in bf16
+    with the book's tensor counts, and the true-width count where it differs; FLOPs per token / matmul params)."""
     try:
         rows = remat_rows(cfg, tokens, seq_len)
     except INPUT_ERRORS as exc:
         return f"{REMAT_PREFIX}{getattr(cfg, 'name', cfg)} → cannot evaluate: {error_text(exc)}"
+    def true_width(r):  # the book's "≈ 7 tensors" are 13·D wide when F = 4D (the figure's hatched bar)
+        if math.isclose(r["bytes_true"], r["bytes"]):
+            return ""
+        return f" ({r['true_tensors']:.3g}·D at true widths: {format_si(r['bytes_true'], 'B', 2)})"
+
     parts = [f"{_POLICY_LABELS[r['policy']]} {'~' if r['policy'] == 'big_matmuls' else ''}{r['tensors']}·D: "
-             f"{format_si(r['bytes'], 'B', 2)}, {r['multiple']:.2f}·P" for r in rows]
+             f"{format_si(r['bytes'], 'B', 2)}{true_width(r)}, {r['multiple']:.2f}·P" for r in rows]
     return (f"{REMAT_PREFIX}BT={format_si(tokens, digits=3).replace(' ', '')} tokens, L={cfg.L}, D={cfg.D}, "
             f"T={format_number(seq_len)} → " + " | ".join(parts))
 

@@ -21,7 +21,7 @@ def test_attention_share_is_T_over_8D():
         for T in (1024, 8 * D):
             assert tf.attention_to_matmul_flops_ratio(cfg, T) == pytest.approx(T / (8 * D))
     line = V.attention_share_readout("book-ch4", 4096)
-    assert line.startswith("attention share: book-ch4 at T=4096 → attention/matmul FLOPs 0.125")
+    assert line.startswith("attention share: book-ch4 at T=4096 → attention / layer matmuls 0.125")
     assert "= 1 at T≈32,768" in line and "= QKVO projections at T≈8,192 (ch4.q5)" in line  # 8D and 2D
     assert "1 at 8D = 65,536" in V.attention_share_readout("llama3-70b")  # the book's "about 64K for D ≈ 8k"
     assert "cannot evaluate" in V.attention_share_readout("gpt9")

@@ -140,7 +140,7 @@ def test_remat_book_numbers():
     assert flat["block"] == pytest.approx(8)
     line = V.remat_readout()
     assert line.startswith("remat: BT=4M tokens, L=64, D=8192, T=4096 → save everything 20·D: 84 TB")
-    assert "block remat 1·D: 4.2 TB, 8.50·P" in line and "~7·D: 29 TB" in line
+    assert "block remat 1·D: 4.2 TB, 8.50·P" in line and "~7·D: 29 TB (13·D at true widths: 55 TB)" in line
 
 
 def test_render_remat():

@@ -139,8 +139,8 @@ def ring_schedule_figure(n: int, measured_s: Mapping[str, float] | None = None,
     ax.tick_params(length=0)
     for side in ("top", "right", "bottom", "left"):
         ax.spines[side].set_visible(False)
-    ax.set_title(f"collective matmul on a ring of {n}: block (j+s) mod {n};\n"
-                 f"arrows: ppermute j → j−1 (0 → {n - 1} wraps); {n - 1} shifts, each can hide behind a multiply", fontsize=8.5)
+    ax.set_title(f"ring of {n}: at step s device j multiplies block (j+s) mod {n};\n"
+                 f"arrows: ppermute j → j−1 (0 → {n - 1} wraps), {n - 1} shifts", fontsize=8.5)
     k = 1
     for data, label, scale in ((measured_s, f"{machine}, measured (µs)", 1e6), (book_us, "book, TPU (µs)", 1.0)):
         if data is None:

@@ -234,12 +234,15 @@ def shard_map(f, *, mesh, in_specs, out_specs, check: bool | None = None):
 def all_gather_invariant(x, axis_name, *, axis: int = 0, tiled: bool = False):
     """`lax.all_gather` whose result counts as replicated over `axis_name` (for a replicated out_spec).
 
-    New JAX tracks whether values vary across mesh axes and needs `to="invarying"`; old JAX has no
-    `to` argument (its checker is off under `shard_map(check=None)`, see difference 5).
+    New JAX (0.8+) tracks whether values vary across mesh axes and needs `to="invarying"`; JAX 0.6–0.7
+    (e.g. Colab's TPU runtime, 0.7.2) has the same check but spells it `lax.all_gather_invariant`; old
+    JAX has neither (its checker is off under `shard_map(check=None)`, see difference 5).
     """
     from jax import lax
     if "to" in inspect.signature(lax.all_gather).parameters:
         return lax.all_gather(x, axis_name, axis=axis, tiled=tiled, to="invarying")
+    if hasattr(lax, "all_gather_invariant"):
+        return lax.all_gather_invariant(x, axis_name, axis=axis, tiled=tiled)
     return lax.all_gather(x, axis_name, axis=axis, tiled=tiled)
 
 

@@ -293,7 +293,8 @@ def measured_roofline_figure(calibration_peak: float, calibration_bw: float,
             for k, (i, f, lab) in enumerate(sorted(pts)):
                 above = k % 2 == 0
                 ax.annotate(lab, xy=(i, f), xytext=(0, 7 if above else -8), textcoords="offset points",
-                            ha="center", va="bottom" if above else "top", fontsize=7.5, color="0.2")
+                            ha="center", va="bottom" if above else "top", fontsize=7.5, color="0.2",
+                            bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.75))
     ys = [p[1] for p in pts] + [calibration_peak]
     _intensity_axes(ax, (lo, hi), (min(min(ys) / 3, calibration_peak / 1e3), max(ys) * 3),
                     "measured throughput (FLOP/s)",

@@ -289,11 +289,14 @@ def measured_roofline_figure(calibration_peak: float, calibration_bw: float,
         ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=46, color="#d62728", edgecolor="white", zorder=5,
                    label="measured", gid="measured")
         if annotate and len(pts) <= 12:
-            for k, (i, f, lab) in enumerate(pts):
-                ax.annotate(lab, xy=(i, f), xytext=(5, -12 if k % 2 else 5), textcoords="offset points",
-                            fontsize=7.5, color="0.2")
+            # labels alternate above and below their points (in order of intensity), so neighbours do not collide
+            for k, (i, f, lab) in enumerate(sorted(pts)):
+                above = k % 2 == 0
+                ax.annotate(lab, xy=(i, f), xytext=(0, 7 if above else -8), textcoords="offset points",
+                            ha="center", va="bottom" if above else "top", fontsize=7.5, color="0.2",
+                            bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.75))
     ys = [p[1] for p in pts] + [calibration_peak]
-    _intensity_axes(ax, (lo, hi), (min(min(ys) / 3, calibration_peak / 1e3), calibration_peak * 3),
+    _intensity_axes(ax, (lo, hi), (min(min(ys) / 3, calibration_peak / 1e3), max(ys) * 3),
                     "measured throughput (FLOP/s)",
                     title or "Predict, then measure: matmuls on this machine's calibrated roofline")
     return fig
@@ -438,10 +441,14 @@ def systolic_frame_figure(run, cycle: int, *, figsize=None) -> Figure:
     M, K, N = run.shape
     t = cycle - run.load_cycles  # compute-phase cycle (negative while loading)
     feed_w = M + K - 1
-    width_units = feed_w + N + 1.5
+    # the leftmost activation still waiting sets the left edge (no empty margin once the feed has entered);
+    # at least 2.6 units stay free for the row labels left of the grid
+    waiting = [-((m + k) - max(t, -1)) for k in range(K) for m in range(M) if np.isfinite(s.feed[k, m])]
+    left = min([-2.6] + [x - 0.6 for x in waiting])
+    width_units = -left + N + 4.5  # + the colour key on the right
     height_units = K + M + 2.5 + (K if s.phase == "load" else 0)
     if figsize is None:
-        figsize = (min(11.0, 2.4 + 0.85 * width_units), min(9.5, 2.6 + 0.55 * height_units + 2.2))
+        figsize = (min(13.0, 2.4 + 0.85 * width_units), min(9.5, 2.6 + 0.55 * height_units + 2.2))
     fig = Figure(figsize=figsize, layout="constrained")
     ax, ax_u = fig.subplots(2, 1, height_ratios=[max(3.0, height_units * 0.6), 1.6])
     fs = max(6.0, min(9.0, 40 / max(K, N, 4)))
@@ -492,15 +499,26 @@ def systolic_frame_figure(run, cycle: int, *, figsize=None) -> Figure:
             ax.add_patch(Rectangle((n - 0.4, y0 - m - 0.4), 0.8, 0.8, fc="#fee391" if np.isfinite(v) else "0.96",
                                    ec="0.6", lw=0.6))
             ax.text(n, y0 - m, _cell_text(v) if np.isfinite(v) else "–", ha="center", va="center", fontsize=fs)
-    ax.set_xlim(-feed_w - 0.8, N - 0.4)
+    from matplotlib.patches import Patch
+
+    key = [Patch(fc=_BUSY, ec="0.3", label="busy: w weight,\na activation, Σ partial sum"),
+           Patch(fc=_LOADED, ec="0.3", label="weight loaded, idle"),
+           Patch(fc="#c6dbef", label="A waiting to enter"),
+           Patch(fc="#fee391", ec="0.6", label="finished entry of C")]
+    if s.phase == "load":
+        key.insert(2, Patch(fc=_EMPTY, ec="0.3", label="no weight yet"))
+        key.insert(3, Patch(fc="#fdd0a2", label="row of B to load"))
+    ax.legend(handles=key, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=fs, frameon=False,
+              title="key", title_fontsize=fs)
+    ax.set_xlim(left, N - 0.4)
     top = (K - 1 - cycle + 0.6) if s.phase == "load" and K - 1 - cycle > 0 else 1.0
     ax.set_ylim(y0 - M + 0.4, top + 0.2)
     ax.set_aspect("equal")
     ax.axis("off")
     phase = ("loading weights (rows of B shift down from the top)" if s.phase == "load"
              else "activations from the left (skewed), partial sums down")
-    ax.set_title(f"Systolic array {K}×{N}, A[{M}×{K}] @ B[{K}×{N}] — cycle {cycle} of {run.cycles - 1}: {phase}; "
-                 f"{s.n_active}/{K * N} cells busy", fontsize=9.5)
+    ax.set_title(f"Systolic array {K}×{N}, A[{M}×{K}] @ B[{K}×{N}] — cycle {cycle} (of cycles 0–{run.cycles - 1}):\n"
+                 f"{phase}; {s.n_active}/{K * N} cells busy", fontsize=9.5)
     systolic_utilisation_figure(run, cycle=cycle, ax=ax_u)
     return fig
 
@@ -687,9 +705,12 @@ def bandwidth_hierarchy_figure(chip: ChipSpec | str = "tpu-v5e", dtype: str = "b
         if bw:
             ax.barh(y, bw, left=lo, color=color, height=0.6, gid=f"channel:{name}")
             cw = peak / bw
-            ax.text(bw * 1.3, y, f"{format_si(bw, 'B/s')} → C/W = {cw:,.0f} FLOPs/byte" if cw >= 100 else
-                    f"{format_si(bw, 'B/s')} → C/W = {cw:.3g} FLOPs/byte", va="center",
-                    fontsize=8.5)
+            sub = "link" if name == "ICI" else name  # ICI: one link, one way (W_link); α_ici uses both directions
+            label = (f"{format_si(bw, 'B/s')} → C/W_{sub} = {cw:,.0f} FLOPs/byte" if cw >= 100 else
+                     f"{format_si(bw, 'B/s')} → C/W_{sub} = {cw:.3g} FLOPs/byte")
+            if name == "ICI":
+                label += f"\n(both directions, W_ici = 2·W_link: α_ici = C/W_ici = {cw / 2:,.0f})"
+            ax.text(bw * 1.3, y, label, va="center", fontsize=8.5)
         else:
             ax.text(lo * 1.3, y, "no number in the book for this chip", va="center", fontsize=8.5, color="0.4",
                     style="italic")

@@ -438,9 +438,11 @@ def render_slice(chip: str | ChipSpec, shape_text: str) -> Figure:
     far = tuple(n // 2 if w else n - 1 for n, w in zip(s.shape, s.wraparound))
     fig = plots.torus_figure(s.shape, s.wraparound, (0,) * s.ndim, far)
     ax = fig.axes[0]
-    ax.set_title(f"{s.chip} {_fmt_shape(s.shape)}: {s.n_chips:,} chips on {s.n_hosts:,} hosts — "
-                 f"route to the farthest chip, {topology.max_hops(s)} hops\n" + ax.get_title().split("\n", 1)[1],
-                 fontsize=9)
+    ax.set_title(f"{s.chip} {_fmt_shape(s.shape)}: {s.n_chips:,} chips on {s.n_hosts:,} hosts, "
+                 f"{s.n_tensorcores:,} TensorCores, {format_flops(s.peak_flops('bf16'))} bf16, "
+                 f"{format_si(s.hbm_bytes, 'B')} HBM\nroute to the farthest chip: {topology.max_hops(s)} hops "
+                 + ("(dashed stubs = wraparound links)" if any(s.wraparound) else "(no wraparound)")
+                 + "".join("\n" + line for line in ax.get_title().split("\n")[2:]), fontsize=9)
     return fig
 
 

@@ -151,10 +151,24 @@ def test_ch2_v5p_pod_numbers():
     assert v5p.tensorcores_per_chip == 2
 
 
+def test_ch2_mxu_throughput():
+    # ch. 2 "What is a TPU?": one bf16[8,128] @ bf16[128,128] every 8 cycles at 1.5 GHz ≈ 5e13 FLOPs/s per MXU;
+    # 4 MXUs per v5e TensorCore give the chip's 1.97e14
+    block_rate = 2 * 8 * 128 * 128 / 8 * 1.5e9
+    assert block_rate == approx(5e13, rel=0.03)
+    assert 4 * block_rate == approx(get_chip("tpu-v5e").peak_flops("bf16"), rel=0.005)
+    assert get_chip("tpu-v6e").mxu_size == 256 and get_chip("tpu-v5e").mxu_size == 128
+
+
 def test_ch2_critical_intensities():
     # front matter: C/W_ici for v5p ≈ 2550 (bidi per axis); v5e HBM α = 240
     v5p = get_chip("tpu-v5p")
     assert v5p.peak_flops("bf16") / v5p.ici_link_bandwidth_bidi_bytes_per_s == approx(2550)
+    # notebook 02 names the one-way-link ratio C/W_link and the bidirectional one α_ici = C/W_ici: a factor 2 apart
+    v5e = get_chip("tpu-v5e")
+    assert v5e.peak_flops("bf16") / v5e.ici_link_bandwidth_oneway_bytes_per_s == approx(4378)
+    assert v5e.peak_flops("bf16") / v5e.ici_link_bandwidth_bidi_bytes_per_s == approx(2189)
+    assert v5p.peak_flops("bf16") / v5p.dcn_bandwidth_bytes_per_s == approx(73_440)  # C/W_dcn (ch. 5)
 
 
 # ch. 12 spec tables: (SMs, SMEM/SM, L2, HBM bytes, HBM B/s (chosen), bf16 (chosen))

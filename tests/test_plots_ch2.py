@@ -38,7 +38,9 @@ def test_systolic_frame_every_cycle(run, cycle):
     busy = _gids(grid, "cell:")
     assert len(busy) == 9
     assert sum(a.get_gid().endswith(":busy") for a in busy) == run.snapshots[cycle].n_active
-    assert f"cycle {cycle} of 8" in grid.get_title()
+    assert f"cycle {cycle} (of cycles 0–8)" in grid.get_title()  # 9 cycles, numbered 0..8
+    key = grid.get_legend()  # the colour key: busy / loaded / waiting / finished
+    assert key is not None and any("busy" in t.get_text() for t in key.get_texts())
     assert "cycle" in util.get_xlabel() and "(%)" in util.get_ylabel()
     _png(fig)
 
@@ -125,5 +127,7 @@ def test_bandwidth_hierarchy_v5e_numbers():
     assert rows["VMEM"] == pytest.approx(22 * 8.2e11) and rows["HBM"] == 8.2e11
     assert rows["ICI"] == 4.5e10 and rows["PCIe"] is None and rows["DCN"] == 3.125e9
     texts = " ".join(t.get_text() for t in plots.bandwidth_hierarchy_figure("tpu-v5e").axes[0].texts)
-    assert "C/W = 240 FLOPs/byte" in texts and "C/W = 10.9 FLOPs/byte" in texts and "no number" in texts
+    assert "C/W_HBM = 240 FLOPs/byte" in texts and "C/W_VMEM = 10.9 FLOPs/byte" in texts and "no number" in texts
+    # the one-way link and the bidirectional W_ici of chapters 3 and 5 carry different names (4,378 vs 2,189)
+    assert "C/W_link = 4,378 FLOPs/byte" in texts and "α_ici = C/W_ici = 2,189" in texts
     assert "VMEM" not in {n for n, _, _ in plots.bandwidth_channels("tpu-v6e")}  # the book gives v6e no VMEM size

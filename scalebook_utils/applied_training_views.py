@@ -168,10 +168,12 @@ def min_chips_for_memory(model="llama3-70b", batch_tokens: float = 4 * 2**20, ch
 
 
 def render_memory_vs_checkpoints(model="llama3-70b", batch_tokens: float = 4 * 2**20, n_chips: int = 256,
-                                 chip="tpu-v5p", checkpoints: Sequence[int] = (1, 2, 3, 4, 5, 6, 8), *,
+                                 chip="tpu-v5p", checkpoints: Sequence[int] = (1, 2, 3, 4, 5, 6, 7, 8), *,
                                  current: float | None = None, ax=None) -> Figure:
     """Stacked bars of memory per chip (params, optimizer, activation checkpoints) against checkpoints per
-    layer on `n_chips` chips, with the chip's HBM as a line; bars over HBM are hatched."""
+    layer on `n_chips` chips, with the chip's HBM as a line; bars over HBM are hatched. When every bar is
+    under a quarter of HBM the axis zooms onto the bars and HBM is named in the legend instead (a line at
+    96 GB would flatten 1 GB bars into the axis)."""
     try:
         spec = get_chip(chip)
         name = tf.get_model(model).name
@@ -194,13 +196,18 @@ def render_memory_vs_checkpoints(model="llama3-70b", batch_tokens: float = 4 * 2
         bottom += v
     for xi, t in zip(x, bottom):
         ax.text(xi, t, f"{t:.3g} GB", ha="center", va="bottom", fontsize=8)
-    ax.axhline(hbm, color="#d62728", lw=1.5, ls="--", label=f"HBM per chip ({hbm:.0f} GB)")
+    zoom = bottom.max() < hbm / 4
+    if zoom:  # HBM far above every bar: keep the bars readable, say where HBM is
+        ax.plot([], [], color="#d62728", lw=1.5, ls="--",
+                label=f"HBM per chip ({hbm:.0f} GB, {hbm / bottom.max():.0f}× the tallest bar: off this scale)")
+    else:
+        ax.axhline(hbm, color="#d62728", lw=1.5, ls="--", label=f"HBM per chip ({hbm:.0f} GB)")
     if current is not None and current in checkpoints:
         i = list(checkpoints).index(current)
         ax.annotate("current", (i, bottom[i]), xytext=(0, 14), textcoords="offset points", ha="center", fontsize=8,
                     color="0.3")
     ax.set_xticks(x, [str(k) for k in checkpoints])
-    ax.set_ylim(0, max(bottom.max(), hbm) * 1.18)
+    ax.set_ylim(0, (bottom.max() * 1.35) if zoom else max(bottom.max(), hbm) * 1.18)
     ax.set_xlabel("activation checkpoints per layer (each D values per token, bf16)")
     ax.set_ylabel("memory per chip (GB)")
     ax.set_title(f"{name}, batch {format_si(batch_tokens, digits=3)} tokens on {n_chips:,} chips "
@@ -243,7 +250,7 @@ def render_budget(model="llama3-70b", tokens: float = 15e12, chips: int = 8960, 
     mfus = sorted({0.2, 0.4, round(float(mfu), 2)} | {0.6})
     render_days_to_train(model, tokens, chip, mfus, chips=chips, current_mfu=round(float(mfu), 2),
                          chips_range=(min(128, chips / 2), max(2**17, chips * 2)), ax=ax1)
-    ks = sorted({1, 2, 3, 4, 6, 8, int(checkpoints_per_layer)})
+    ks = list(range(1, max(8, int(checkpoints_per_layer)) + 1))  # evenly spaced: every count up to the current
     render_memory_vs_checkpoints(model, batch_tokens, chips, chip, ks, current=checkpoints_per_layer, ax=ax2)
     return fig
 

@@ -449,7 +449,8 @@ def render_planner(model="llama3-70b", chip="tpu-v5p", chips: int | None = None,
     ax1.set_xlabel("time per step (ms; they overlap, the longest sets the step)")
     ax1.set_title(f"winner: {b.config.name}\n{format_time(b.step_time)}/step, MFU {b.mfu:.0%}, bound by {b.bound}",
                   fontsize=9)
-    fam = [(k, p.best_of(k)) for k in ("dp", "fsdp", "tp", "fsdp+tp", "pp")]
+    # grouped as the labels say (`_family`: DP+ZeRO-1/2 with TP counts as "DP or FSDP + TP"); p.feasible is ranked
+    fam = [(k, next((e for e in p.feasible if _family(e.config) == k), None)) for k in ("dp", "fsdp", "tp", "fsdp+tp", "pp")]
     labels, steps, cols, notes = [], [], [], []
     for k, e in fam:
         labels.append(_FAMILY_LABELS[k])

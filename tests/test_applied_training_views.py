@@ -48,7 +48,15 @@ def test_days_and_memory_figures():
     _labelled(ax)
     assert len(ax.patches) == 3 * 4  # params, optimizer, activations stacked for 4 settings
     assert any("HBM" in lbl for lbl in ax.get_legend_handles_labels()[1])
-    assert len(_draw(A.render_budget()).axes) == 2
+    assert ax.get_ylim()[1] > 96  # some bars exceed HBM on 256 chips: the HBM line is drawn to scale
+    ticks = [t.get_text() for t in _draw(A.render_memory_vs_checkpoints("llama3-70b")).axes[0].get_xticklabels()]
+    assert ticks == [str(k) for k in range(1, 9)]  # every count 1…8, evenly spaced (no missing 7)
+    budget = _draw(A.render_budget())
+    assert len(budget.axes) == 2
+    right = budget.axes[1]  # 8960 chips: ≈ 0.7–5 GB per chip against 96 GB of HBM
+    assert right.get_ylim()[1] < 10, right.get_ylim()  # zoomed onto the bars, HBM named in the legend
+    assert any("HBM" in lbl and "off this scale" in lbl for lbl in right.get_legend_handles_labels()[1])
+    assert [t.get_text() for t in right.get_xticklabels()] == [str(k) for k in range(1, 9)]
     assert _is_message(A.render_budget("nope"))
 
 

@@ -260,3 +260,31 @@ def test_ch6_worked_problems_from_the_planner():
     ratio = (P("llama3-405b") / 8) / (P("llama3-70b") / 4)
     assert expected("ch6.q2e") / expected("ch6.q1c") == pytest.approx(ratio, rel=1e-9)
     assert expected("ch6.q2a") == pytest.approx(405e9, rel=0.005)
+
+
+def test_ch6_planner_layouts_the_notebook_explains():
+    # notebooks/06 explains two planner results that look as if they beat the mixed FSDP+TP rule of thumb.
+    # Worked Problem 1 (70B, 4 pods, 117 tokens/chip just above 113): the winner is DP+ZeRO-1 1120 × TP 8,
+    # compute-bound; FSDP on the same split is bound by its three weight passes (none of 8960's splits with a
+    # TP degree dividing 64 heads is near the real-valued X_opt ≈ 810)
+    p4 = tr.plan("llama3-70b", 4 * 2**20, V5P, slices=4)
+    b = p4.best
+    assert (b.config.X, b.config.Y, b.config.zero, b.bound) == (1120, 8, 1, "compute")
+    assert tr.optimal_fsdp_degree(2**20, 28_672, 8960) == pytest.approx(810, abs=1)
+    fsdp = p4.best_of("fsdp+tp")
+    assert (fsdp.config.X, fsdp.config.Y) == (1120, 8) and fsdp.bound == "DP/FSDP comms"
+    # 8 pods: 59 tokens per chip, below 113 and below ZeRO-1's 2/3 · 113: bound by TP comms at ≈ 67%
+    b8 = tr.plan("llama3-70b", 4 * 2**20, V5P, slices=8).best
+    assert b8.bound == "TP comms" and b8.mfu == pytest.approx(0.67, abs=0.01)
+    # Worked Problem 2 (405B, 8 pods, 4M batch: 58.5 tokens/chip < 61): DP+ZeRO-1 280 × TP 32 with TP over two
+    # axes (M_X, M_Y) = (1, 2), no remat; ZeRO-1 moves the weights twice per step (2/3 of FSDP's three passes)
+    e = tr.plan("llama3-405b", 4 * 2**20, V5P, slices=8).best
+    assert (e.config.X, e.config.Y, e.config.zero, e.config.remat, e.bound) == (280, 32, 1, "none", "compute")
+    assert tr.ici_axes(V5P, 280, 32) == (1, 2)
+    t_data = 2 * 2 * (P("llama3-405b") / 32) / tr.ici_bandwidth(V5P)
+    assert e.t_fsdp == pytest.approx(t_data, rel=1e-12)
+    assert t_data < e.t_math < 1.5 * t_data  # compute-bound as ZeRO-1, communication-bound as FSDP
+    assert e.mfu == pytest.approx(1.0, rel=1e-9)  # roofline MFU: compute-bound, no remat
+    # with the 16M batch (234 tokens per chip) the winner is plain FSDP × TP
+    b16 = tr.plan("llama3-405b", 16 * 2**20, V5P, slices=8).best
+    assert (b16.config.X, b16.config.Y, b16.config.zero, b16.bound) == (1120, 8, 3, "compute")

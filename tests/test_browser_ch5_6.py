@@ -42,7 +42,7 @@ def test_chapter5_training_picture(repo_server, page):
 
 @pytest.mark.timeout(300)
 def test_chapter6_planner_slices(repo_server, page):
-    """Chapter 6: Run All, then move the planner's slices slider (1 → 16 pods over DCN) and see a new plan."""
+    """Chapter 6: Run All, then move the planner's slices slider (4 → 16 pods over DCN) and see a new plan."""
     from scalebook_utils import training_views as V
 
     assert (REPO / CHAPTER6).exists(), f"{CHAPTER6} is missing"
@@ -50,8 +50,9 @@ def test_chapter6_planner_slices(repo_server, page):
     before, after = bs.run_notebook_and_drive_slider(
         page, repo_server, CHAPTER6, V.PLANNER_PREFIX, "slices", name="ch6"
     )
-    assert before == V.planner_readout("llama3-70b", "tpu-v5p", 8960, 1, 4 * 2**20, 4096, True), before
-    assert "best: FSDP 2240 × TP 4" in before, before
+    # the notebook opens the planner on Worked Problem 1's 4 pods (one pod is chapter 5's default view)
+    assert before == V.planner_readout("llama3-70b", "tpu-v5p", slices=4, batch_tokens=4 * 2**20), before
+    assert "slices=4" in before and "best: DP+ZeRO-1 1120 × TP 8 × 4 slices (DCN)" in before, before
     assert bs.marker_value(after, "slices") == "16", after
     assert after == V.planner_readout("llama3-70b", "tpu-v5p", 8960, 16, 4 * 2**20, 4096, True), after
     assert "× 16 slices (DCN)" in after, after

@@ -147,6 +147,17 @@ def test_render_planner_two_panels():
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()][-1] == "compute"
 
 
+def test_render_planner_family_bar_holds_a_dp_zero1_tp_winner():
+    # 70B on 4 v5p pods: DP+ZeRO-1 1120 × TP 8 wins; the "DP or FSDP + TP" bar must show it (the winner's red),
+    # not only the best ZeRO-3 layout of that family
+    fig = _draw(V.render_planner(slices=4))
+    ax = fig.axes[1]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    bar = ax.patches[labels.index("DP or FSDP + TP")]
+    assert bar.get_width() == pytest.approx(V.get_plan(slices=4).best.step_time * 1e3)
+    assert any("DP+ZeRO-1 1120 × TP 8" in t.get_text() for t in ax.texts)
+
+
 def test_planner_widget_updates_and_is_fast():
 
     w = V.planner_widget()

@@ -634,7 +634,8 @@ class Comparison:
     def agree(self) -> bool:
         return all(r.ok for r in self.rows) and not self.unexplained
 
-    def table(self) -> str:
+    def table(self, notes: bool = True) -> str:
+        """The rows as a text table; `notes=False` leaves out the list of allowed differences used."""
         head = f"{'model kind':<15}{'axis':<5}{'shape':<14}{'arrays':<16}{'predicted':>10}{'compiled':>9}  compiled as"
         lines = [f"{self.strategy} on {self.mesh_shape[0]}×{self.mesh_shape[1]} — agree: {self.agree}", head]
         for r in self.rows:
@@ -651,7 +652,8 @@ class Comparison:
             lines.append(f"+ {len(self.scalar_extras)} scalar all-reduce(s) (the loss)")
         for u in self.unexplained:
             lines.append(f"unexplained: {u}")
-        lines += [f"note: {n}" for n in self.notes]
+        if notes:
+            lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 
 
@@ -745,6 +747,34 @@ def compare_collectives(result: TrainResult) -> Comparison:
                       tuple(notes))
 
 
+@dataclass(frozen=True)
+class _Compiled:
+    """What `compare_collectives` reads of a run: enough to compare a step compiled outside `train`."""
+
+    strategy: str
+    mesh_shape: tuple[int, int]
+    collectives: tuple[HloCollective, ...]
+    dims: dict
+    bytes_per_element: int
+    model_kind: str = "mlp"
+
+
+def compare_compiled(collectives, strategy: str, mesh_shape, *, B: int, D: int, F: int, L: int,
+                     bytes_per_element: int = 4) -> Comparison:
+    """`compare_collectives` for an MLP-stack step you jitted yourself (the notebook's visible step).
+
+    collectives: `jaxlab.parse_hlo_collectives(hlo, (X, Y), axis_names)` of the compiled step, with the
+    mesh axes named 'X'/'Y' (the book's letters) or 'data'/'model'; strategy: the scheme whose algorithm
+    box (`training.step_collectives`, L blocks) it should match; B, D, F, L: the model's sizes;
+    bytes_per_element: 4 for fp32. Same agreement rule as `compare_collectives`: a layout that is not the
+    scheme's (an edited PartitionSpec) shows as rows that do not match or collectives left unexplained.
+    Raises ValueError when the mesh does not fit the scheme (`check_mesh`: DP and FSDP need Y = 1, TP X = 1).
+    """
+    X, Y = check_mesh(strategy, mesh_shape, n_devices=math.prod(int(v) for v in mesh_shape))
+    dims = {"B": int(B), "D": int(D), "F": int(F), "L": int(L)}
+    return compare_collectives(_Compiled(strategy, (X, Y), tuple(collectives), dims, int(bytes_per_element)))
+
+
 def _compare_kinds(result, comp, scalars, notes):
     """The transformer's kind-level rule (see `compare_collectives`)."""
     X, Y = result.mesh_shape
@@ -786,5 +816,5 @@ def _compare_kinds(result, comp, scalars, notes):
 __all__ = [
     "AXES", "STRATEGIES", "LOSS_RTOL", "init_mlp_stack", "mlp_forward", "mlp_loss", "mlp_batch", "MLPStack",
     "TinyTransformer", "check_strategy", "check_mesh", "default_mesh_shape", "TrainResult", "reference_run", "train",
-    "predicted_step", "CollectiveRow", "Comparison", "compare_collectives",
+    "predicted_step", "CollectiveRow", "Comparison", "compare_collectives", "compare_compiled",
 ]

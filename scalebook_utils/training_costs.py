@@ -271,8 +271,10 @@ def comms_ratio(strategy: str, batch_per_chip: float, F: float, N: int, chip="tp
 
     dp, fsdp: (B/N) · M / α over all `n_axes`; tp (Y = N on one axis): F / (N α); fsdp+tp with M_X = n_axes − 1,
     M_Y = 1 at the best real-valued split: T_math/T_comms = (BF/(Nα)) / max(F·X/(N·M_X), B/(X·M_Y)) with
-    X = X_opt — sqrt(B F M_X M_Y / N) / α (communication grows like √B, compute like B). Where X_opt ≥ N no
-    TP is left and the curve is pure FSDP's over all axes; where X_opt < 1 it is X = 1 (all TP).
+    X = X_opt — sqrt(B F M_X M_Y / N) / α (communication grows like √B, compute like B). Where X_opt < 1 it is
+    X = 1 (all TP). The best FSDP+TP layout may also be Y = 1, i.e. pure FSDP over *all* n_axes axes (M_X = n_axes,
+    not n_axes − 1): the ratio is the larger of the two, so the curve joins FSDP's where that wins, from
+    B/N = F·M_X·M_Y / n_axes² on (≈ 6,700 for F = 30k on a 3-D slice; √(B F M_X M_Y/N)/α = (B/N)·n_axes/α there).
     """
     require_positive(batch_per_chip=batch_per_chip, F=F, N=N)
     a, M = alpha(chip, dtype), _axes(n_axes, "n_axes")
@@ -283,11 +285,12 @@ def comms_ratio(strategy: str, batch_per_chip: float, F: float, N: int, chip="tp
     if strategy == "fsdp+tp":
         M_X, M_Y = max(M - 1, 1), 1
         B = batch_per_chip * N
+        fsdp_all_axes = batch_per_chip * M / a           # Y = 1: pure FSDP over every axis
         X = optimal_fsdp_degree(B, F, N, M_X, M_Y)
-        if X >= N:  # no TP left: pure FSDP over all axes
-            return batch_per_chip * M / a
+        if X >= N:  # no TP left
+            return fsdp_all_axes
         X = max(X, 1.0)
-        return (B * F / (N * a)) / max(F * X / (N * M_X), B / (X * M_Y))
+        return max((B * F / (N * a)) / max(F * X / (N * M_X), B / (X * M_Y)), fsdp_all_axes)
     raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
 
 

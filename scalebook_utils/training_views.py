@@ -141,7 +141,8 @@ def render_picture(chip="tpu-v5p", shape="4x4x4", F: float = 30_000, batch_per_c
                    b_range: tuple[float, float] = (10, 1e5), ax=None) -> Figure:
     """Log-log T_math/T_comms against B/N for DP, FSDP, TP and FSDP+TP, the ratio-1 line and the thresholds.
 
-    The FSDP+TP curve is dotted where its optimal X = sqrt(B/F · M_X/M_Y · N) leaves [1, N] (no such mesh).
+    FSDP+TP is drawn where a real mix beats both pure schemes; elsewhere its best split is all TP (small B/N)
+    or Y = 1, pure FSDP over all axes (large B/N), and its curve is theirs (`training.comms_ratio`).
     Book ch. 5, figure "mixed-fsdp-comms-2".
     """
     try:
@@ -161,15 +162,15 @@ def render_picture(chip="tpu-v5p", shape="4x4x4", F: float = 30_000, batch_per_c
     ax.plot(b, curves["dp"], color=_COLORS["dp"], lw=1.6, ls=(0, (5, 4)),
             label="DP (same ratio: backward AllReduce)")
     ax.plot(b, curves["tp"], color=_COLORS["tp"], lw=2.2, label=f"TP, Y = N = {N} (flat in B)")
-    M_X = max(n - 1, 1)
-    x_opt = np.sqrt(b * N / F * M_X * N)  # X_opt with B = N·(B/N), M_Y = 1
-    ok = (x_opt >= 1) & (x_opt <= N)
+    # FSDP+TP's best split is X = 1 (all TP) at tiny B/N and Y = 1 (FSDP over all n axes) at large B/N: there its
+    # curve *is* TP's or FSDP's and is drawn only where a real mix beats both (M_X = n − 1 axes, M_Y = 1).
     mixed = curves["fsdp+tp"]
-    ax.plot(np.where(ok, b, np.nan), np.where(ok, mixed, np.nan), color=_COLORS["fsdp+tp"], lw=2.4,
-            label="FSDP+TP at the optimal split (∝ √B)")
-    if not ok.all():
-        ax.plot(np.where(~ok, b, np.nan), np.where(~ok, mixed, np.nan), color=_COLORS["fsdp+tp"], lw=1.4, ls=":",
-                label="FSDP+TP where X_opt is outside 1…N")
+    own = mixed > np.maximum(curves["fsdp"], curves["tp"]) * (1 + 1e-9)
+    core = own.copy()
+    own[1:] |= core[:-1]                                  # one more point each side: meet the pure curves
+    own[:-1] |= core[1:]
+    ax.plot(np.where(own, b, np.nan), np.where(own, mixed, np.nan), color=_COLORS["fsdp+tp"], lw=2.4,
+            label=f"FSDP+TP, best split (∝ √B; M_X = {max(n - 1, 1)}, M_Y = 1); meets TP or FSDP where they win")
     ax.axhline(1.0, color="black", lw=1.2)
     ax.set_xscale("log")
     ax.set_yscale("log")

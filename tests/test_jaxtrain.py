@@ -69,6 +69,17 @@ out["tampered"] = dict(
     all_to_all=jt.compare_collectives(dataclasses.replace(r, collectives=h + (a2a,))).agree,
     extra=jt.compare_collectives(dataclasses.replace(r, collectives=h + (big,))).agree)
 
+# compare_compiled: the same rule for a step compiled outside `train` (the notebook's), mesh axes named X, Y
+r = keep[("fsdp+tp", (4, 2))]
+ref_table = jt.compare_collectives(r).table()
+dims = dict(B=64, D=64, F=256, L=4)
+out["compiled"] = dict(
+    same=jt.compare_compiled(r.collectives, "fsdp+tp", (4, 2), **dims).table() == ref_table,
+    xy_names=jt.compare_compiled(jaxlab.parse_hlo_collectives(r.hlo, (4, 2), ("X", "Y")), "fsdp+tp", (4, 2),
+                                 **dims).table() == ref_table,
+    as_dp=jt.compare_compiled(keep[("fsdp", (8, 1))].collectives, "dp", (8, 1), **dims).agree,
+    short=jt.compare_compiled(r.collectives, "fsdp+tp", (4, 2), **dims).table(notes=False).count("note:"))
+
 t0 = time.time()
 for s, mesh, cfg in tf_cases:
     model = jt.TinyTransformer({"micro": tinymodel.MICRO, "tiny": tinymodel.TINY}[cfg])
@@ -231,3 +242,10 @@ def test_predicted_step_drops_the_first_layers_dIn():
     assert len(lo) == 8 and len(hi) == 11                  # layer 0 needs no backward W_in gather
     assert not any(c.axis == "Y" for c in jt.predicted_step("fsdp+tp", B=64, D=64, F=256, L=1, X=8, Y=1,
                                                               bytes_per_element=4))
+
+
+def test_compare_compiled_is_compare_collectives_for_a_step_compiled_elsewhere(report):
+    c = report["compiled"]
+    assert c["same"] and c["xy_names"]        # the book's axis names X, Y read like 'data', 'model'
+    assert c["as_dp"] is False                # FSDP's weight gathers are not in DP's algorithm box
+    assert c["short"] == 0                    # table(notes=False) leaves the notes out

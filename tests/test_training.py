@@ -251,3 +251,15 @@ def test_mixed_ratio_is_clamped_to_pure_fsdp_at_huge_batches():
     b = 1e6
     assert T.optimal_fsdp_degree(b * 64, 30_000, 64) > 64
     assert T.comms_ratio("fsdp+tp", b, 30_000, 64, "v5p", n_axes=3) == approx(b * 3 / 2550)
+
+
+def test_mixed_ratio_never_falls_below_pure_fsdp_over_all_axes():
+    # review ch5 [16]: with M_X = 2, M_Y = 1 the real-valued mix falls below FSDP over 3 axes from
+    # B/N = F·M_X·M_Y/3² (≈ 6,667 for F = 30k) on; Y = 1 is one of FSDP+TP's splits, so its best ratio is FSDP's there
+    F, N = 30_000, 64
+    cross = F * 2 * 1 / 3**2
+    for b in (100, 1000, 0.9 * cross, 1.1 * cross, 12_000, 1e5):
+        mixed, fsdp = (T.comms_ratio(s, b, F, N, "v5p", n_axes=3) for s in ("fsdp+tp", "fsdp"))
+        assert mixed >= fsdp
+        assert (mixed == approx(fsdp)) == (b > cross)
+    assert T.comms_ratio("fsdp+tp", 0.9 * cross, F, N, "v5p", n_axes=3) == approx((0.9 * cross * F * 2) ** 0.5 / 2550)

@@ -69,6 +69,7 @@ def spec_for(qid: str) -> dict:
         spec.update(variables=list(q.variables), points=_points(q))
     elif q.kind == "code":
         spec["inputs"] = [encode_value(tuple(args)) for args in q.test_inputs]
+        spec["compile"] = q.compiled is not None
     return spec
 
 
@@ -354,10 +355,70 @@ def _check_code(q: Question, rec: dict) -> tuple[bool, str]:
         if i >= len(outputs):
             return False, f"incorrect — no result for test input {i + 1}"
         out = outputs[i]
+        if "untraceable" in out:
+            return False, (f"incorrect — jax.jit could not trace your function ({out['untraceable']}); the question "
+                           "asks for a JAX program: use jnp and jax.lax, and return the jax array")
         if "raised" in out:
             return False, f"incorrect — your function raised {out['raised']} on test input {i + 1}"
         got = np.asarray(decode_value(out["value"]), dtype=np.float64)
         want = ref(*args)
         if np.shape(got) != np.shape(want) or not np.allclose(got, np.asarray(want), rtol=1e-5, atol=1e-6):
             return False, f"incorrect — wrong result on test input {i + 1} of {len(q.test_inputs)}"
+        if q.compiled is not None:
+            problem = compiled_problem(q.compiled, args, str(out.get("hlo", "")))
+            if problem:
+                return False, f"incorrect — right values, but {problem} ({q.compiled.why})"
     return True, "correct"
+
+
+_RESULT = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*(?:\()?\w+\[([\d,]*)\]")
+_PAIRS = re.compile(r"source_target_pairs=\{((?:\{\d+,\d+\},?)*)\}")
+
+
+def _shapes(hlo: str) -> list[tuple[int, ...]]:
+    """Every array shape the HLO text mentions (results and operands), e.g. (16, 8, 16) for f32[16,8,16]."""
+    return [tuple(int(d) for d in m.split(",") if d) for m in re.findall(r"\b(?:f|bf|s|u|pred)\d*\[([\d,]*)\]", hlo)]
+
+
+def compiled_problem(rule, args: tuple, hlo: str) -> str | None:
+    """What the compiled program `hlo` lacks or has against `rule` (questions.Compiled), or None if it complies."""
+    from .compiled_collectives import count_hlo_collectives
+    if not hlo.strip():
+        return "no compiled program was recorded"
+    kinds = count_hlo_collectives(hlo)
+    found = ", ".join(f"{n} × {k}" for k, n in sorted(kinds.items())) or "no collective"
+    for need in rule.value("require", args):
+        if not any(kinds.get(k) for k in need.split("|")):
+            return f"its compiled program has no {' or '.join(need.split('|'))} (found: {found})"
+    forbid = rule.value("forbid", args)
+    if "any" in forbid and kinds:
+        return f"its compiled program communicates ({found}) where none is needed"
+    bad = [k for k in forbid if k != "any" and kinds.get(k)]
+    if bad:
+        return f"its compiled program uses {', '.join(bad)} (found: {found})"
+    parts = rule.value("partitions", args)
+    if parts is not None:
+        m = re.search(r"num_partitions=(\d+)", hlo)
+        got = int(m.group(1)) if m else 1
+        if got != parts:
+            return f"it is compiled for {got} device(s), not split over the {parts} the question asks for"
+    shape = rule.value("no_array_of", args)
+    if shape is not None and tuple(shape) in _shapes(hlo):
+        return f"it builds an array of shape {list(shape)}"
+    shape = rule.value("no_gather_of", args)
+    if shape is not None:
+        for line in hlo.splitlines():
+            m = _RESULT.match(line)
+            if m and re.search(r"\ball-gather(-start)?\(", line) and \
+                    tuple(int(d) for d in m.group(1).split(",") if d) == tuple(shape):
+                return f"it all-gathers the whole {list(shape)} array"
+    dots = rule.value("min_dots", args)
+    if dots is not None:
+        n = len(re.findall(r"\b(?:dot|convolution)\(", hlo))
+        if n < dots:
+            return f"its matmul is one piece ({n} dot), not {dots} tiles overlapped with the collective"
+    if rule.bidirectional:
+        pairs = {tuple(map(int, p)) for body in _PAIRS.findall(hlo) for p in re.findall(r"\{(\d+),(\d+)\}", body)}
+        if not any((b, a) in pairs for a, b in pairs if a != b):
+            return "its collective-permutes go one way round the ring only"
+    return None

@@ -19,7 +19,9 @@ Collective matmuls (book ch. 10 "Collective matmul", Wang et al. 2023) as shard_
 how many collectives each compiled matmul waits for, and `hlo_schedule` the order XLA put them in.
 
 The worked problems (`q1a_jit`, `q1a_shard_map`, `q1b`, `moe_local`, `moe_ragged`, `moe_jit`,
-`moe_gather`, `moe_all_to_all`, `moe_topk`) take and return numpy arrays, so `check()` can run them.
+`moe_gather`, `moe_all_to_all`, `moe_topk`, `q3a`…`q4`) take arrays and mesh sizes and return a jax
+array, and JAX can trace each: `check()` compiles them with `jax.jit` (the sizes static) on the
+simulated devices and reads the collectives of the compiled program.
 CPU wall times of these say nothing about TPU interconnects; compare collectives in HLO instead.
 
 Setup (before JAX runs anything)::
@@ -205,15 +207,15 @@ def shard_map_collectives(mesh_shape=(8,), n: int = 64) -> list[dict]:
     return rows
 
 
-# --- the worked problems (numpy in, numpy out: `check()` calls these) ---------------------------------
+# --- the worked problems (arrays in, a jax array out; JAX can trace each: `check()` compiles them) ----------
 
 
-def q1a_jit(x, X: int, Y: int) -> np.ndarray:
+def q1a_jit(x, X: int, Y: int) -> jax.Array:
     """Mean of each (X, Y) shard of x[S_X, D_Y] with plain jax.jit → [X, Y] (ch10.q1a)."""
     mesh = _mesh(X, Y)
     S, D = np.shape(x)
     f = jax.jit(lambda v: v.reshape(X, S // X, Y, D // Y).mean(axis=(1, 3)), out_shardings=NS(mesh, P("X", "Y")))
-    return np.asarray(f(_put(np.asarray(x, np.float32), mesh, P("X", "Y"))))
+    return f(_put(jnp.asarray(x, jnp.float32), mesh, P("X", "Y")))
 
 
 def _q1a_sm(mesh):
@@ -221,10 +223,10 @@ def _q1a_sm(mesh):
                                      out_specs=P("X", "Y")))
 
 
-def q1a_shard_map(x, X: int, Y: int) -> np.ndarray:
+def q1a_shard_map(x, X: int, Y: int) -> jax.Array:
     """The same with shard_map: each device averages its own block (no communication at all)."""
     mesh = _mesh(X, Y)
-    return np.asarray(_q1a_sm(mesh)(_put(np.asarray(x, np.float32), mesh, P("X", "Y"))))
+    return _q1a_sm(mesh)(_put(jnp.asarray(x, jnp.float32), mesh, P("X", "Y")))
 
 
 def q1a_collectives(S: int = 64, D: int = 64, X: int = 2, Y: int = 4) -> dict:
@@ -236,12 +238,12 @@ def q1a_collectives(S: int = 64, D: int = 64, X: int = 2, Y: int = 4) -> dict:
             "shard_map": dict(jaxlab.count_hlo_collectives(_hlo(_q1a_sm(mesh), xs)))}
 
 
-def q1b(x, X: int, Y: int, shift: int) -> np.ndarray:
+def q1b(x, X: int, Y: int, shift: int) -> jax.Array:
     """roll(x, shift, axis=0) − x inside each X shard of x[S_X, D_Y], with shard_map (ch10.q1b)."""
     mesh = _mesh(X, Y)
     f = jax.jit(_compat.shard_map(lambda b: jnp.roll(b, shift, axis=0) - b, mesh=mesh,
                                   in_specs=P("X", "Y"), out_specs=P("X", "Y")))
-    return np.asarray(f(_put(np.asarray(x, np.float32), mesh, P("X", "Y"))))
+    return f(_put(jnp.asarray(x, jnp.float32), mesh, P("X", "Y")))
 
 
 def _moe_masked(a, w, b, e0=0):
@@ -256,13 +258,12 @@ def _moe_masked(a, w, b, e0=0):
     return lax.scan(step, acc0, (jnp.arange(1, w.shape[0]), w[1:]))[0]
 
 
-def moe_local(A, W, B) -> np.ndarray:
+def moe_local(A, W, B) -> jax.Array:
     """Out[i] = A[i] @ W[B[i]] on one device by a masked scan over experts (ch10.q2a)."""
-    return np.asarray(jax.jit(_moe_masked)(jnp.asarray(A, jnp.float32), jnp.asarray(W, jnp.float32),
-                                           jnp.asarray(B, jnp.int32)))
+    return jax.jit(_moe_masked)(jnp.asarray(A, jnp.float32), jnp.asarray(W, jnp.float32), jnp.asarray(B, jnp.int32))
 
 
-def moe_ragged(A, W, B) -> np.ndarray:
+def moe_ragged(A, W, B) -> jax.Array:
     """The same with `jax.lax.ragged_dot`: sort tokens by expert, one grouped matmul, unsort."""
     A, W, B = jnp.asarray(A, jnp.float32), jnp.asarray(W, jnp.float32), jnp.asarray(B, jnp.int32)
 
@@ -272,13 +273,13 @@ def moe_ragged(A, W, B) -> np.ndarray:
         sizes = jnp.bincount(b, length=w.shape[0]).astype(jnp.int32)
         y = lax.ragged_dot(a[order], w, sizes)
         return jnp.zeros_like(y).at[order].set(y)
-    return np.asarray(f(A, W, B))
+    return f(A, W, B)
 
 
 def _moe_inputs(A, W, B, mesh):
-    return (_put(np.asarray(A, np.float32), mesh, P("X", None)),
-            _put(np.asarray(W, np.float32), mesh, P("X", None, None)),
-            _put(np.asarray(B, np.int32), mesh, P("X")))
+    return (_put(jnp.asarray(A, jnp.float32), mesh, P("X", None)),
+            _put(jnp.asarray(W, jnp.float32), mesh, P("X", None, None)),
+            _put(jnp.asarray(B, jnp.int32), mesh, P("X")))
 
 
 def moe_jit_fn(mesh):
@@ -287,10 +288,10 @@ def moe_jit_fn(mesh):
     return jax.jit(_moe_masked, out_shardings=NS(mesh, P("X", None)))
 
 
-def moe_jit(A, W, B, X: int) -> np.ndarray:
+def moe_jit(A, W, B, X: int) -> jax.Array:
     """ch10.q2b: the sharded plain-jit MoE on X devices."""
     mesh = _mesh(X)
-    return np.asarray(moe_jit_fn(mesh)(*_moe_inputs(A, W, B, mesh)))
+    return moe_jit_fn(mesh)(*_moe_inputs(A, W, B, mesh))
 
 
 def _gather_body(a, w, b):
@@ -308,9 +309,9 @@ def moe_gather_fn(mesh):
                                      out_specs=P("X", None)))
 
 
-def moe_gather(A, W, B, X: int) -> np.ndarray:
+def moe_gather(A, W, B, X: int) -> jax.Array:
     mesh = _mesh(X)
-    return np.asarray(moe_gather_fn(mesh)(*_moe_inputs(A, W, B, mesh)))
+    return moe_gather_fn(mesh)(*_moe_inputs(A, W, B, mesh))
 
 
 def _a2a_body(a, w, b):
@@ -337,15 +338,15 @@ def moe_all_to_all_fn(mesh):
                                      out_specs=P("X", None)))
 
 
-def moe_all_to_all(A, W, B, X: int) -> np.ndarray:
+def moe_all_to_all(A, W, B, X: int) -> jax.Array:
     mesh = _mesh(X)
-    return np.asarray(moe_all_to_all_fn(mesh)(*_moe_inputs(A, W, B, mesh)))
+    return moe_all_to_all_fn(mesh)(*_moe_inputs(A, W, B, mesh))
 
 
-def moe_topk(A, W, B, X: int) -> np.ndarray:
+def moe_topk(A, W, B, X: int) -> jax.Array:
     """ch10.q2d: B[S, k]; Out[i] = mean_j A[i] @ W[B[i, j]]. Each token is repeated k times (its copies
     stay on its own shard), routed with `moe_all_to_all`, and the k outputs averaged."""
-    A, B = np.asarray(A, np.float32), np.asarray(B, np.int32)
+    A, B = jnp.asarray(A, jnp.float32), jnp.asarray(B, jnp.int32)
     S, k = B.shape
     y = moe_all_to_all(np.repeat(A, k, axis=0), W, B.reshape(-1), X)
     return y.reshape(S, k, -1).mean(axis=1)
@@ -353,29 +354,29 @@ def moe_topk(A, W, B, X: int) -> np.ndarray:
 
 def _mm_inputs(x, w, X, Y, xspec, wspec):
     mesh = _mesh(X, Y)
-    return mesh, _put(np.asarray(x, np.float32), mesh, xspec), _put(np.asarray(w, np.float32), mesh, wspec)
+    return mesh, _put(jnp.asarray(x, jnp.float32), mesh, xspec), _put(jnp.asarray(w, jnp.float32), mesh, wspec)
 
 
-def q3a(A, W, X: int, Y: int, bidirectional: bool = False) -> np.ndarray:
+def q3a(A, W, X: int, Y: int, bidirectional: bool = False) -> jax.Array:
     """ch10.q3a: A[B_X, D_Y] ·_D W[D_Y, F] → Out[B_X, F] with `ar_matmul_fn`."""
     mesh, a, w = _mm_inputs(A, W, X, Y, P("X", "Y"), P("Y", None))
-    return np.asarray(ar_matmul_fn(mesh, bidirectional=bidirectional)(a, w))
+    return ar_matmul_fn(mesh, bidirectional=bidirectional)(a, w)
 
 
-def q3b(T, W2, X: int, Y: int, bidirectional: bool = False) -> np.ndarray:
+def q3b(T, W2, X: int, Y: int, bidirectional: bool = False) -> jax.Array:
     """ch10.q3b: Tmp[B_X, F_Y] ·_F W2[F_Y, D] → Out[B_X, D_Y] with `rs_matmul_fn`."""
     mesh, t, w = _mm_inputs(T, W2, X, Y, P("X", "Y"), P("Y", None))
-    return np.asarray(rs_matmul_fn(mesh, bidirectional=bidirectional)(t, w))
+    return rs_matmul_fn(mesh, bidirectional=bidirectional)(t, w)
 
 
-def q3c(In, W_in, W_out, X: int, Y: int) -> np.ndarray:
+def q3c(In, W_in, W_out, X: int, Y: int) -> jax.Array:
     """ch10.q3c: In[B_X, D_Y] · W_in[D, F_Y] · W_out[F_Y, D] → Out[B_X, D_Y] with `mlp_block_fn`."""
     mesh, a, wi = _mm_inputs(In, W_in, X, Y, P("X", "Y"), P(None, "Y"))
-    wo = _put(np.asarray(W_out, np.float32), mesh, P("Y", None))
-    return np.asarray(mlp_block_fn(mesh)(a, wi, wo))
+    wo = _put(jnp.asarray(W_out, jnp.float32), mesh, P("Y", None))
+    return mlp_block_fn(mesh)(a, wi, wo)
 
 
-def q4(x, w, X: int, Y: int, kind: str) -> np.ndarray:
+def q4(x, w, X: int, Y: int, kind: str) -> jax.Array:
     """ch10.q4: the bidirectional AllReduce ('all_reduce') or ReduceScatter ('reduce_scatter') matmul."""
     return {"all_reduce": q3a, "reduce_scatter": q3b}[kind](x, w, X, Y, bidirectional=True)
 

@@ -61,6 +61,30 @@ out["verdicts"] = {q: verdict(q, f)[1] for q, f in answers.items()}
 out["extra"] = {q: verdict(q, f)[1] for q, f in extra.items()}
 out["wrong"] = {"ch10.q1b": verdict("ch10.q1b", lambda x, X, Y, s: np.roll(x, s, 0) - x)[1],
                 "ch10.q3b": verdict("ch10.q3b", lambda t, w, X, Y: t @ w + 1)[1]}
+# code that skips each question's technique (right values, wrong program) and plain numpy (no program at all)
+import jax.numpy as jnp
+from jax.sharding import NamedSharding as NS, PartitionSpec as P
+from scalebook_utils.questions import get_question
+
+
+def auto(spec_a, spec_w):
+    def f(a, w, X, Y, *rest):
+        mesh = jaxlab.make_mesh((X, Y), ("X", "Y"), cpu=True)
+        put = jax.lax.with_sharding_constraint
+        return put(a, NS(mesh, spec_a)) @ put(w, NS(mesh, spec_w))
+    return f
+
+
+skip = {
+    "ch10.q1a": lambda x, X, Y: x.reshape(X, x.shape[0] // X, Y, -1).mean(axis=(1, 3)),   # one device
+    "ch10.q2a": lambda A, W, B: jnp.einsum("sd,sdf->sf", A, W[B]),                        # builds W[B]: [S, D, F]
+    "ch10.q3a": auto(P("X", "Y"), P("Y", None)),
+    "ch10.q3b": auto(P("X", "Y"), P("Y", None)),
+    "ch10.q3c": lambda i, wi, wo, X, Y: auto(P("X", "Y"), P(None, "Y"))(i, wi, X, Y) @ wo,
+    "ch10.q4": lambda x, w, X, Y, kind: {"all_reduce": jp.q3a, "reduce_scatter": jp.q3b}[kind](x, w, X, Y),
+}
+out["skipped"] = {q: verdict(q, f)[1] for q, f in skip.items()}
+out["numpy"] = {q: verdict(q, lambda *a, _r=get_question(q).compute(): np.asarray(_r(*a)))[1] for q in answers}
 print("JSON" + json.dumps(out, default=str))
 """)
 
@@ -72,6 +96,21 @@ def child():
     p = subprocess.run([sys.executable, "-c", _CHILD], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(p.stdout.split("JSON", 1)[1])
+
+
+def test_code_that_skips_the_technique_fails_with_what_was_found(child):
+    for qid, msg in child["skipped"].items():
+        assert msg.startswith("incorrect — right values, but"), (qid, msg)
+    assert "builds an array of shape [16, 8, 16]" in child["skipped"]["ch10.q2a"]
+    assert "1 dot" in child["skipped"]["ch10.q3a"], child["skipped"]["ch10.q3a"]
+    assert "all-reduce" in child["skipped"]["ch10.q3b"]
+    assert "one way round the ring" in child["skipped"]["ch10.q4"] or "no collective-permute" in child["skipped"]["ch10.q4"]
+    assert "compiled for 1 device" in child["skipped"]["ch10.q1a"]
+
+
+def test_plain_numpy_passes_no_code_question(child):
+    for qid, msg in child["numpy"].items():
+        assert msg.startswith("incorrect — jax.jit could not trace your function"), (qid, msg)
 
 
 def test_ch10_ids_registered():

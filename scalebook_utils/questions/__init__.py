@@ -27,6 +27,35 @@ from ..errors import UnknownNameError
 
 
 @dataclass(frozen=True)
+class Compiled:
+    """What the compiled program of a `code` answer must (not) contain (checked by check.judge on its HLO).
+
+    Each field is either a constant or a function of the test input's arguments:
+    - require: collective kinds that must appear ("all-reduce"; "all-to-all|all-gather" = either);
+    - forbid: kinds that must not appear ("any": no collective at all);
+    - partitions: the device count the program must be split over (HLO num_partitions);
+    - no_array_of: a shape no array of the program may have (e.g. [S, D, F] in ch10.q2a);
+    - no_gather_of: a shape no all-gather may produce (a full weight matrix);
+    - min_dots: the matmul must be split into at least this many dot products (tiles of a collective matmul);
+    - bidirectional: collective-permutes must run both ways round the ring.
+    `why` says in a few words what the technique is, for the hint.
+    """
+
+    why: str
+    require: Any = ()
+    forbid: Any = ()
+    partitions: Any = None
+    no_array_of: Any = None
+    no_gather_of: Any = None
+    min_dots: Any = None
+    bidirectional: bool = False
+
+    def value(self, name: str, args: tuple):
+        v = getattr(self, name)
+        return v(*args) if callable(v) else v
+
+
+@dataclass(frozen=True)
 class Question:
     """One checkable answer. `compute()` returns the expected value (or callable, or option)."""
 
@@ -48,6 +77,8 @@ class Question:
     #: the slips a wrong answer is checked for (names in `SLIPS`); `add()` fills them from the unit and the
     #: question's wording (`default_slips`) unless the question declares its own, e.g. `slips=("prefix", "ring:4")`
     slips: tuple[str, ...] = ()
+    #: code questions: what the compiled program must show (None: the value alone is checked)
+    compiled: Compiled | None = None
 
     @property
     def chapter(self) -> int:

@@ -17,7 +17,7 @@ from .. import roofline as rl
 from .. import sharding as sh
 from .. import topology as topo
 from ..units import dtype_bytes
-from . import add
+from . import Compiled, add
 
 V5E, V4P, V5P = "tpu-v5e", "tpu-v4p", "tpu-v5p"
 BF16 = dtype_bytes("bf16")
@@ -250,13 +250,17 @@ add("ch3.q7d", "number", "Same: runtime of the chosen TP sharding = Σ over both
     lambda: q7_time(Q7_OPTIONS[1]), unit="s", rtol=0.05,
     note="Not worked in the book ('left as an exercise'). AllGather_XY In + 2 local matmuls + ReduceScatter_XY Out. "
          "Reading the 268 MB of weights from HBM (≈ 0.33 ms at 8.2e11 B/s) would in fact dominate at B = 128.")
-add("ch3.q8", "code", "collective(kind, x): x stacks each device's shard (shape [n_devices, ...]); return the "
-    "stacked per-device results of 'all_gather', 'all_reduce', 'reduce_scatter' (over dim 0 of each shard) or "
-    "'all_to_all' (split and concatenate dim 0), as jax.lax.all_gather(tiled=True) / psum / "
-    "psum_scatter(tiled=True) / all_to_all(0, 0, tiled=True) compute them",
-    _q8_reference, test_inputs=_q8_inputs(),
-    note="The book's challenge is a hardware benchmark (no answer); the checkable part is the semantics, "
-         "compared with jax.lax run under jax.vmap(axis_name=...) on simulated devices.")
+add("ch3.q8", "code", "collective(kind, x): x stacks each device's shard (shape [n_devices, ...]); run 'all_gather', "
+    "'all_reduce', 'reduce_scatter' (over dim 0 of each shard) or 'all_to_all' (split and concatenate dim 0) with "
+    "shard_map over n_devices simulated devices and the jax.lax collective (all_gather(tiled=True) / psum / "
+    "psum_scatter(tiled=True) / all_to_all(0, 0, tiled=True)); return the stacked per-device results",
+    _q8_reference, test_inputs=_q8_inputs(), compiled=Compiled(
+        "shard_map over the n devices with the jax.lax collective",
+        require=lambda kind, x: ({"all_gather": "all-gather", "all_reduce": "all-reduce",
+                                  "reduce_scatter": "reduce-scatter|all-reduce", "all_to_all": "all-to-all"}[kind],),
+        partitions=lambda kind, x: x.shape[0]),
+    note="The book's challenge is a hardware benchmark (no answer); the checkable part is the semantics (compared "
+         "with jax.lax run under jax.vmap(axis_name=...)) and the collective the program compiles to.")
 add("ch3.q9a", "choice", "A[I,J_X]·_J B[J,K]→C[I,K] via local matmul then AllReduce (A: N×M, B: M×K): what each "
     "device computes before the collective",
     lambda: "a full-shape [N,K] partial sum over its slice of the contraction index",

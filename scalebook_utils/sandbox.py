@@ -2,8 +2,9 @@
 
 What a sandboxed run sees (`bwrap_command`):
 - read only: the system (/usr, /etc, /lib…), the Python installation and its site-packages, and the
-  scalebook package at a neutral path (/opt/scalebook) with its answer registry (`questions/`) hidden
-  under an empty folder — so a kernel can neither change the package nor read the expected answers;
+  scalebook package at a neutral path (/opt/scalebook) with its answer registry (`questions/`) replaced
+  by a stub whose import says why it is missing — so a kernel can neither change the package nor read
+  the expected answers;
 - nothing else of the host: no home folder, no solutions, no reference exercise, no other submission;
 - writable: only its own work folder (the copy of the submission) and the folder the answers go to,
   plus a private /tmp;
@@ -74,6 +75,20 @@ def _python_dirs() -> list[str]:
     return sorted(d for d in dirs if d and os.path.isdir(d) and d != "/")
 
 
+#: What `import scalebook_utils.questions` says inside the sandbox (the registry holds the expected answers).
+REGISTRY_STUB = (
+    '"""Stand-in for the answer registry inside the grader\'s sandbox (scalebook_utils/sandbox.py)."""\n'
+    'raise ImportError("scalebook_utils.questions (the answer registry) is not available while a submission is '
+    'graded: the grader judges the answers outside this kernel; everything else in scalebook_utils works")\n')
+
+
+def _registry_stub(probe_dir) -> Path:
+    stub = Path(probe_dir) / "registry_stub"
+    stub.mkdir(exist_ok=True)
+    (stub / "__init__.py").write_text(REGISTRY_STUB)
+    return stub
+
+
 def bwrap_command(argv: list[str], *, package_dir: str | os.PathLike, work_dir: str | os.PathLike,
                   probe_dir: str | os.PathLike, env: dict[str, str]) -> list[str]:
     """The bwrap command line that runs `argv` in the sandbox described in the module docstring.
@@ -96,7 +111,7 @@ def bwrap_command(argv: list[str], *, package_dir: str | os.PathLike, work_dir: 
     for d in _python_dirs():
         cmd += ["--ro-bind", d, d]
     cmd += ["--ro-bind", str(package_dir), pkg,
-            "--tmpfs", f"{pkg}/questions",          # the answer registry: hidden from the student's code
+            "--ro-bind", str(_registry_stub(probe_dir)), f"{pkg}/questions",   # the answer registry: replaced
             "--ro-bind", str(probe_dir), SANDBOX_PROBE,
             "--bind", str(Path(probe_dir) / "out"), f"{SANDBOX_PROBE}/out",
             "--bind", str(work_dir), SANDBOX_WORK,

@@ -66,7 +66,10 @@ def free_port() -> int:
 
 
 def _port_taken(port: int) -> bool:
+    """True when something listens on 127.0.0.1:`port` (a port in TIME_WAIT after a server stopped is free:
+    SO_REUSEADDR, as servers set it, still refuses a port with a listener)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:

@@ -109,8 +109,10 @@ def test_stop_ends_the_process_group_and_frees_the_port(trace_dir):
     assert not xp.ok and "stopped" in xp.message
     with pytest.raises(ProcessLookupError):
         os.killpg(pid, 0)
-    with socket.socket() as s:
+    with socket.socket() as s:  # nothing listens there any more (SO_REUSEADDR: TIME_WAIT does not count)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("127.0.0.1", port))
+    assert not xprof_server._port_taken(port)
     xp.stop()  # twice is fine
 
 

@@ -4,7 +4,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.scalebook-installed
 
-.PHONY: lab app test test-main test-oldest-jax bench notebooks exercises setup
+PROFILE_DIR ?= notebooks/profiles/ch09
+
+.PHONY: lab app profile test test-main test-oldest-jax bench notebooks exercises setup
 
 OLDJAX_VENV ?= .venv-oldjax
 OLDJAX_PY := $(OLDJAX_VENV)/bin/python
@@ -31,6 +33,10 @@ lab: $(STAMP)
 ## The chapter-11 capstone ("plan your model") as a web app without code cells (Voilà).
 app: $(STAMP)
 	$(VENV)/bin/voila notebooks/11_conclusion.ipynb
+
+## XProf (the chapter-9 profiler UI) on 127.0.0.1 over the traces notebooks/09_profiling.ipynb wrote; Ctrl-C stops it.
+profile: $(STAMP)
+	$(PY) -m scalebook_utils.xprof_server $(PROFILE_DIR)
 
 ## Run the whole test suite: unit tests, book numbers, grader, browser, nbval over notebooks/ + solutions/,
 ## then the JAX layer and the core against the oldest supported JAX.

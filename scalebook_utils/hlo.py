@@ -124,6 +124,13 @@ class HloOp:
     def shape(self) -> HloShape | None:
         return self.outputs[0] if self.outputs else None
 
+    @property
+    def op_name(self) -> str:
+        """The JAX name the instruction came from (its `metadata={op_name="…"}`), e.g.
+        'jit(mlp)/ffw_up/dot_general' for a dot inside `jax.named_scope("ffw_up")`; '' when absent."""
+        m = re.search(r'op_name="([^"]*)"', self.attributes)
+        return m.group(1) if m else ""
+
 
 def _split_operands(rest: str) -> tuple[str, str]:
     """(operand text, attribute text) of an instruction's text after the opening parenthesis."""

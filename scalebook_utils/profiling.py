@@ -110,11 +110,14 @@ def find_trace_file(log_dir: str | os.PathLike) -> str:
     return max(found, key=os.path.getmtime)
 
 
-def load_trace(path: str | os.PathLike) -> Trace:
-    """Parse a Chrome-trace JSON file (gzip or plain, or a directory holding one) into a `Trace`.
+def load_trace(path: str | os.PathLike, *, hlo: str = "", calls: int = 0) -> Trace:
+    """Parse a Chrome-trace JSON file (gzip or plain, or a directory holding one: the newest trace under it) into
+    a `Trace`.
 
     Keeps complete events ("ph": "X"), with `ts`/`dur` converted from µs to seconds and thread names from
-    the "thread_name" metadata events. Drops the CPU runtime's zero-length markers ('end: …').
+    the "thread_name" metadata events. Drops the CPU runtime's zero-length markers ('end: …'). `hlo` (the
+    traced program's `compiled.as_text()`) and `calls` (how many steps ran inside the trace) let `op_table`
+    name each op's category and give times per step.
     """
     path = os.fspath(path)
     if os.path.isdir(path):
@@ -140,7 +143,22 @@ def load_trace(path: str | os.PathLike) -> Trace:
                                  int(e.get("pid") or 0), str(args.get("hlo_op", "")),
                                  str(args.get("hlo_module", ""))))
     events.sort(key=lambda ev: ev.start_s)
-    return Trace(events, path)
+    trace = Trace(events, path)
+    if hlo:
+        trace.hlo, trace.module, trace.ops = hlo, _module_name(hlo), parse_hlo_ops(hlo)
+    trace.calls = int(calls)
+    return trace
+
+
+def step_times(trace: Trace, name: str) -> list[float]:
+    """Wall-clock seconds of each step: the durations of the events called `name` (those of
+    `jax.profiler.StepTraceAnnotation(name, step_num=i)`, or any `TraceAnnotation(name)`), in time order.
+    Unlike a sum of op durations, this does not add up ops that ran at the same time on different threads."""
+    out = [e.duration_s for e in trace.events if e.name == name and not e.hlo_op]
+    if not out:
+        raise ValueError(f"no event named {name!r} in the trace: wrap each step in "
+                         f"jax.profiler.StepTraceAnnotation({name!r}, step_num=i)")
+    return out
 
 
 def _module_name(hlo: str) -> str:
@@ -166,12 +184,10 @@ def capture_trace(f: Callable, *args, repeats: int = 3, log_dir: str | os.PathLi
     _compat.block_until_ready(jf(*args))                    # warm up: compile outside the trace
     log_dir = os.fspath(log_dir) if log_dir is not None else tempfile.mkdtemp(prefix="scalebook-trace-")
     with jax.profiler.trace(log_dir):
-        for _ in range(int(repeats)):
-            _compat.block_until_ready(jf(*args))
-    trace = load_trace(find_trace_file(log_dir))
-    trace.hlo, trace.module, trace.calls = hlo, _module_name(hlo), int(repeats)
-    trace.ops = parse_hlo_ops(hlo)
-    return trace
+        for i in range(int(repeats)):
+            with jax.profiler.StepTraceAnnotation("step", step_num=i):
+                _compat.block_until_ready(jf(*args))
+    return load_trace(find_trace_file(log_dir), hlo=hlo, calls=int(repeats))
 
 
 # --- the op table ---------------------------------------------------------------------------------
@@ -272,6 +288,33 @@ def category_totals(rows: Sequence[OpRow]) -> dict[str, float]:
     for r in rows:
         out[r.category] = out.get(r.category, 0.0) + r.total_s
     return out
+
+
+def scope_totals(rows: Sequence[OpRow], ops: dict[str, HloOp], scopes: Sequence[str]) -> dict[str, float]:
+    """Seconds per `jax.named_scope`: each op counts for the first of `scopes` that is a component of its HLO
+    `op_name` ('jit(mlp)/ffw_up/dot_general' → 'ffw_up'); ops in none of them go to 'other'."""
+    out = {s: 0.0 for s in scopes} | {"other": 0.0}
+    for r in rows:
+        parts = ops[r.name].op_name.split("/") if r.name in ops else []
+        out[next((s for s in scopes if s in parts), "other")] += r.total_s
+    return out
+
+
+def format_side_by_side(before: Sequence[OpRow], after: Sequence[OpRow], k: int = 8,
+                        labels: tuple[str, str] = ("before", "after")) -> str:
+    """Two op tables next to each other (the k largest rows of each, µs per step), and a line of µs per step
+    per category for each, so a fix's effect on the profile can be read row by row."""
+    def cells(rows):
+        return [f"{r.name[:24]:<24} {r.category:<10} {r.per_call_s * 1e6:>9.0f}" for r in list(rows)[:k]]
+    a, b = cells(before), cells(after)
+    width = 46
+    lines = [f"{labels[0]:<{width}} | {labels[1]}", f"{'op':<24} {'category':<10} {'µs/step':>9}".ljust(width)
+             + f" | {'op':<24} {'category':<10} {'µs/step':>9}"]
+    lines += [f"{x:<{width}} | {y}" for x, y in zip(a + [""] * (len(b) - len(a)), b + [""] * (len(a) - len(b)))]
+    for lab, rows in zip(labels, (before, after)):
+        per_cat = {c: sum(r.per_call_s for r in rows if r.category == c) for c in CATEGORIES}
+        lines.append(f"{lab}: " + ", ".join(f"{c} {t * 1e6:.0f} µs" for c, t in per_cat.items() if t))
+    return "\n".join(lines)
 
 
 def format_op_table(rows: Sequence[OpRow], k: int | None = 10) -> str:
@@ -462,7 +505,8 @@ def hlo_listing(hlo: str, mesh_shape: Sequence[int] = (1,), axis_names: Sequence
 __all__ = [
     "CATEGORIES", "HLO_ITEMSIZE", "HloShape", "parse_hlo_shape", "tiled_shape", "padding_overhead", "HloOp",
     "parse_hlo_ops", "categorize", "TraceEvent", "Trace", "find_trace_file", "load_trace", "capture_trace", "OpRow",
-    "op_table", "Span", "timeline", "top_ops", "category_totals", "format_op_table", "MatmulCheck", "dot_dims", "matmul_vs_roofline",
+    "op_table", "Span", "timeline", "top_ops", "category_totals", "format_op_table", "step_times", "scope_totals",
+    "format_side_by_side", "MatmulCheck", "dot_dims", "matmul_vs_roofline",
     "BandwidthCheck", "memory_vs_roofline",
     "HloListing", "hlo_listing", "MemoryReport", "memory_report",
 ]

@@ -310,3 +310,49 @@ def test_chapter_9_answers_check_correct_and_match_the_book(capsys):
     check("ch9.q1a", lambda w1, w2, x: x @ w1.T)
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "ch9.q1a: correct" and out[1].startswith("ch9.q1a: incorrect")
+
+
+# --- wall-clock steps, named scopes, before/after tables --------------------------------------------
+
+
+def _scoped(x, w1, w2):
+    with jax.named_scope("ffw_up"):
+        h = jnp.tanh(x @ w1)
+    with jax.named_scope("ffw_down"):
+        return h @ w2
+
+
+def test_step_times_are_wall_clock_per_step(trace):
+    steps = P.step_times(trace, "step")             # capture_trace marks each call with StepTraceAnnotation
+    assert len(steps) == REPEATS and all(s > 0 for s in steps)
+    ops_in = trace.xla_ops()
+    first = min(e.start_s for e in trace.events if e.name == "step")
+    last_end = max(e.start_s + e.duration_s for e in trace.events if e.name == "step")
+    assert all(first <= e.start_s <= last_end for e in ops_in)  # every op ran inside a step annotation
+    with pytest.raises(ValueError, match="StepTraceAnnotation"):
+        P.step_times(trace, "no-such-step")
+
+
+def test_load_trace_with_hlo_names_categories_and_scopes(tmp_path):
+    t = P.capture_trace(_scoped, *_args(), repeats=2, log_dir=tmp_path)
+    again = P.load_trace(tmp_path, hlo=t.hlo, calls=2)
+    assert again.module == t.module and again.calls == 2 and set(again.ops) == set(t.ops)
+    rows = P.op_table(again)
+    assert [r.category for r in rows].count("matmul") == 2
+    scopes = P.scope_totals(rows, again.ops, ["ffw_up", "ffw_down"])
+    assert scopes["ffw_up"] > 0 and scopes["ffw_down"] > 0
+    assert math.isclose(sum(scopes.values()), sum(r.total_s for r in rows), rel_tol=1e-9)
+    mm = {r.name: again.ops[r.name].op_name for r in rows if r.category == "matmul"}
+    assert sorted(n.split("/")[-2] for n in mm.values()) == ["ffw_down", "ffw_up"], mm
+    bare = P.load_trace(tmp_path)                   # without the HLO: no categories from it, calls unknown
+    assert bare.ops == {} and bare.calls == 0
+
+
+def test_side_by_side_table(trace):
+    rows = P.op_table(trace)
+    text = P.format_side_by_side(rows, rows[:1], 3, labels=("A", "B"))
+    lines = text.splitlines()
+    assert lines[0].startswith("A") and "| B" in lines[0]
+    assert len(lines) == 2 + 3 + 2                  # header, column names, k rows, one total line per side
+    assert rows[0].name[:24] in lines[2] and lines[3].rstrip().endswith("|")  # B has one row only
+    assert lines[-1].startswith("B: ") and f"{rows[0].per_call_s * 1e6:.0f} µs" in lines[-1]

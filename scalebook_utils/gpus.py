@@ -95,6 +95,8 @@ class SMCounts:
 def sm_counts(chip: str | ChipSpec = "h100") -> SMCounts:
     """SM, CUDA core, Tensor Core, register and SMEM totals for `chip` (ch12.q1, ch12.q5)."""
     s = gpu_chip(chip)
+    if s.sms is None:
+        raise ValueError(f"{s.name} has no SM count: its compute units are not NVIDIA SMs (see its notes)")
     sub = s.sms * SUBPARTITIONS_PER_SM
     return SMCounts(s.name, s.sms, sub * FP32_CORES_PER_SUBPARTITION, sub, sub,
                     float(sub * REGISTERS_PER_SUBPARTITION * REGISTER_BYTES), s.sms * s.smem_bytes_per_sm,
@@ -163,12 +165,21 @@ def tpu_vpu_alus(chip: str | ChipSpec = "tpu-v5p") -> int:
 # --- rooflines for LLM scaling -------------------------------------------------------------------------------
 
 
+def _link_bytes_per_s(s: ChipSpec, across_nodes: bool) -> float:
+    """Node egress (across nodes) or NVLink egress of one GPU; ValueError naming the chip where none is known."""
+    w = s.node_egress_bytes_per_s if across_nodes else s.nvlink_bandwidth_oneway_bytes_per_s
+    if w is None:
+        raise ValueError(f"no {'node egress' if across_nodes else 'NVLink'} bandwidth is known for {s.name} "
+                         f"({'pass egress= or across_nodes=False' if across_nodes else 'pass egress='})")
+    return w
+
+
 def alpha(chip: str | ChipSpec = "h100", across_nodes: bool = True, dtype: str = "bf16",
           egress: float | None = None) -> float:
     """α = C / W: FLOPs per byte of the collective bandwidth. W = node egress across nodes (H100: 990e12/400e9
     ≈ 2475), W_gpu inside a node (≈2200); `egress` overrides W (DeepSeek's H800: 300 GB/s → 3300)."""
     s = gpu_chip(chip)
-    w = egress or (s.node_egress_bytes_per_s if across_nodes else s.nvlink_bandwidth_oneway_bytes_per_s)
+    w = egress or _link_bytes_per_s(s, across_nodes)
     require_positive(egress=w)
     return s.peak_flops(dtype) / w
 
@@ -237,7 +248,7 @@ def mlp_roofline(strategy: str, B: float, D: float, F: float, degree: int, chip:
         require_positive(**{name: v})
     s = gpu_chip(chip)
     C = s.peak_flops("bf16")
-    W = s.node_egress_bytes_per_s if across_nodes else s.nvlink_bandwidth_oneway_bytes_per_s
+    W = _link_bytes_per_s(s, across_nodes)
     if strategy == "dp":
         return GPURoofline("dp", 8 * k * B * D * F / (degree * C), 8 * E * D * F / W)
     if strategy == "tp":

@@ -432,15 +432,18 @@ MODELS: dict[str, TransformerConfig] = {m.name: m for m in (
     TransformerConfig("llama2-70b", L=80, D=8192, F=28_672, N=64, K=8, H=128, V=32_000,
                       source=_HF.format("meta-llama/Llama-2-70b-hf")),
     TransformerConfig("mistral-7b", L=32, D=4096, F=14_336, N=32, K=8, H=128, V=32_000,
-                      source=_HF.format("mistralai/Mistral-7B-v0.1")),
+                      source=_HF.format("mistralai/Mistral-7B-v0.1") + "; its 4096-token sliding window is not "
+                             "modelled (KV cache and attention FLOPs count full attention)"),
     TransformerConfig("mixtral-8x7b", L=32, D=4096, F=14_336, N=32, K=8, H=128, V=32_000, E=8, k=2,
                       source=_HF.format("mistralai/Mixtral-8x7B-v0.1") + " + num_local_experts=8, "
                              "num_experts_per_tok=2; router D·E, no bias"),
     TransformerConfig("gemma2-9b", L=42, D=3584, F=14_336, N=16, K=8, H=256, V=256_000, tied_embeddings=True,
                       norms_per_layer=4, source=_HF.format("google/gemma-2-9b") + "; 4 RMSNorms per layer "
-                                                 "(pre/post attention, pre/post feed-forward)"),
+                                                 "(pre/post attention, pre/post feed-forward); the 4096-token "
+                                                 "sliding window of every other layer is not modelled"),
     TransformerConfig("gemma2-27b", L=46, D=4608, F=36_864, N=32, K=16, H=128, V=256_000, tied_embeddings=True,
-                      norms_per_layer=4, source=_HF.format("google/gemma-2-27b") + "; 4 RMSNorms per layer"),
+                      norms_per_layer=4, source=_HF.format("google/gemma-2-27b") + "; 4 RMSNorms per layer; "
+                                                 "sliding windows not modelled"),
     TransformerConfig("qwen2.5-72b", L=80, D=8192, F=29_568, N=64, K=8, H=128, V=152_064, qkv_bias=True,
                       source=_HF.format("Qwen/Qwen2.5-72B") + "; Q, K, V projections have biases"),
     TransformerConfig("deepseek-v3", L=61, D=7168, F=18_432, N=128, K=128, H=128, V=129_280,

@@ -314,9 +314,9 @@ def render_gpu_roofline(strategy: str = "dp", chip: str = "h100", B: float = 4e6
     ax.plot(_DEGREES, tm, "o-", color="#54a24b", lw=2, ms=4, label="T_math (FLOPs / C)")
     ax.plot(_DEGREES, np.where(tc > 0, tc, np.nan), "s-", color="#e45756", lw=2, ms=4,
             label="T_comms (bytes / W)")
-    ok = tm >= tc
-    ax.fill_between(_DEGREES, 0, 1, where=ok, color="#54a24b", alpha=0.08, transform=ax.get_xaxis_transform(),
-                    step="mid", label="compute-bound")
+    ok = [n for n, a, b in zip(_DEGREES, tm, tc) if a >= b]
+    if ok:                                                      # compute-bound degrees: one shaded span
+        ax.axvspan(min(ok) / 1.4, max(ok) * 1.4, color="#54a24b", alpha=0.08, lw=0, label="compute-bound")
     y = max(cur.t_math, cur.t_comms) * 1e3
     ax.plot([degree], [y], "*", color="#d62728", ms=15, zorder=5, label=f"current: {degree}-way, {cur.bound}")
     ax.set_xscale("log", base=2)
@@ -328,8 +328,9 @@ def render_gpu_roofline(strategy: str = "dp", chip: str = "h100", B: float = 4e6
     where = "across nodes (W_node)" if across_nodes else "in a node (W_gpu)"
     ax.set_title(f"{chip}: {strategy} roofline {where}, B = {format_count(float(B))} tokens, D = {D}, "
                  f"F = {F}" + (f", k = {kk}" if strategy == "ep" else "") + " (book ch. 12)", fontsize=10)
+    ax.set_xlim(_DEGREES[0] / 1.4, _DEGREES[-1] * 1.4)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    ax.legend(fontsize=8, loc="lower left")
     return fig
 
 

@@ -34,7 +34,7 @@ from .hardware import chip_names, get_chip
 from .units import format_time
 from .widgets import INPUT_ERRORS, _message_figure, error_text, plain_formatter, static_png
 
-__all__ = ["CAPSTONE_PREFIX", "CUSTOM", "MODEL_LABEL", "TRAIN_CHIP_LABEL", "SERVE_CHIP_LABEL", "capstone_readout", "capstone_figure", "pane_html", "plan_app"]
+__all__ = ["CAPSTONE_PREFIX", "CUSTOM", "MODEL_LABEL", "TRAIN_CHIP_LABEL", "SERVE_CHIP_LABEL", "capstone_readout", "capstone_figure", "pane_html", "layouts_html", "plan_app"]
 
 #: The browser test waits for this prefix; do not change it.
 CAPSTONE_PREFIX = "capstone: "
@@ -131,7 +131,23 @@ def pane_html(side, title: str) -> str:
         verdict = f"<p style='color:#b00020'>{html.escape(side.reason)}</p>"
     return (f"<div style='line-height:1.4'>{h}<p style='margin:2px 0'><i>{html.escape(lines[0])}</i></p>{verdict}" +
             (f"<ul style='margin:2px 0'>{items}</ul>" if items and side.feasible else "") +
-            f"<p style='margin:6px 0 2px'><b>Why</b></p><ul style='margin:2px 0'>{why}</ul></div>")
+            f"<p style='margin:6px 0 2px'><b>Why</b></p><ul style='margin:2px 0'>{why}</ul>" +
+            layouts_html(getattr(side, "layouts", ())) + "</div>")
+
+
+def layouts_html(rows) -> str:
+    """The training planner's layout kinds as a small table: the chosen one, ties, slower ones and those that do
+    not fit, each with its reason (`capstone.layout_rows`); empty for none."""
+    if not rows:
+        return ""
+    color = {"chosen": "#1b7837", "tie": "#1f4e9c", "slower": "#555", "does not fit": "#b00020"}
+    body = "".join(f"<tr><td>{html.escape(r.kind)}</td><td>{html.escape(r.layout)}</td>"
+                   f"<td style='color:{color.get(r.verdict, '#555')}'>{html.escape(r.verdict)}</td>"
+                   f"<td>{html.escape(r.why)}</td></tr>" for r in rows)
+    return ("<p style='margin:6px 0 2px'><b>Layouts considered</b></p>"
+            "<table style='font-size:90%;border-collapse:collapse'><tr><th align='left'>kind</th>"
+            "<th align='left'>fastest of its kind</th><th align='left'>verdict</th><th align='left'>why</th></tr>"
+            f"{body}</table>")
 
 
 # --- the figure -------------------------------------------------------------------------------------------------------
@@ -160,7 +176,8 @@ def _draw_training(ax, side) -> None:
     ax.set_xlabel("time per training step (ms); they overlap, the longest sets the step")
     ax.set_ylabel("part of the step")
     ax.set_title(f"training {side.model} on {side.n_chips:,} × {side.chip}: {side.layout}\n"
-                 f"{format_time(side.step_time)}/step, {side.bound}, roofline MFU {side.roofline_mfu:.0%}",
+                 f"{format_time(side.step_time)}/step, {side.bound}, roofline MFU {side.roofline_mfu:.0%} "
+                 f"(upper bound; the days use {side.mfu:.0%})",
                  fontsize=9)
     ax.tick_params(axis="y", labelsize=8)
     ax.grid(True, axis="x", alpha=0.3)

@@ -174,4 +174,4 @@ def question_ids(chapter: int | None = None) -> list[str]:
 
 
 
-from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch12  # noqa: E402,F401  (register the chapters' questions, in order)
+from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12  # noqa: E402,F401  (register the chapters' questions, in order)

@@ -220,7 +220,7 @@ def training_picture(chip: str = "tpu-v5p", shape: str = "4x4x4", F: int = 30_00
     box = W.VBox()
 
     def view(chip, shape, F, B):
-        _emit(box, picture_readout(chip, shape, F, B), lambda: render_picture(chip, shape, F, B))
+        _emit(box, picture_readout(chip, shape, F, B), lambda: render_picture(chip, shape, F, B), key=(chip, shape, F))
 
     controls = {"chip": chip_dd, "shape": shape_box, "F": f_box, "B": b_slider}
     out = W.interactive_output(view, controls)
@@ -510,15 +510,9 @@ def planner_widget(model: str = "llama3-70b", chip: str = "tpu-v5p", chips: int 
     box = W.VBox()
 
     def view(model, chip, chips, slices, batch, seq, allow):
-        line = planner_readout(model, chip, chips, slices, batch, seq, allow)
-        try:
-            img = static_png(render_planner(model, chip, chips, slices, batch, seq, allow))
-        except Exception as exc:  # noqa: BLE001 - a view never raises
-            img = static_png(_message_figure(f"cannot draw: {type(exc).__name__}: {exc}"))
-        box.last_readout, box.last_png = line, img.data
-        print(line)
-        print(planner_text(model, chip, chips, slices, batch, seq, allow, n))
-        display(img)
+        _emit(box, planner_readout(model, chip, chips, slices, batch, seq, allow),
+              lambda: render_planner(model, chip, chips, slices, batch, seq, allow),
+              key=(model, chip, chips, batch, seq, allow), lines=[planner_text(model, chip, chips, slices, batch, seq, allow, n)])
 
     controls = {"model": model_dd, "chip": chip_dd, "chips": chips_box, "slices": slices_sl, "batch": batch_dd,
                 "seq": seq_dd, "allow": seq_cb}

@@ -38,6 +38,8 @@ __all__ = [
     "PLACER_PRESETS",
     "static_png",
     "show",
+    "SCREEN_DPI",
+    "LiveFigure",
     "chips_for_mode",
     "explorer_readout",
     "render_explorer",
@@ -82,31 +84,137 @@ def show(box: W.Widget) -> None:
     display(bundle, raw=True)
 
 
-def _emit(box: W.Box, text: str, render) -> None:
-    """A view's output: the readout line, then the figure as a PNG, both kept on `box`.
+#: Pixels per inch of a live widget's figure (and its static PNG): a 10.5-inch figure is 945 px wide, about a
+#: JupyterLab or Colab output area; fewer pixels than savefig's 100 dpi to rasterise and to send per step.
+SCREEN_DPI = 90
+
+
+def _png_bytes(canvas) -> bytes:
+    """The canvas's RGBA buffer as PNG bytes (zlib level 1: a few ms, a slightly larger file than savefig's)."""
+    from PIL import Image as PILImage
+
+    buf = io.BytesIO()
+    PILImage.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(
+        buf, format="png", compress_level=1)
+    return buf.getvalue()
+
+
+def _texts(fig: Figure) -> list:
+    return [t for t in (fig._suptitle, fig._supxlabel, fig._supylabel) if t is not None] + list(fig.texts)
+
+
+class LiveFigure:
+    """One widget's figure between slider steps: drawn at `SCREEN_DPI` on one Agg canvas, laid out once.
+
+    Each step calls the view's pure render function (building a Figure costs a few ms; laying it out and
+    rasterising it is what is slow). ``png(render, key=…, dynamic=…)``:
+
+    - a new `key` (or none given, or a figure of another size or with other axes): the whole figure is drawn,
+      its layout engine (constrained layout) run; the axes positions are kept;
+    - the same `key` as the step before: the new figure takes the kept positions (no layout pass), and
+      - without `dynamic`: it is drawn whole;
+      - with ``dynamic(fig) -> artists`` (the parts that depend on the moving control, e.g. a marker, a bar
+        chart's Axes): only those are drawn, over the static background kept from the first draw (blitting).
+
+    So `key` must hold every argument the layout (and with `dynamic`, every static artist) depends on; the
+    tests compare a stepped figure with a fresh full draw, pixel by pixel. ``.figure`` is the figure of the
+    last step (the render function's own Figure), ``.full_draws`` counts whole draws.
+    """
+
+    def __init__(self, dpi: float = SCREEN_DPI):
+        self.dpi, self.figure, self.key, self.full_draws = dpi, None, None, 0
+        self._positions = self._texts_at = self._background = None
+
+    def _shape(self, fig: Figure):
+        return (tuple(fig.get_size_inches()), tuple(type(ax).__name__ for ax in fig.axes), len(_texts(fig)))
+
+    def png(self, render, *, key=None, dynamic=None) -> bytes:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        fig = render()
+        fig.set_dpi(self.dpi)
+        canvas = FigureCanvasAgg(fig)
+        old = self.figure
+        reuse = (key is not None and old is not None and key == self.key and self._shape(fig) == self._shape(old)
+                 and (dynamic is None or self._background is not None))
+        if reuse:
+            fig.set_layout_engine("none")
+            for ax, (orig, active) in zip(fig.axes, self._positions):
+                ax.set_position(orig, which="original")
+                ax.set_position(active, which="active")
+            for t, xy in zip(_texts(fig), self._texts_at):
+                t.set_position(xy)
+            if dynamic is None:
+                canvas.draw()
+            else:
+                renderer = canvas.get_renderer()
+                renderer.restore_region(self._background)
+                for ax in fig.axes:  # what a full draw does first: aspect-locked axes shrink to their box
+                    ax.apply_aspect()
+                for a in dynamic(fig):
+                    a.draw(renderer)
+        else:
+            moving = list(dynamic(fig)) if dynamic is not None and key is not None else []
+            for a in moving:
+                a.set_animated(True)
+            canvas.draw()  # runs the layout engine; animated artists are left out of the background
+            self.full_draws += 1
+            self._positions = [(ax.get_position(original=True), ax.get_position(original=False)) for ax in fig.axes]
+            self._texts_at = [t.get_position() for t in _texts(fig)]
+            self._background = None
+            if moving:
+                renderer = canvas.get_renderer()
+                self._background = canvas.copy_from_bbox(fig.bbox)
+                for a in moving:
+                    a.set_animated(False)
+                    a.draw(renderer)
+            self.key = key
+        self.figure = fig
+        return _png_bytes(canvas)
+
+
+def _live(box: W.Box) -> LiveFigure:
+    live = getattr(box, "live_figure", None)
+    if live is None:
+        live = box.live_figure = LiveFigure()
+    return live
+
+
+def _figure_png(box: W.Box, render, key=None, dynamic=None) -> bytes:
+    """`render()` drawn on `box`'s `LiveFigure` as PNG bytes; a failing render gives a message figure (never raises)."""
+    try:
+        return _live(box).png(render, key=key, dynamic=dynamic)
+    except Exception as exc:  # noqa: BLE001 - shown to the reader instead of a traceback in the widget
+        msg = f"cannot draw: {type(exc).__name__}: {exc}"
+        return _live(box).png(lambda: _message_figure(msg))
+
+
+def _emit(box: W.Box, text: str, render, *, key=None, dynamic=None, lines=()) -> None:
+    """A view's output: the readout line (and any further `lines`), then the figure as a PNG, kept on `box`.
 
     The figure is rendered before anything is printed, so the line and the picture appear together
-    (no moment where the new line sits over the old picture). A view never raises.
+    (no moment where the new line sits over the old picture). `key`, `dynamic`: see `LiveFigure` (how much of
+    the figure a step redraws). A view never raises.
     """
-    try:
-        img = static_png(render())
-    except Exception as exc:  # noqa: BLE001 - shown to the reader instead of a traceback in the widget
-        img = static_png(_message_figure(f"cannot draw: {type(exc).__name__}: {exc}"))
-    box.last_readout, box.last_png = text, img.data
+    png = _figure_png(box, render, key, dynamic)
+    box.last_readout, box.last_png = text, png
     print(text)
-    display(img)
+    for line in lines:
+        print(line)
+    display(Image(data=png, format="png"))
 
 
 def _attach(box: W.Box, controls: dict, output: W.Output, readout, render) -> W.Box:
     """Give a builder's container its test/notebook handles (see the module docstring).
 
-    readout() and render() evaluate the pure functions at the controls' current values.
+    readout() and render() evaluate the pure functions at the controls' current values (kept as
+    ``box.readout`` and ``box.render``).
     """
-    box.controls, box.output, box.readout = controls, output, readout
+    box.controls, box.output, box.readout, box.render = controls, output, readout, render
 
     def snapshot() -> Image:
         png = getattr(box, "last_png", None)
-        return Image(data=png, format="png") if png is not None else static_png(render())
+        return Image(data=png if png is not None else _figure_png(box, render), format="png")
 
     box.snapshot = snapshot
     if not hasattr(box, "last_readout"):  # no view has run yet
@@ -203,6 +311,16 @@ def render_explorer(chip: str | ChipSpec, mode: str, D: int, F: int, B: int, *, 
     return fig
 
 
+def _explorer_moving(fig: Figure, B) -> list:
+    """What a step of B redraws in `render_explorer`'s figure: the current-B dot and its label, the bar chart."""
+    if len(fig.axes) != 2:
+        return list(fig.axes) + list(fig.texts)
+    ax = fig.axes[0]
+    dot = [ln for ln in ax.lines if ln.get_gid() == "current-B"]
+    label = [t for t in ax.texts if getattr(t, "xy", None) is not None and t.xy[0] == B]
+    return dot + label + [fig.axes[1]]
+
+
 def roofline_explorer(chip: str = "tpu-v5e", mode: str = "bf16", D: int = 8192, F: int = 8192, B: int = 128,
                       *, B_max: int = 4096) -> W.VBox:
     """Dropdowns for chip and dtype mode, boxes for D and F, a slider "B"; prints `explorer_readout`."""
@@ -231,7 +349,8 @@ def roofline_explorer(chip: str = "tpu-v5e", mode: str = "bf16", D: int = 8192, 
 
     def view(chip, mode, D, F, B):
         _emit(box, explorer_readout(chip, mode, D, F, B),
-              lambda: render_explorer(chip, mode, D, F, B, B_max=b_slider.max))
+              lambda: render_explorer(chip, mode, D, F, B, B_max=b_slider.max),
+              key=(chip, mode, D, F, b_slider.max), dynamic=lambda fig: _explorer_moving(fig, B))
 
     controls = {"chip": chip_dd, "mode": mode_dd, "D": d_box, "F": f_box, "B": b_slider}
     out = W.interactive_output(view, controls)
@@ -322,7 +441,8 @@ def intensity_placer(chip: str = "tpu-v5e", intensity: float = 0.5, *,
 
     def view(chip, intensity):
         spec = specs[chip]
-        _emit(box, placer_readout(spec, intensity), lambda: render_placer(spec, intensity, label_for(intensity)))
+        _emit(box, placer_readout(spec, intensity), lambda: render_placer(spec, intensity, label_for(intensity)),
+              key=(chip,))
 
     controls = {"chip": chip_dd, "intensity": slider}
     out = W.interactive_output(view, controls)
@@ -370,7 +490,7 @@ def two_chip_explorer(D: int = 8192, link_bytes_per_s: float = 4.5e10, *, B: int
 
     def view(D, W_link):
         _emit(box, two_chip_readout(D, W_link, B=B, F=F, flops_per_s=flops_per_s),
-              lambda: render_two_chip(D, W_link, B=B, F=F, flops_per_s=flops_per_s))
+              lambda: render_two_chip(D, W_link, B=B, F=F, flops_per_s=flops_per_s), key=(B, F, flops_per_s))
 
     controls = {"D": d_slider, "W_link": w_slider}
     out = W.interactive_output(view, controls)
@@ -459,7 +579,7 @@ def slice_calculator(chip: str = "tpu-v5e", shape: str = "4x4") -> W.VBox:
     box = W.VBox()
 
     def view(chip, shape):
-        _emit(box, slice_readout(chip, shape), lambda: render_slice(chip, shape))
+        _emit(box, slice_readout(chip, shape), lambda: render_slice(chip, shape), key=(chip, shape.count("x")))
 
     controls = {"chip": chip_dd, "shape": shape_box}
     out = W.interactive_output(view, controls)
@@ -541,7 +661,7 @@ def torus_explorer(chip: str = "tpu-v5e", shape: str = "4x4", src: str = "0,0", 
     box = W.VBox()
 
     def view(chip, shape, src, dst):
-        _emit(box, torus_readout(chip, shape, src, dst), lambda: render_torus(chip, shape, src, dst))
+        _emit(box, torus_readout(chip, shape, src, dst), lambda: render_torus(chip, shape, src, dst), key=(chip, shape))
 
     controls = {"chip": chip_dd, "shape": shape_box, "src": src_box, "dst": dst_box}
     out = W.interactive_output(view, controls)
@@ -731,15 +851,7 @@ def sharding_explorer(mesh: str = "2×4", preset: str = _DEFAULT_PRESET, chip: s
 
     def view(mesh, a, b, target, chip, compile):
         line, details, _p = _sharding_eval(mesh, a, b, target or None, chip, compile, 8192)
-        try:
-            img = static_png(render_sharding(mesh, a, b, target or None, chip))
-        except Exception as exc:  # noqa: BLE001
-            img = static_png(_message_figure(f"cannot draw: {type(exc).__name__}: {exc}"))
-        box.last_readout, box.last_png = line, img.data
-        print(line)
-        for d in details:
-            print(d)
-        display(img)
+        _emit(box, line, lambda: render_sharding(mesh, a, b, target or None, chip), key=(mesh,), lines=details)
 
     controls = {"mesh": mesh_dd, "a": a_box, "b": b_box, "target": t_box, "chip": chip_dd, "compile": comp_cb}
     out = W.interactive_output(view, controls)
@@ -808,7 +920,8 @@ def collective_cost_explorer(kind: str = "all_gather", chip: str = "tpu-v5e", ax
 
     def view(kind, chip, axis_size, wraparound, n_bytes):
         _emit(box, collective_readout(kind, chip, axis_size, wraparound, n_bytes),
-              lambda: render_collective(kind, chip, axis_size, wraparound, n_bytes))
+              lambda: render_collective(kind, chip, axis_size, wraparound, n_bytes),
+              key=(kind, chip, axis_size, wraparound))
 
     controls = {"kind": kind_dd, "chip": chip_dd, "axis_size": axis_dd, "wraparound": wrap_cb, "n_bytes": bytes_sl}
     out = W.interactive_output(view, controls)

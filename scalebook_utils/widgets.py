@@ -24,6 +24,7 @@ import math
 from collections.abc import Mapping
 
 import ipywidgets as W
+import numpy as np
 from IPython.display import Image, display
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
@@ -103,74 +104,158 @@ def _texts(fig: Figure) -> list:
     return [t for t in (fig._suptitle, fig._supxlabel, fig._supylabel) if t is not None] + list(fig.texts)
 
 
+def _arr(x) -> bytes:
+    return np.asarray(x, dtype=float).tobytes()
+
+
+def _artist_sig(a) -> tuple:
+    """What an artist shows, cheaply comparable between two renders (data, text, place, colour)."""
+    from matplotlib.collections import Collection
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    from matplotlib.text import Text
+
+    if isinstance(a, Line2D):
+        return ("line", _arr(a.get_xydata()), str(a.get_color()), a.get_marker(), a.get_linestyle(), a.get_visible())
+    if isinstance(a, Text):
+        xy = getattr(a, "xy", None)
+        return ("text", a.get_text(), _arr(a.get_position()), None if xy is None else _arr(xy), a.get_ha(),
+                str(a.get_color()), a.get_visible())
+    if isinstance(a, Patch):
+        return ("patch", _arr(a.get_path().vertices), _arr(a.get_patch_transform().get_matrix()),
+                _arr(a.get_facecolor()), _arr(a.get_edgecolor()), a.get_visible())
+    if isinstance(a, Collection):
+        return ("coll", _arr(a.get_offsets()), tuple(_arr(p.vertices) for p in a.get_paths()),
+                _arr(a.get_facecolor()), _arr(a.get_edgecolor()), _arr(a.get_sizes()), a.get_visible())
+    return ("other", id(a))  # images and the rest: always treated as changed
+
+
+def _axis_sig(axis) -> tuple:
+    ticks = axis.get_majorticklocs()
+    return (_arr(ticks), tuple(axis.get_major_formatter().format_ticks(ticks)), axis.get_label_text())
+
+
+def _axes_sig(ax) -> tuple:
+    """An Axes without its data artists: limits, scales, ticks and their labels, titles, legend, child counts."""
+    return (_arr(ax.get_xlim()), _arr(ax.get_ylim()), ax.get_xscale(), ax.get_yscale(), _axis_sig(ax.xaxis),
+            _axis_sig(ax.yaxis), ax.axison, ax.get_legend() is None, tuple(bool(t.get_text()) for t in _titles(ax)),
+            len(ax.lines), len(ax.texts), len(ax.patches), len(ax.collections), len(ax.images), len(ax.child_axes))
+
+
+def _titles(ax) -> tuple:
+    return (ax.title, ax._left_title, ax._right_title)
+
+
+def _parts(fig: Figure) -> dict:
+    """Every drawable part of `fig` by a name that is the same in another render of the same view."""
+    parts = {}
+    for i, ax in enumerate(fig.axes):
+        parts[(i,)] = ax
+        for kind in ("lines", "texts", "patches", "collections"):
+            for j, a in enumerate(getattr(ax, kind)):
+                parts[(i, kind, j)] = a
+        for j, t in enumerate(_titles(ax)):
+            if t.get_text():
+                parts[(i, "title", j)] = t
+        if ax.get_legend() is not None:
+            parts[(i, "legend", 0)] = ax.get_legend()
+    for j, t in enumerate(_texts(fig)):
+        parts[("fig", j)] = t
+    for j, leg in enumerate(fig.legends):
+        parts[("fig", "legend", j)] = leg
+    return parts
+
+
+def _sig(name, artist):
+    if len(name) == 1:
+        return _axes_sig(artist)
+    if name[1] == "legend":
+        return ("legend", tuple(t.get_text() for t in artist.get_texts()))
+    return _artist_sig(artist)
+
+
 class LiveFigure:
-    """One widget's figure between slider steps: drawn at `SCREEN_DPI` on one Agg canvas, laid out once.
+    """One widget's figure between slider steps: drawn at `SCREEN_DPI` on an Agg canvas, laid out once, and
+    after that only what changed is redrawn.
 
     Each step calls the view's pure render function (building a Figure costs a few ms; laying it out and
-    rasterising it is what is slow). ``png(render, key=…, dynamic=…)``:
+    rasterising it is what is slow). ``png(render, key=…)``:
 
-    - a new `key` (or none given, or a figure of another size or with other axes): the whole figure is drawn,
-      its layout engine (constrained layout) run; the axes positions are kept;
-    - the same `key` as the step before: the new figure takes the kept positions (no layout pass), and
-      - without `dynamic`: it is drawn whole;
-      - with ``dynamic(fig) -> artists`` (the parts that depend on the moving control, e.g. a marker, a bar
-        chart's Axes): only those are drawn, over the static background kept from the first draw (blitting).
+    - a new `key` (or none given, or a figure of another size or with other axes): the whole figure is drawn and
+      its layout engine (constrained layout) runs; the axes positions are kept;
+    - the same `key` as the step before: the new figure takes the kept positions (no layout pass) and is compared,
+      part by part, with the figure of the step before (line data, texts, patches, collections, titles, legends;
+      per Axes its limits, ticks and labels). The parts that differ are "moving"; the rest is a static background,
+      rasterised once without the moving parts and then restored, and only the moving parts are drawn over it
+      (blitting). An Axes whose limits or ticks move is redrawn whole. When another part starts moving, the
+      background is rasterised again without it.
 
-    So `key` must hold every argument the layout (and with `dynamic`, every static artist) depends on; the
-    tests compare a stepped figure with a fresh full draw, pixel by pixel. ``.figure`` is the figure of the
-    last step (the render function's own Figure), ``.full_draws`` counts whole draws.
+    So `key` must hold every argument the layout depends on (the tests compare a stepped figure with a full draw,
+    pixel by pixel). ``.figure`` is the figure of the last step (the render function's own Figure),
+    ``.full_draws`` counts whole rasterisations (layout or background), ``.blits`` the steps drawn by blitting.
     """
 
     def __init__(self, dpi: float = SCREEN_DPI):
-        self.dpi, self.figure, self.key, self.full_draws = dpi, None, None, 0
+        self.dpi, self.figure, self.key, self.full_draws, self.blits = dpi, None, None, 0, 0
         self._positions = self._texts_at = self._background = None
+        self._sigs: dict = {}
+        self._moving: set = set()
 
     def _shape(self, fig: Figure):
-        return (tuple(fig.get_size_inches()), tuple(type(ax).__name__ for ax in fig.axes), len(_texts(fig)))
+        return (tuple(fig.get_size_inches()), tuple(type(ax).__name__ for ax in fig.axes), len(_texts(fig)),
+                len(fig.legends))
 
-    def png(self, render, *, key=None, dynamic=None) -> bytes:
+    def png(self, render, *, key=None) -> bytes:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
 
         fig = render()
         fig.set_dpi(self.dpi)
         canvas = FigureCanvasAgg(fig)
         old = self.figure
-        reuse = (key is not None and old is not None and key == self.key and self._shape(fig) == self._shape(old)
-                 and (dynamic is None or self._background is not None))
-        if reuse:
-            fig.set_layout_engine("none")
-            for ax, (orig, active) in zip(fig.axes, self._positions):
-                ax.set_position(orig, which="original")
-                ax.set_position(active, which="active")
-            for t, xy in zip(_texts(fig), self._texts_at):
-                t.set_position(xy)
-            if dynamic is None:
-                canvas.draw()
-            else:
-                renderer = canvas.get_renderer()
-                renderer.restore_region(self._background)
-                for ax in fig.axes:  # what a full draw does first: aspect-locked axes shrink to their box
-                    ax.apply_aspect()
-                for a in dynamic(fig):
-                    a.draw(renderer)
+        if key is not None and old is not None and key == self.key and self._shape(fig) == self._shape(old):
+            self._step(fig, canvas)
         else:
-            moving = list(dynamic(fig)) if dynamic is not None and key is not None else []
-            for a in moving:
-                a.set_animated(True)
-            canvas.draw()  # runs the layout engine; animated artists are left out of the background
+            canvas.draw()  # runs the layout engine
             self.full_draws += 1
             self._positions = [(ax.get_position(original=True), ax.get_position(original=False)) for ax in fig.axes]
             self._texts_at = [t.get_position() for t in _texts(fig)]
-            self._background = None
-            if moving:
-                renderer = canvas.get_renderer()
-                self._background = canvas.copy_from_bbox(fig.bbox)
-                for a in moving:
-                    a.set_animated(False)
-                    a.draw(renderer)
+            self._background, self._moving = None, set()
+            self._sigs = {n: _sig(n, a) for n, a in _parts(fig).items()} if key is not None else {}
             self.key = key
         self.figure = fig
         return _png_bytes(canvas)
+
+    def _step(self, fig: Figure, canvas) -> None:
+        fig.set_layout_engine("none")
+        for ax, (orig, active) in zip(fig.axes, self._positions):
+            ax.set_position(orig, which="original")
+            ax.set_position(active, which="active")
+        for t, xy in zip(_texts(fig), self._texts_at):
+            t.set_position(xy)
+        for ax in fig.axes:  # what a full draw does first: aspect-locked axes shrink into their box
+            ax.apply_aspect()
+        parts = _parts(fig)
+        sigs = {n: _sig(n, a) for n, a in parts.items()}
+        changed = {n for n, s in sigs.items() if self._sigs.get(n) != s}
+        self._sigs = sigs
+        moving_axes = {n[0] for n in changed | self._moving if len(n) == 1}
+        moving = {n for n in changed | self._moving if len(n) == 1 or n[0] == "fig" or n[0] not in moving_axes}
+        renderer = canvas.get_renderer()
+        if self._background is None or not moving <= self._moving:
+            self._moving = moving  # a new background, without every part that moves
+            drawn = [parts[n] for n in moving]
+            for a in drawn:
+                a.set_animated(True)
+            canvas.draw()
+            self.full_draws += 1
+            self._background = np.asarray(canvas.buffer_rgba()).copy()  # every pixel (copy_from_bbox misses a row)
+            for a in drawn:
+                a.set_animated(False)
+        else:
+            np.asarray(renderer.buffer_rgba())[...] = self._background
+            self.blits += 1
+        for a in sorted((parts[n] for n in self._moving), key=lambda a: a.get_zorder()):
+            a.draw(renderer)
 
 
 def _live(box: W.Box) -> LiveFigure:
@@ -180,23 +265,23 @@ def _live(box: W.Box) -> LiveFigure:
     return live
 
 
-def _figure_png(box: W.Box, render, key=None, dynamic=None) -> bytes:
+def _figure_png(box: W.Box, render, key=None) -> bytes:
     """`render()` drawn on `box`'s `LiveFigure` as PNG bytes; a failing render gives a message figure (never raises)."""
     try:
-        return _live(box).png(render, key=key, dynamic=dynamic)
+        return _live(box).png(render, key=key)
     except Exception as exc:  # noqa: BLE001 - shown to the reader instead of a traceback in the widget
         msg = f"cannot draw: {type(exc).__name__}: {exc}"
         return _live(box).png(lambda: _message_figure(msg))
 
 
-def _emit(box: W.Box, text: str, render, *, key=None, dynamic=None, lines=()) -> None:
+def _emit(box: W.Box, text: str, render, *, key=None, lines=()) -> None:
     """A view's output: the readout line (and any further `lines`), then the figure as a PNG, kept on `box`.
 
     The figure is rendered before anything is printed, so the line and the picture appear together
-    (no moment where the new line sits over the old picture). `key`, `dynamic`: see `LiveFigure` (how much of
-    the figure a step redraws). A view never raises.
+    (no moment where the new line sits over the old picture). `key`: the arguments the figure's layout depends
+    on (see `LiveFigure`: with the same key a step redraws only what changed). A view never raises.
     """
-    png = _figure_png(box, render, key, dynamic)
+    png = _figure_png(box, render, key)
     box.last_readout, box.last_png = text, png
     print(text)
     for line in lines:
@@ -311,16 +396,6 @@ def render_explorer(chip: str | ChipSpec, mode: str, D: int, F: int, B: int, *, 
     return fig
 
 
-def _explorer_moving(fig: Figure, B) -> list:
-    """What a step of B redraws in `render_explorer`'s figure: the current-B dot and its label, the bar chart."""
-    if len(fig.axes) != 2:
-        return list(fig.axes) + list(fig.texts)
-    ax = fig.axes[0]
-    dot = [ln for ln in ax.lines if ln.get_gid() == "current-B"]
-    label = [t for t in ax.texts if getattr(t, "xy", None) is not None and t.xy[0] == B]
-    return dot + label + [fig.axes[1]]
-
-
 def roofline_explorer(chip: str = "tpu-v5e", mode: str = "bf16", D: int = 8192, F: int = 8192, B: int = 128,
                       *, B_max: int = 4096) -> W.VBox:
     """Dropdowns for chip and dtype mode, boxes for D and F, a slider "B"; prints `explorer_readout`."""
@@ -350,7 +425,7 @@ def roofline_explorer(chip: str = "tpu-v5e", mode: str = "bf16", D: int = 8192, 
     def view(chip, mode, D, F, B):
         _emit(box, explorer_readout(chip, mode, D, F, B),
               lambda: render_explorer(chip, mode, D, F, B, B_max=b_slider.max),
-              key=(chip, mode, D, F, b_slider.max), dynamic=lambda fig: _explorer_moving(fig, B))
+              key=(chip, mode, D, F, b_slider.max))
 
     controls = {"chip": chip_dd, "mode": mode_dd, "D": d_box, "F": f_box, "B": b_slider}
     out = W.interactive_output(view, controls)

@@ -22,7 +22,6 @@ from collections.abc import Sequence
 
 import ipywidgets as W
 import numpy as np
-from IPython.display import display
 from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
@@ -34,7 +33,7 @@ from . import transformer as tf
 from .plots import new_figure
 from .hardware import chip_names, get_chip
 from .units import format_bytes, format_si, format_time
-from .widgets import INPUT_ERRORS as _ERRORS, _attach, _emit, _message_figure, static_png
+from .widgets import INPUT_ERRORS as _ERRORS, _attach, _emit, _message_figure
 from .widgets import error_text as _msg, format_number as _num, plain_formatter as _plain_formatter
 
 __all__ = [

@@ -32,7 +32,8 @@ from . import inference as inf
 from . import transformer as tf
 from .hardware import chip_names, get_chip
 from .units import format_time
-from .widgets import INPUT_ERRORS, _message_figure, error_text, plain_formatter, static_png
+from .live_figure import LiveFigure
+from .widgets import INPUT_ERRORS, _message_figure, error_text, plain_formatter
 
 __all__ = ["CAPSTONE_PREFIX", "CUSTOM", "MODEL_LABEL", "TRAIN_CHIP_LABEL", "SERVE_CHIP_LABEL", "capstone_readout", "capstone_figure", "pane_html", "layouts_html", "plan_app"]
 
@@ -251,17 +252,19 @@ def _picture_budget(b: cap.Budget) -> cap.Budget:
     return dataclasses.replace(b, train_tokens=15e12, mfu=0.4, max_days=None, max_usd=None)
 
 
-def _figure_png(model, train_chip, serve_chip, budget: cap.Budget) -> bytes:
-    return _figure_png_cached(model, train_chip, serve_chip, _picture_budget(budget))
+def _figure_png(model, train_chip, serve_chip, budget: cap.Budget, live: LiveFigure | None = None) -> bytes:
+    return _figure_png_cached(model, train_chip, serve_chip, _picture_budget(budget), live)
 
 
 @functools.lru_cache(maxsize=32)
-def _figure_png_cached(model, train_chip, serve_chip, budget: cap.Budget) -> bytes:
-    """`capstone_figure` as PNG bytes (90 dpi), cached: drawing is most of an app update (≈ 0.4 s here)."""
+def _figure_png_cached(model, train_chip, serve_chip, budget: cap.Budget, live: LiveFigure | None = None) -> bytes:
+    """`capstone_figure` as PNG bytes (`widgets.SCREEN_DPI`), cached: drawing is most of an app update. On the app's
+    `LiveFigure` (`live`) a change redraws only the side that changed (fixed margins: one layout for every plan)."""
+    live = live or LiveFigure()
     try:
-        return static_png(capstone_figure(model, train_chip, serve_chip, budget), dpi=90).data
+        return live.png(lambda: capstone_figure(model, train_chip, serve_chip, budget), key="capstone")
     except Exception as exc:  # noqa: BLE001 - an app never shows a traceback
-        return static_png(_message_figure(f"cannot draw: {type(exc).__name__}: {exc}")).data
+        return live.png(lambda: _message_figure(f"cannot draw: {type(exc).__name__}: {exc}"))
 
 
 # --- the app ------------------------------------------------------------------------------------------------------------
@@ -350,6 +353,7 @@ def plan_app(model: str | tf.TransformerConfig = "llama3-70b", train_chip: str =
 
     box = W.VBox()
     box.quiet = False
+    box.live_figure = LiveFigure()
 
     def update(_change=None):
         if box.quiet:
@@ -372,7 +376,7 @@ def plan_app(model: str | tf.TransformerConfig = "llama3-70b", train_chip: str =
         readout.value = f"<code style='white-space:pre-wrap'>{html.escape(line)}</code>"
         box.last_readout = line
         if line.startswith(CAPSTONE_PREFIX) and " → cannot plan" not in line:
-            image.value = box.last_png = _figure_png(_key(m), tc, sc, bud)
+            image.value = box.last_png = _figure_png(_key(m), tc, sc, bud, box.live_figure)
         box.last_update_s = time.perf_counter() - t0
 
     def on_model(change):

@@ -124,7 +124,7 @@ def topology_explorer(chip: str = "h100", n_sus: int = 4) -> W.VBox:
     box = W.VBox()
 
     def view(chip, n_sus):
-        _emit(box, topology_readout(chip, n_sus), lambda: render_topology(chip, n_sus))
+        _emit(box, topology_readout(chip, n_sus), lambda: render_topology(chip, n_sus), key=(chip,))
 
     controls = {"chip": chip_dd, "n_sus": su_sl}
     out = W.interactive_output(view, controls)
@@ -203,7 +203,7 @@ def gpu_collective_widget(kind: str = "all_reduce", n_bytes: float = 1e9, n_gpus
     def view(kind, n_bytes, n_gpus, sharp, chip):
         s = sharp and kind == "all_reduce"
         _emit(box, gpu_collective_readout(kind, n_bytes, n_gpus, s, chip, n_sus),
-              lambda: render_gpu_collective(kind, n_bytes, n_gpus, s, chip, n_sus))
+              lambda: render_gpu_collective(kind, n_bytes, n_gpus, s, chip, n_sus), key=(kind, n_gpus, s, chip))
 
     controls = {"kind": kind_dd, "n_bytes": bytes_sl, "n_gpus": gpus_dd, "sharp": sharp_cb, "chip": chip_dd}
     out = W.interactive_output(view, controls)

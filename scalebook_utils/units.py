@@ -156,6 +156,14 @@ def require_int(name: str, v, minimum: int | None = 1, maximum: int | None = Non
     return n
 
 
+def require_bool(name: str, v) -> bool:
+    """`v` as a bool; WrongTypeError naming `name` unless it is True or False (numpy bools too): a truthy
+    string such as 'no' is not a flag."""
+    if isinstance(v, bool) or type(v).__name__ == "bool_":
+        return bool(v)
+    raise WrongTypeError(f"{name} must be True or False, got {v!r}")
+
+
 def require_bytes(name: str, v) -> float:
     """`v` as a float number of bytes; an error naming `name` unless it is finite and ≥ 0."""
     x = _real(v)
@@ -186,7 +194,7 @@ def require_positive_values(name: str, v):
         raise ValueError(f"{name} must be a positive number or a non-empty array of them, got {v!r}")
     if not np.all(np.isfinite(a) & (a > 0)):
         bad = float(a[~(np.isfinite(a) & (a > 0))].ravel()[0])
-        raise ValueError(f"{name} must contain only finite positive numbers, got {bad!r} in {v!r}")
+        raise ValueError(f"{name} must contain only positive finite numbers, got {bad!r} in {v!r}")
     return float(a) if a.ndim == 0 else a
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from . import inference as inf
 from .hardware import ChipSpec, get_chip
 from .topology import _parse_shape, make_slice
-from .units import require_int, require_positive
+from .units import require_choices, require_int, require_positive
 
 #: batch grid density of `batch_grid` (points per doubling) used by plans and frontiers
 PER_OCTAVE = 4
@@ -230,12 +230,8 @@ def plan_serving(model, chip="tpu-v5e", slice_=None, precision="bf16", S: float 
     if batches is None:
         batches = batch_grid(B_max, per_octave)
     else:
-        if isinstance(batches, (str, bytes)) or not hasattr(batches, "__iter__"):
-            raise TypeError(f"batches must be a list of batch sizes (sequences), got {batches!r}")
-        batches = sorted({b for b in batches})
-        if not batches:
-            raise ValueError("batches is empty: give at least one batch size (sequences), or None for the default "
-                             "grid 1 … B_max")
+        batches = sorted(set(require_choices("batches", batches, "batch sizes (sequences), or None for the "
+                                             "default grid 1 … B_max")))
         for b in batches:
             inf._count("batch", b)
             if b > B_max:
@@ -301,13 +297,9 @@ def frontier(model, chip="tpu-v5e", precision="bf16", S: float = 8192, *, slices
         slices = pow2_slices(c, inf.min_chips(m, c, p, B=1, S=S, pow2=False))
         if not slices:
             raise ValueError(f"{m.name} in {p.name} does not fit in one {c.name} pod at S={S:g}")
-    elif isinstance(slices, (str, bytes)) or not hasattr(slices, "__iter__"):
-        raise TypeError(f"slices must be a list of slices (chip counts or shapes such as '4x4'), got {slices!r}")
     else:
-        slices = list(slices)
-        if not slices:
-            raise ValueError("slices is empty: give at least one slice (a chip count or a shape such as '4x4'), or "
-                             "None for every power of two from the smallest that fits to a pod")
+        slices = require_choices("slices", slices, "slices (chip counts or shapes such as '4x4'), or None for every "
+                                 "power of two from the smallest that fits to a pod")
     plans = tuple(plan_serving(m, c, s, p, S, max_context=max_context, per_octave=per_octave,
                                price_per_hour_usd=price_per_hour_usd) for s in slices)
     return Frontier(model=m.name, chip=c.name, precision=p.name, S=S, plans=plans,

@@ -35,7 +35,8 @@ from .training_costs import (ACT_BYTES, ADAM_BYTES_PER_PARAM, OPTIMIZER_BYTES, P
     checkpoint_bytes, comms_ratio, dcn_bandwidth, dp_min_batch_per_chip, fsdp_min_batch_per_chip, fsdp_tp_degrees,
     ici_bandwidth, layer_costs, max_params_pure_dp, min_chips_for_memory, mixed_min_batch_per_chip,
     optimal_fsdp_degree, round_pow2, step_collectives, tp_max_degree, tp_min_F, training_memory, training_time)
-from .units import format_bytes, format_si, format_time, is_int, require_bytes, require_int, require_positive
+from .units import (format_bytes, format_si, format_time, is_int, require_bytes, require_choices, require_int,
+    require_positive)
 
 CH5 = "book ch. 5 'How to Parallelize a Transformer for Training'"
 CH6 = "book ch. 6 'Training LLaMA 3 on TPUs'"
@@ -460,18 +461,6 @@ class Plan:
 REMAT_CHOICES = ("none", "big_matmuls", "block")
 
 
-def _choices(name: str, v, single, what: str) -> tuple:
-    """`v` as a non-empty tuple of choices: one choice (`single(v)`) becomes a 1-tuple; an empty one raises."""
-    if single(v) and not isinstance(v, bool):
-        return (v,)
-    if isinstance(v, (bytes, bool)) or not hasattr(v, "__iter__"):
-        raise TypeError(f"{name} must be one of the {what} or a list of them, got {v!r}")
-    out = tuple(v)
-    if not out:
-        raise ValueError(f"{name} is empty: give at least one of the {what}")
-    return out
-
-
 def plan(model, batch_tokens: float, chip="tpu-v5p", *, n_chips: int | None = None, slices: int = 1,
          seq_len: int = 4096, max_tp: int = 64, max_pp: int = 16, zero_stages: Sequence[int] = (0, 1, 3),
          remat: Iterable = REMAT_CHOICES, microbatches_per_stage: int = 4, allow_sequence_sharding: bool = True,
@@ -511,12 +500,11 @@ def plan(model, batch_tokens: float, chip="tpu-v5p", *, n_chips: int | None = No
     max_pp = require_int("max_pp", max_pp)
     microbatches_per_stage = require_int("microbatches_per_stage", microbatches_per_stage)
     grad_bytes = require_bytes("grad_bytes", grad_bytes)
-    zero_stages = _choices("zero_stages", zero_stages, single=is_int,
-                           what="ZeRO stages (0 plain DP, 1, 2, 3 FSDP)")
+    zero_stages = require_choices("zero_stages", zero_stages, "ZeRO stages (0 plain DP, 1, 2, 3 FSDP)", is_int)
     for z in zero_stages:
         require_int("each of zero_stages", z, 0, 3)
-    remat = _choices("remat", remat, single=lambda r: isinstance(r, (str, int, float)),
-                     what=f"remat policies ({', '.join(REMAT_CHOICES)}) or checkpoints per layer")
+    remat = require_choices("remat", remat, f"remat policies ({', '.join(REMAT_CHOICES)}) or checkpoints per layer",
+                            lambda r: isinstance(r, (str, int, float)))
     for r in remat:
         _remat_policy(r)
     estimates = []

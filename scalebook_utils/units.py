@@ -164,6 +164,20 @@ def require_bool(name: str, v) -> bool:
     raise WrongTypeError(f"{name} must be True or False, got {v!r}")
 
 
+def require_choices(name: str, v, what: str, single=None) -> tuple:
+    """`v` as a non-empty tuple of choices. One choice (`single(v)` true, e.g. a string) becomes a 1-tuple;
+    something that is not a list raises WrongTypeError and an empty list ValueError, both naming `name` and
+    saying what to give (`what`, e.g. "batch sizes")."""
+    if single is not None and single(v) and not isinstance(v, bool):
+        return (v,)
+    if isinstance(v, (str, bytes, bool)) or not hasattr(v, "__iter__"):
+        raise WrongTypeError(f"{name} must be a list of {what}, got {v!r}")
+    out = tuple(v)
+    if not out:
+        raise ValueError(f"{name} is empty: give at least one of the {what}")
+    return out
+
+
 def require_bytes(name: str, v) -> float:
     """`v` as a float number of bytes; an error naming `name` unless it is finite and ≥ 0."""
     x = _real(v)

@@ -29,7 +29,7 @@ from . import serving as sv
 from . import training as T
 from . import transformer as tf
 from .hardware import ChipSpec, get_chip
-from .units import format_bytes, format_count, format_time, is_int
+from .units import format_bytes, format_count, format_time, is_int, require_int
 
 __all__ = ["Budget", "TrainingSide", "LayoutRow", "layout_rows", "TIE", "ServingSide", "ModelPlan", "plan_model", "plan_training", "plan_serving_side",
            "train_chip_count", "DEFAULT_GPU_TRAIN_CHIPS", "MAX_GPU_TRAIN_CHIPS"]
@@ -154,8 +154,10 @@ def train_chip_count(chip, train_chips: int | None = None) -> int:
     """The chips a training plan uses: `train_chips`, or the default (a TPU's full pod; 1024 GPUs, 576 GB200s).
 
     A TPU count beyond one pod raises: the plan is one ICI slice (several pods joined by DCN are ch. 5's
-    "Scaling Across Pods", `training.plan(..., slices=)`)."""
+    "Scaling Across Pods", `training.plan(..., slices=)`). `train_chips` is an integer ≥ 1 when given."""
     spec = get_chip(chip)
+    if train_chips is not None:
+        train_chips = require_int("train_chips", train_chips)
     if spec.kind == "tpu":
         pod = spec.pod_chips
         if train_chips is None:

@@ -11,3 +11,8 @@ class UnknownNameError(KeyError, ValueError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class WrongTypeError(TypeError, ValueError):
+    """An argument of the wrong type (a string or None where a number belongs). A TypeError, and a ValueError
+    so that code catching the package's bad-input errors (always ValueError) still catches it."""

@@ -196,8 +196,12 @@ def dp_critical_batch(chip: str | ChipSpec = "h100", *, across_nodes: bool = Tru
     B/X > (E/k) · C/W · ((X − 1)/X with `n_nodes` = X small) / 2 with SHARP (in theory) / max(1, M/D_node) when
     `model_parallel` = M ways of model sharding span M/D_node nodes (each brings its own egress). H100 across
     nodes ≈ 2475, in a node ≈ 2200, 2 nodes ≈ 1237; an MoE with E = 128, k = 4: 32 × 2475 ≈ 79,200.
+    E, k > 0 with k ≤ E.
     """
     require_positive(E=E, k=k, model_parallel=model_parallel)
+    if k > E:
+        raise ValueError(f"k (experts active per token) must be at most E (experts), got k={k!r}, E={E!r}; a dense "
+                         "model is E = k = 1")
     a = alpha(chip, across_nodes, egress=egress) * E / k
     if n_nodes is not None:
         if not is_int(n_nodes) or n_nodes < 1:
@@ -250,6 +254,8 @@ def mlp_roofline(strategy: str, B: float, D: float, F: float, degree: int, chip:
     """
     for name, v in (("B", B), ("D", D), ("F", F), ("degree", degree), ("E", E), ("k", k)):
         require_positive(**{name: v})
+    if strategy == "dp" and k > E:   # "ep" uses k alone (E is the dp rule's expert count)
+        raise ValueError(f"k (experts active per token) must be at most E (experts), got k={k!r}, E={E!r}")
     s = gpu_chip(chip)
     C = s.peak_flops("bf16")
     W = s.node_egress_bytes_per_s if across_nodes else s.nvlink_bandwidth_oneway_bytes_per_s

@@ -95,6 +95,12 @@ def test_registry_holds_the_chapter_11_exercises():
 
 @pytest.mark.parametrize("qid", [q for ids in IDS.values() for q in ids] + CH11_IDS)
 def test_expected_answer_checks_correct(qid, capsys):
+    if get_question(qid).compiled is not None:
+        # the reference of a code question is numpy (what is computed); an answer must also be a JAX program
+        # with the right collectives, so the reference itself fails — the JAX solutions pass in test_jaxprog.py
+        check(qid, expected(qid))
+        assert capsys.readouterr().out.startswith(f"{qid}: incorrect — jax.jit could not trace your function")
+        return
     check(qid, expected(qid))
     assert capsys.readouterr().out == f"{qid}: correct\n"
 

@@ -424,7 +424,7 @@ def tp_check_widget(slice_: str = "4x8", precision: str = "bf16", B: int = 64, m
 
     def view(slice_, precision, B):
         _emit(box, tp_check_readout(slice_, precision, B, model, chip),
-              lambda: render_tp_check(slice_, precision, B, model, chip))
+              lambda: render_tp_check(slice_, precision, B, model, chip), key=(slice_, precision))
 
     controls = {"slice_": slice_dd, "precision": prec_dd, "B": b_sl}
     out = W.interactive_output(view, controls)
@@ -644,7 +644,8 @@ def disaggregation_widget(prompt: int = 8192, decode: int = 512, B: int = 32, pr
     def view(prompt, decode, B, prefill_slice, generate_slice, precision, mfu):
         _emit(box, disaggregation_readout(prompt, decode, B, prefill_slice, generate_slice, precision, mfu, model, chip),
               lambda: render_disaggregation(prompt, decode, B, prefill_slice, generate_slice, precision, mfu,
-                                            model, chip))
+                                            model, chip),
+              key=(prefill_slice, generate_slice, precision))
 
     controls = {"prompt": pr_sl, "decode": de_sl, "B": b_sl, "prefill_slice": pre_dd, "generate_slice": gen_dd,
                 "precision": prec_dd, "mfu": mfu_sl}

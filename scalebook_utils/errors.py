@@ -48,3 +48,8 @@ def resolve_name(name: str, index: dict[str, str], what: str, known) -> str:
     close = dict.fromkeys(index[k] for k in difflib.get_close_matches(key, list(index), n=5, cutoff=0.6))
     hint = f"close matches: {', '.join(close)}; " if close else ""
     raise UnknownNameError(f"unknown {what} {name!r}; {hint}known {what}s: {', '.join(known)}")
+
+
+class WrongTypeError(TypeError, ValueError):
+    """An argument of the wrong type (a string or None where a number belongs). A TypeError, and a ValueError
+    so that code catching the package's bad-input errors (always ValueError) still catches it."""

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from . import transformer as tf
 from .errors import UnknownNameError
 from .hardware import ChipSpec, get_chip
-from .units import require_positive
+from .units import require_int, require_positive
 
 CH7 = "book ch. 7 'All About Transformer Inference'"
 CH8 = "book ch. 8 'Serving LLaMA 3-70B on TPUs'"
@@ -185,15 +185,23 @@ def inference_memory(model, B: float, S: float, precision="bf16") -> float:
 
 def min_chips(model, chip="tpu-v5e", precision="bf16", *, B: float = 0, S: float = 0, pow2: bool = True) -> int:
     """Fewest chips whose HBM holds the weights (+ B caches of S tokens): ceil(bytes/HBM), rounded up to a power
-    of two when `pow2` (the book's `min_topology`; ch. 8: LLaMA 3-70B bf16 16, int8 8, int4 4 v5e chips)."""
+    of two when `pow2` (the book's `min_topology`; ch. 8: LLaMA 3-70B bf16 16, int8 8, int4 4 v5e chips).
+    More chips than the chip's pod raises ValueError (the memory does not fit one model-parallel slice)."""
     c = get_chip(chip)
     n = math.ceil(inference_memory(model, B, S, precision) / c.hbm_bytes)
-    return 2 ** math.ceil(math.log2(n)) if pow2 and n > 1 else max(n, 1)
+    n = 2 ** math.ceil(math.log2(n)) if pow2 and n > 1 else max(n, 1)
+    pod = c.pod_chips
+    if pod is not None and n > pod:
+        what = f"with B={B:g} KV caches of S={S:g} tokens" if B and S else "(its weights alone)"
+        raise ValueError(f"{_model(model).name} in {get_precision(precision).name} {what} needs {n} × {c.name}, more "
+                         f"than one pod ({pod} chips): model parallelism runs inside a pod (book ch. 7); use a "
+                         "smaller B, S or precision")
+    return n
 
 
 def free_hbm(model, chip="tpu-v5e", n_chips: int = 1, precision="bf16") -> float:
     """HBM left for KV caches after the weights: N·HBM − P·w (bytes); ValueError if the weights do not fit."""
-    _count("n_chips", n_chips)
+    require_int("n_chips", n_chips)
     c, m = get_chip(chip), _model(model)
     free = n_chips * c.hbm_bytes - m.weight_bytes(precision)
     if free <= 0:
@@ -226,7 +234,7 @@ def collective_time(nbytes: float, n_shards: int, chip="tpu-v5e") -> float:
     """AllGather/ReduceScatter of `nbytes` (the full array) over a ring of n_shards on one axis:
     max(T_hop·n/2, bytes/W_ici) (book ch. 7 Appendix C; W_ici bidirectional, ≈1 µs per hop). Units: s."""
     require_positive(nbytes=nbytes)
-    _count("n_shards", n_shards)
+    require_int("n_shards", n_shards)
     c = get_chip(chip)
     if n_shards == 1:
         return 0.0
@@ -243,15 +251,15 @@ def ring_hops(n_chips: int, ici_axes: int = 1, shape=None) -> float:
         if not dims or math.prod(dims) != n_chips or not all(isinstance(d, numbers.Integral) and d >= 1 for d in dims):
             raise ValueError(f"slice shape {shape!r} must be positive integers whose product is n_chips={n_chips}")
         return sum(d / 2 for d in dims if d > 1)
-    _count("n_chips", n_chips)
-    _count("ici_axes", ici_axes)
+    require_int("n_chips", n_chips)
+    require_int("ici_axes", ici_axes)
     return ici_axes * n_chips ** (1 / ici_axes) / 2
 
 
 def latency_bound_bytes(n_shards: int, chip="tpu-v5e") -> float:
     """Array size below which a collective over n_shards is latency-bound: T_hop·n·W_ici/2 (= per-shard bytes
     below one-way link × hop latency). Book ch. 7 Appendix C: 8-way on v5e → 360 kB. Units: bytes."""
-    _count("n_shards", n_shards)
+    require_int("n_shards", n_shards)
     c = get_chip(chip)
     if c.ici_hop_latency_s is None:
         raise ValueError(f"{c.name} has no hop-latency figure in the book")
@@ -350,8 +358,8 @@ def decode_step(model, B: float, S: float, chip="tpu-v5e", n_chips: int = 1, pre
     """
     _count("B (batch)", B)
     _count("S (context)", S)
-    _count("n_chips", n_chips)
-    _count("ici_axes", ici_axes)
+    require_int("n_chips", n_chips)
+    require_int("ici_axes", ici_axes)
     if shape is not None:
         hops = ring_hops(n_chips, shape=shape)
         ici_axes = max(1, sum(1 for d in shape if d > 1))
@@ -410,7 +418,7 @@ def prefill_time(model, T: float, chip="tpu-v5e", n_chips: int = 1, precision="b
     2·T²·N·H·L per prompt, which the book leaves out."""
     _count("T (prompt tokens)", T)
     _count("B (batch)", B)
-    _count("n_chips", n_chips)
+    require_int("n_chips", n_chips)
     if not (isinstance(mfu, numbers.Real) and 0 < mfu <= 1):
         raise ValueError(f"mfu must be in (0, 1], got {mfu!r}")
     c, m, p = get_chip(chip), _model(model), get_precision(precision)

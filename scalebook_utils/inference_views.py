@@ -334,7 +334,8 @@ def step_time_widget(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision
         if getattr(box, "quiet", False):
             return
         _emit(box, step_time_readout(model, chip, slice_, precision, S, B),
-              lambda: render_step_time(model, chip, slice_, precision, S, B, log=log))
+              lambda: render_step_time(model, chip, slice_, precision, S, B, log=log),
+              key=(model, chip, slice_, precision, S))
 
     controls = {"model": model_dd, "chip": chip_dd, "slice_": slice_dd, "precision": prec_dd, "S": s_dd, "B": b_sl}
     out = W.interactive_output(view, controls)
@@ -496,7 +497,7 @@ def kv_explorer(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-
         if getattr(box, "quiet", False):
             return
         _emit(box, kv_readout(model, K, precision, S, chip, n_chips, B=B),
-              lambda: render_kv(model, K, precision, S, chip, n_chips, B=B))
+              lambda: render_kv(model, K, precision, S, chip, n_chips, B=B), key=(model, K, precision, S, chip, n_chips))
 
     controls = {"model": model_dd, "K": k_dd, "precision": prec_dd, "S": s_dd, "chip": chip_dd, "n_chips": n_dd,
                 "B": b_sl}
@@ -618,7 +619,8 @@ def frontier_widget(model="llama3-70b", chip="tpu-v5e", precision="int8-weights"
 
     def view(model, chip, precision, S, cap, compare):
         _emit(box, frontier_readout(model, chip, precision, S, cap),
-              lambda: render_frontier(model, chip, precision, S, max_latency=cap, compare_precisions=compare))
+              lambda: render_frontier(model, chip, precision, S, max_latency=cap, compare_precisions=compare),
+              key=(model, chip, precision, cap, compare))
 
     controls = {"model": model_dd, "chip": chip_dd, "precision": prec_dd, "S": s_dd, "cap": cap_dd, "compare": cmp_cb}
     out = W.interactive_output(view, controls)
@@ -702,7 +704,7 @@ def context_pareto_widget(model="llama3-70b", chip="tpu-v5e", slice_="4x4", prec
 
     def view(S, precision):
         _emit(box, context_pareto_readout(model, chip, slice_, precision, S),
-              lambda: render_context_pareto(model, chip, slice_, precision, S))
+              lambda: render_context_pareto(model, chip, slice_, precision, S), key=(precision,))
 
     controls = {"S": s_sl, "precision": prec_dd}
     out = W.interactive_output(view, controls)

@@ -2,7 +2,8 @@
 
 The book's letters: B batch (sequences), T query length, S key/value length, D d_model, F d_ff, N query heads,
 K KV heads (K divides N; G = N/K), H head dim, L layers, V vocabulary, E experts, k experts per token.
-Every count is a plain number: parameters (elements), FLOPs, bytes (SI).
+Every count is a plain number: parameters (elements), FLOPs, bytes (SI). Every function taking a model (`cfg`)
+accepts a `TransformerConfig` or a preset name from MODELS ("llama3-8b"), as `get_model` does.
 
 Conventions (book ch. 4, "Global FLOPs and Params Calculation"):
 - A gated MLP has 3 matrices (3DF params, 18BTDF training FLOPs); an ungated one 2 (2DF, 12BTDF).
@@ -207,7 +208,7 @@ def param_count(cfg: TransformerConfig | str) -> ParamCount:
     Beyond the book (all default off): biases (`qkv_bias`, `linear_bias`, `router_bias`: E per MoE layer),
     LayerNorm biases (`norm_bias` doubles every norm) and learned positions (`max_positions`·D, in `embedding`).
     """
-    cfg = get_model(cfg) if isinstance(cfg, str) else cfg
+    cfg = get_model(cfg)
     emb = cfg.V * cfg.D + cfg.max_positions * cfg.D
     unemb = 0 if cfg.tied_embeddings else cfg.V * cfg.D
     attn_bias, mlp_bias = _bias_params(cfg)
@@ -224,10 +225,11 @@ def param_count(cfg: TransformerConfig | str) -> ParamCount:
                       total=other + mlp, activated=other + mlp_active)
 
 
-def matmul_params(cfg: TransformerConfig) -> int:
+def matmul_params(cfg: TransformerConfig | str) -> int:
     """Activated parameters that take part in a matmul per token: attention projections, active MLP
     (incl. router) and the unembedding D·V (also when tied). Excludes the embedding lookup and norms.
     Forward FLOPs per token = 2 × this + the attention term (book ch. 4 "rule of thumb")."""
+    cfg = get_model(cfg)
     return (cfg.L * _attention_params_per_layer(cfg) + _mlp_params(cfg, active_only=True) + cfg.D * cfg.V)
 
 
@@ -240,7 +242,7 @@ def _check_len(**kw) -> None:
             raise ValueError(f"{name} must be a length >= 1 (tokens), got {v!r}")
 
 
-def attention_flops(cfg: TransformerConfig, T: float, S: float | None = None, B: float = 1, *,
+def attention_flops(cfg: TransformerConfig | str, T: float, S: float | None = None, B: float = 1, *,
                     causal: bool = False) -> float:
     """Forward FLOPs of dot-product attention (QKᵀ and PV) over all L layers, no projections.
 
@@ -248,6 +250,7 @@ def attention_flops(cfg: TransformerConfig, T: float, S: float | None = None, B:
     self-attention (default). `causal=True` halves it (only with a real attention kernel). Backward is 2×,
     training 3× (12BTSNH). Book ch. 4, "Attention".
     """
+    cfg = get_model(cfg)
     S = T if S is None else S
     _check_len(T=T, S=S, B=B)
     hqk = cfg.H + cfg.rope_head_dim
@@ -255,59 +258,67 @@ def attention_flops(cfg: TransformerConfig, T: float, S: float | None = None, B:
     return f / 2 if causal else f
 
 
-def forward_flops_per_token(cfg: TransformerConfig, seq_len: float = 1, *, causal: bool = False) -> float:
+def forward_flops_per_token(cfg: TransformerConfig | str, seq_len: float = 1, *, causal: bool = False) -> float:
     """Forward FLOPs per token with context `seq_len` (S): 2·matmul_params + 4·S·N·H·L (book ch. 4).
 
     `seq_len` is the number of keys each query attends to (self-attention over T tokens: S = T).
     """
+    cfg = get_model(cfg)
     _check_len(seq_len=seq_len)
     return 2 * matmul_params(cfg) + attention_flops(cfg, 1, seq_len, causal=causal)
 
 
-def backward_flops_per_token(cfg: TransformerConfig, seq_len: float = 1, *, causal: bool = False) -> float:
+def backward_flops_per_token(cfg: TransformerConfig | str, seq_len: float = 1, *, causal: bool = False) -> float:
     """Backward = 2 × forward (∂L/∂A and ∂L/∂W each cost one forward matmul; book ch. 4 "Forward vs backward")."""
+    cfg = get_model(cfg)
     return 2 * forward_flops_per_token(cfg, seq_len, causal=causal)
 
 
-def training_flops_per_token(cfg: TransformerConfig, seq_len: float = 1, *, causal: bool = False,
+def training_flops_per_token(cfg: TransformerConfig | str, seq_len: float = 1, *, causal: bool = False,
                              remat: str = "none") -> float:
     """One training step per token: 6·matmul_params + 12·S·N·H·L (≈ 6 · params; book ch. 4), plus the
     recompute of `remat` (see `remat_recompute_flops_per_token`)."""
+    cfg = get_model(cfg)
     return (3 * forward_flops_per_token(cfg, seq_len, causal=causal)
             + remat_recompute_flops_per_token(cfg, seq_len, remat, causal=causal))
 
 
-def training_flops(cfg: TransformerConfig, tokens: float, seq_len: float, *, causal: bool = False,
+def training_flops(cfg: TransformerConfig | str, tokens: float, seq_len: float, *, causal: bool = False,
                    remat: str = "none") -> float:
     """Total training FLOPs for `tokens` tokens in sequences of `seq_len` (≈ 6 · params · tokens)."""
+    cfg = get_model(cfg)
     require_positive(tokens=tokens)
     return tokens * training_flops_per_token(cfg, seq_len, causal=causal, remat=remat)
 
 
-def projection_flops(cfg: TransformerConfig, T: float, B: float = 1) -> float:
+def projection_flops(cfg: TransformerConfig | str, T: float, B: float = 1) -> float:
     """Forward FLOPs of the Q, K, V, O projections over all layers: 4·B·T·D(N+K)H·L (MHA: 8BTDNH·L)."""
+    cfg = get_model(cfg)
     _check_len(T=T, B=B)
     return 2 * B * T * cfg.L * _attention_params_per_layer(cfg)
 
 
-def mlp_flops(cfg: TransformerConfig, T: float, B: float = 1) -> float:
+def mlp_flops(cfg: TransformerConfig | str, T: float, B: float = 1) -> float:
     """Forward FLOPs of the (active) MLPs over all layers: 2·B·T·(3DF)·L for a dense gated MLP."""
+    cfg = get_model(cfg)
     _check_len(T=T, B=B)
     return 2 * B * T * _mlp_params(cfg, active_only=True)
 
 
-def attention_to_matmul_flops_ratio(cfg: TransformerConfig, T: float) -> float:
+def attention_to_matmul_flops_ratio(cfg: TransformerConfig | str, T: float) -> float:
     """Self-attention FLOPs over the layers' matmul FLOPs (MLP + QKVO projections, no unembedding).
 
     Book ch. 4 "Fractional cost of attention": 12BT²NH/(18BTDF + 24BTDNH) = T/(8D) when F = 4D, D = NH,
     K = N; attention dominates for T > 8D (≈37k tokens for Gemma-27B's D = 4608).
     """
+    cfg = get_model(cfg)
     return attention_flops(cfg, T) / (projection_flops(cfg, T) + mlp_flops(cfg, T))
 
 
-def attention_projection_crossover(cfg: TransformerConfig) -> float:
+def attention_projection_crossover(cfg: TransformerConfig | str) -> float:
     """Sequence length where self-attention FLOPs equal the QKVO projection FLOPs: 4TNH·(per token) =
     4D(N+K)H, i.e. T = D(N+K)/N (= 2D for MHA; book ch4.q5: 8192 for D = 4096)."""
+    cfg = get_model(cfg)
     per_key = attention_flops(cfg, 1, 1)
     return projection_flops(cfg, 1) / per_key
 
@@ -336,7 +347,7 @@ def _policy(policy: str) -> str:
     return policy
 
 
-def activation_elements_per_token_per_layer(cfg: TransformerConfig, policy: str = "block") -> float:
+def activation_elements_per_token_per_layer(cfg: TransformerConfig | str, policy: str = "block") -> float:
     """Saved activations per token and layer (elements) under a checkpointing policy (book ch. 4):
 
     - "none": every intermediate, the book's rule of thumb 20·D;
@@ -346,6 +357,7 @@ def activation_elements_per_token_per_layer(cfg: TransformerConfig, policy: str 
     - "block": the block input only, D (block remat).
     MoE widths are averaged over layers.
     """
+    cfg = get_model(cfg)
     _policy(policy)
     D = cfg.D
     if policy != "big_matmuls":
@@ -357,23 +369,25 @@ def activation_elements_per_token_per_layer(cfg: TransformerConfig, policy: str 
     return cfg.N * cfg.H + 2 * cfg.K * cfg.H + D + hid / cfg.L + D
 
 
-def activation_bytes(cfg: TransformerConfig, tokens: float, policy: str = "block", dtype: str = "bf16") -> float:
+def activation_bytes(cfg: TransformerConfig | str, tokens: float, policy: str = "block", dtype: str = "bf16") -> float:
     """Activation memory for a training step over `tokens` tokens (B·T), all layers, in bytes.
 
     bytes = tokens · L · elements_per_token_per_layer(policy) · bytes(dtype). Book ch. 4: 2·20·BT·D·L ≈ 84 TB
     with no remat (BT = 4e6, L = 64, D = 8192), 4.2 TB with block remat.
     """
+    cfg = get_model(cfg)
     require_positive(tokens=tokens)
     return tokens * cfg.L * activation_elements_per_token_per_layer(cfg, policy) * dtype_bytes(dtype)
 
 
-def remat_recompute_flops_per_token(cfg: TransformerConfig, seq_len: float = 1, policy: str = "none", *,
+def remat_recompute_flops_per_token(cfg: TransformerConfig | str, seq_len: float = 1, policy: str = "none", *,
                                     causal: bool = False) -> float:
     """Extra forward FLOPs per token recomputed in the backward pass (book ch. 4, ch4.q6):
 
     "none": 0; "big_matmuls": the dot-product attention forward, 4·S·N·H·L per token (4BT²NH per layer;
     O(BTD), O(BTF) elementwise ignored); "block": the whole forward, so a step costs ≈ 8·params·tokens.
     """
+    cfg = get_model(cfg)
     _policy(policy)
     if policy == "none":
         return 0.0
@@ -382,19 +396,21 @@ def remat_recompute_flops_per_token(cfg: TransformerConfig, seq_len: float = 1, 
     return forward_flops_per_token(cfg, seq_len, causal=causal)
 
 
-def kv_cache_bytes_per_token(cfg: TransformerConfig, dtype: str = "bf16") -> float:
+def kv_cache_bytes_per_token(cfg: TransformerConfig | str, dtype: str = "bf16") -> float:
     """KV-cache bytes per token (all layers): 2·L·K·H·bytes(dtype) (book ch. 4 "KV caching"; the cache is
     [2, S, L, K, H]). MLA caches the latent instead: L·(kv_lora_rank + rope_head_dim)·bytes."""
+    cfg = get_model(cfg)
     per_layer = cfg.kv_lora_rank + cfg.rope_head_dim if cfg.is_mla else 2 * cfg.K * cfg.H
     return cfg.L * per_layer * dtype_bytes(dtype)
 
 
-def moe_critical_batch(cfg: TransformerConfig, chip="tpu-v5e", weight_dtype: str = "int8",
+def moe_critical_batch(cfg: TransformerConfig | str, chip="tpu-v5e", weight_dtype: str = "int8",
                        flops_dtype: str = "bf16") -> float:
     """Token batch above which an MoE layer is compute-bound (book ch. 4 "Mixture of experts", ch4.q8):
 
     weight bytes E·D·F·w, FLOPs 2·k·B·D·F → B > (C/W_hbm)·E·w/(2k) (v5e, int8 weights: ≈ 120·E/k).
     """
+    cfg = get_model(cfg)
     if not cfg.is_moe:
         raise ValueError(f"cfg must be an MoE (E > 0); {cfg.name!r} is dense")
     c = get_chip(chip)

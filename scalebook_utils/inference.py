@@ -605,3 +605,45 @@ def speculative_tokens_per_step(acceptance: float, draft_len: int) -> float:
     if acceptance == 1:
         return float(draft_len + 1)
     return (1 - acceptance ** (draft_len + 1)) / (1 - acceptance)
+
+
+@dataclass(frozen=True)
+class SpeculativeStep:
+    """Cost of one greedy speculative round (book ch. 7 Appendix D): k draft steps, then one target step that
+    scores k + 1 positions per sequence. t_plain: one ordinary target step; t_draft = k draft steps;
+    t_verify: the target step on B·(k+1) query tokens (the weights read once, the KV of B sequences read once,
+    (k+1)× the FLOPs); tokens: expected tokens per round. All times in seconds."""
+
+    t_plain: float
+    t_draft: float
+    t_verify: float
+    tokens: float
+
+    @property
+    def time_per_token(self) -> float:
+        """(t_draft + t_verify) / tokens: seconds per generated token per sequence."""
+        return (self.t_draft + self.t_verify) / self.tokens
+
+    @property
+    def speedup(self) -> float:
+        """t_plain / time_per_token: how much faster each sequence decodes than without a drafter."""
+        return self.t_plain / self.time_per_token
+
+
+def speculative_step(target, draft, B: float, S: float, draft_len: int, acceptance: float, chip="tpu-v5e",
+                     n_chips: int = 1, precision="bf16", *, shape=None) -> SpeculativeStep:
+    """Model one speculative round: `decode_step` of the draft k times and of the target at B·(k+1) tokens,
+    with the KV term of B sequences (the k+1 queries of a sequence read its cache once) and the collectives
+    of B·(k+1) activations: t_verify = max(KV(B), attn FLOPs(B(k+1))) + max(2·B(k+1)·P/(N·C), P·w/(N·W))
+    (then max with ICI). Expected tokens = `speculative_tokens_per_step(acceptance, k)` (external formula,
+    see there). Both models share the n_chips slice. Book ch. 7 Appendix D; the cost is not in the book."""
+    if not (isinstance(draft_len, numbers.Integral) and not isinstance(draft_len, bool) and draft_len >= 1):
+        raise ValueError(f"draft_len must be an integer >= 1, got {draft_len!r}")
+    kw = dict(chip=chip, n_chips=n_chips, precision=precision, check_memory=False, shape=shape)
+    plain = decode_step(target, B, S, **kw)
+    d = decode_step(draft, B, S, **kw)
+    v = decode_step(target, B * (draft_len + 1), S, **kw)
+    attention = max(plain.t_hbm_kv, v.t_math_attention)
+    t_verify = max(attention + max(v.t_math, v.t_hbm_weights), v.t_ici)
+    return SpeculativeStep(t_plain=plain.step_time, t_draft=draft_len * d.step_time, t_verify=t_verify,
+                           tokens=speculative_tokens_per_step(acceptance, draft_len))

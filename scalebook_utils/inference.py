@@ -56,9 +56,28 @@ class Precision:
         require_positive(weight_bytes=self.weight_bytes, kv_bytes=self.kv_bytes,
                          activation_bytes=self.activation_bytes)
 
+    @property
+    def meaning(self) -> str:
+        """What the name stands for, from the fields: 'int8 weights + KV, bf16 math' (see `PRECISIONS`)."""
+        math_ = self.compute_dtype
+        w, kv = (_STORED.get((b, math_), _STORED.get((b, None), f"{b:g}-byte")) for b in (self.weight_bytes, self.kv_bytes))
+        return f"{w} weights + KV, {math_} math" if w == kv else f"{w} weights, {kv} KV, {math_} math"
 
-#: The modes the book uses. "int8-weights" and "int4-weights" quantize the KV cache like the weights (ch. 8
-#: serves "int8 params and KV" with bf16 FLOPs); build a `Precision` yourself for other mixes.
+    @property
+    def label(self) -> str:
+        """The name with its meaning, as every readout and figure title prints it:
+        'int8-weights (int8 weights + KV, bf16 math)' vs 'int8 (int8 weights + KV, int8 math)'."""
+        return f"{self.name} ({self.meaning})"
+
+
+#: Stored dtype for (bytes per element, compute dtype); (bytes, None) is the default for that size.
+_STORED = {(2.0, None): "bf16", (1.0, None): "int8", (1.0, "fp8"): "fp8", (0.5, None): "int4", (4.0, None): "fp32"}
+
+
+#: The modes the book uses — one vocabulary for every chapter, exercise and readout (each readout prints
+#: `Precision.label`, the name with its meaning). "int8-weights" and "int4-weights" quantize the weights and the
+#: KV cache and run the matmuls in bf16 (what book ch. 8 calls "int8": int8 params and KV, bf16 FLOPs);
+#: "int8" also runs the matmuls in int8 (twice the peak on a v5e). Build a `Precision` for other mixes.
 PRECISIONS: dict[str, Precision] = {p.name: p for p in (
     Precision("bf16", 2.0, 2.0, "bf16", 2.0),            # bf16 weights, KV and compute
     Precision("int8-weights", 1.0, 1.0, "bf16", 2.0),    # int8 weights and KV, bf16 FLOPs (B_crit halves)
@@ -66,6 +85,11 @@ PRECISIONS: dict[str, Precision] = {p.name: p for p in (
     Precision("int4-weights", 0.5, 0.5, "bf16", 2.0),    # int4 weights and KV, bf16 FLOPs
     Precision("fp8", 1.0, 1.0, "fp8", 1.0),              # GPUs: fp8 everything
 )}
+
+
+def precision_label(precision: str | Precision) -> str:
+    """`get_precision(precision).label`: 'int8-weights (int8 weights + KV, bf16 math)'."""
+    return get_precision(precision).label
 
 
 def get_precision(precision: str | Precision) -> Precision:

@@ -403,7 +403,8 @@ def kv_readout(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v
 def render_kv(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v5e", n_chips=8, *, B=None,
               B_range=(1, 256)) -> Figure:
     """Three log-scale panels against the batch: memory (weights + KV caches) with the HBM line, step time and
-    throughput (whole slice), for the chosen K and, faint, MHA (K = N) and MQA (K = 1). Dotted where the caches
+    throughput (whole slice), for the chosen K and, faint, MHA (K = N), the book's GQA K = 8 (when 8 divides N) and
+    MQA (K = 1). Dotted where the caches
     do not fit. Book ch. 7, the LLaMA 2-13B tables (8 × v5e, 8192 tokens: MHA fits B ≤ 15, GQA K=8 B ≤ 75)."""
     try:
         cfg, K, m0 = _kv_model(model, K)
@@ -414,7 +415,8 @@ def render_kv(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v5
         if m0.weight_bytes(p) >= hbm:
             raise ValueError(f"weights do not fit: {format_bytes(m0.weight_bytes(p))} > {format_bytes(hbm)} of HBM")
         x = np.unique(np.round(np.geomspace(B_range[0], B_range[1], 120)))
-        variants = dict.fromkeys([K] if cfg.is_mla else [K, cfg.N, 1])
+        book_gqa = [8] if cfg.N % 8 == 0 and cfg.N > 8 else []  # the book's LLaMA 2-13B table: 1:5 GQA, K = 8
+        variants = dict.fromkeys([K] if cfg.is_mla else [K, cfg.N, *book_gqa, 1])
         curves = {}
         for k in variants:
             m = _kv_model(cfg, None if cfg.is_mla else k)[2]
@@ -426,7 +428,7 @@ def render_kv(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v5
         return _message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(13.5, 4.4), layout="constrained")
     axes = fig.subplots(1, 3)
-    colors = {K: "#1f4e9c", cfg.N: "#e6550d", 1: "#31a354"}
+    colors = {1: "#31a354", 8: "#7b3294", cfg.N: "#e6550d", K: "#1f4e9c"}
     for k, cv in curves.items():
         fits = cv["mem"] <= hbm / 1e9
         main = k == K

@@ -600,7 +600,7 @@ def render_frontier(model="llama3-70b", chip="tpu-v5e", precision="int8-weights"
     ax.set_xlim(min(lat) / 1.35, max(lat) * 1.2)
     ax.set_xlabel("latency: time per decode step, i.e. per token of each sequence (ms)")
     ax.set_ylabel("throughput (tokens/s per chip)")
-    vs = f"; Pareto lines {f.precision} vs {', '.join(o.precision for o in others)}" if others else ""
+    vs = f"\nPareto lines: {f.precision} (black) vs {', '.join(o.precision for o in others)} (red)" if others else ""
     ax.set_title(f"{f.model} on {f.chip}, S = {_fmt(S)}: every batch on every power-of-two slice in "
                  f"{f.precision}{vs}", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)

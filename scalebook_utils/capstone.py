@@ -506,21 +506,28 @@ class ServingSide:
             raise ValueError(f"nothing to evaluate: {self.reason}")
         return sv.plan_serving(self.served, self.chip, self.n_chips, self.precision, self.S, batches=[B]).points[0]
 
+    def _prec(self) -> str:
+        """The precision with its meaning: 'int8 (int8 weights + KV, int8 math)' (`inference.Precision.label`)."""
+        try:
+            return inf.precision_label(self.precision)
+        except ValueError:  # an unknown name (UnknownNameError) is reported by `reason`
+            return str(self.precision)
+
     def _shapes(self) -> dict[int, tuple[int, ...]]:
         return {} if self.frontier is None else {p.n_chips: p.shape for p in self.frontier.plans}
 
     def headline(self) -> str:
         if not self.feasible:
-            return f"serve {self.chip} {self.precision}: cannot serve — {self.reason}"
+            return f"serve {self.chip} {self._prec()}: cannot serve — {self.reason}"
         cap = _ms(self.max_latency)
         gpu = get_chip(self.chip).kind == "gpu"
         tail = (f"best ≤ {cap}: B={self.best.B:g} on {_chips(self.best.n_chips, gpu)}, "
                 f"{_tps(self.best.tokens_per_s_per_chip)} tokens/s/chip" if self.best else
                 f"nothing ≤ {cap} (fastest {_ms(self.fastest.latency)})")
-        return f"serve {self.chip} {self.precision}: {_slice(self.n_chips, self.shape, gpu)}, B≤{self.B_max}, {tail}"
+        return f"serve {self.chip} {self._prec()}: {_slice(self.n_chips, self.shape, gpu)}, B≤{self.B_max}, {tail}"
 
     def lines(self) -> list[str]:
-        head = f"{self.chip}, {self.precision}, {self.S:g}-token context, latency cap {_ms(self.max_latency)}/step"
+        head = f"{self.chip}, {self._prec()}, {self.S:g}-token context, latency cap {_ms(self.max_latency)}/step"
         if not self.feasible:
             return [head, f"cannot serve: {self.reason}"]
         sh = self._shapes()

@@ -220,7 +220,7 @@ def _draw_serving(ax, side) -> None:
     ax.set_ylim(min(thr) / 1.5, max(thr) * 1.8)
     ax.set_xlabel("latency: time per decode step (ms)")
     ax.set_ylabel("throughput (tokens/s per chip)")
-    ax.set_title(f"serving {side.model} in {side.precision} on {side.chip}, {side.S:g}-token context\n"
+    ax.set_title(f"serving {side.model} in {side._prec()} on {side.chip}, {side.S:g}-token context\n"
                  "every batch on every slice size", fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)

@@ -56,9 +56,28 @@ class Precision:
         require_positive(weight_bytes=self.weight_bytes, kv_bytes=self.kv_bytes,
                          activation_bytes=self.activation_bytes)
 
+    @property
+    def meaning(self) -> str:
+        """What the name stands for, from the fields: 'int8 weights + KV, bf16 math' (see `PRECISIONS`)."""
+        math_ = self.compute_dtype
+        w, kv = (_STORED.get((b, math_), _STORED.get((b, None), f"{b:g}-byte")) for b in (self.weight_bytes, self.kv_bytes))
+        return f"{w} weights + KV, {math_} math" if w == kv else f"{w} weights, {kv} KV, {math_} math"
 
-#: The modes the book uses. "int8-weights" and "int4-weights" quantize the KV cache like the weights (ch. 8
-#: serves "int8 params and KV" with bf16 FLOPs); build a `Precision` yourself for other mixes.
+    @property
+    def label(self) -> str:
+        """The name with its meaning, as every readout and figure title prints it:
+        'int8-weights (int8 weights + KV, bf16 math)' vs 'int8 (int8 weights + KV, int8 math)'."""
+        return f"{self.name} ({self.meaning})"
+
+
+#: Stored dtype for (bytes per element, compute dtype); (bytes, None) is the default for that size.
+_STORED = {(2.0, None): "bf16", (1.0, None): "int8", (1.0, "fp8"): "fp8", (0.5, None): "int4", (4.0, None): "fp32"}
+
+
+#: The modes the book uses — one vocabulary for every chapter, exercise and readout (each readout prints
+#: `Precision.label`, the name with its meaning). "int8-weights" and "int4-weights" quantize the weights and the
+#: KV cache and run the matmuls in bf16 (what book ch. 8 calls "int8": int8 params and KV, bf16 FLOPs);
+#: "int8" also runs the matmuls in int8 (twice the peak on a v5e). Build a `Precision` for other mixes.
 PRECISIONS: dict[str, Precision] = {p.name: p for p in (
     Precision("bf16", 2.0, 2.0, "bf16", 2.0),            # bf16 weights, KV and compute
     Precision("int8-weights", 1.0, 1.0, "bf16", 2.0),    # int8 weights and KV, bf16 FLOPs (B_crit halves)
@@ -66,6 +85,11 @@ PRECISIONS: dict[str, Precision] = {p.name: p for p in (
     Precision("int4-weights", 0.5, 0.5, "bf16", 2.0),    # int4 weights and KV, bf16 FLOPs
     Precision("fp8", 1.0, 1.0, "fp8", 1.0),              # GPUs: fp8 everything
 )}
+
+
+def precision_label(precision: str | Precision) -> str:
+    """`get_precision(precision).label`: 'int8-weights (int8 weights + KV, bf16 math)'."""
+    return get_precision(precision).label
 
 
 def get_precision(precision: str | Precision) -> Precision:
@@ -613,3 +637,45 @@ def speculative_tokens_per_step(acceptance: float, draft_len: int) -> float:
     if acceptance == 1:
         return float(draft_len + 1)
     return (1 - acceptance ** (draft_len + 1)) / (1 - acceptance)
+
+
+@dataclass(frozen=True)
+class SpeculativeStep:
+    """Cost of one greedy speculative round (book ch. 7 Appendix D): k draft steps, then one target step that
+    scores k + 1 positions per sequence. t_plain: one ordinary target step; t_draft = k draft steps;
+    t_verify: the target step on B·(k+1) query tokens (the weights read once, the KV of B sequences read once,
+    (k+1)× the FLOPs); tokens: expected tokens per round. All times in seconds."""
+
+    t_plain: float
+    t_draft: float
+    t_verify: float
+    tokens: float
+
+    @property
+    def time_per_token(self) -> float:
+        """(t_draft + t_verify) / tokens: seconds per generated token per sequence."""
+        return (self.t_draft + self.t_verify) / self.tokens
+
+    @property
+    def speedup(self) -> float:
+        """t_plain / time_per_token: how much faster each sequence decodes than without a drafter."""
+        return self.t_plain / self.time_per_token
+
+
+def speculative_step(target, draft, B: float, S: float, draft_len: int, acceptance: float, chip="tpu-v5e",
+                     n_chips: int = 1, precision="bf16", *, shape=None) -> SpeculativeStep:
+    """Model one speculative round: `decode_step` of the draft k times and of the target at B·(k+1) tokens,
+    with the KV term of B sequences (the k+1 queries of a sequence read its cache once) and the collectives
+    of B·(k+1) activations: t_verify = max(KV(B), attn FLOPs(B(k+1))) + max(2·B(k+1)·P/(N·C), P·w/(N·W))
+    (then max with ICI). Expected tokens = `speculative_tokens_per_step(acceptance, k)` (external formula,
+    see there). Both models share the n_chips slice. Book ch. 7 Appendix D; the cost is not in the book."""
+    if not (isinstance(draft_len, numbers.Integral) and not isinstance(draft_len, bool) and draft_len >= 1):
+        raise ValueError(f"draft_len must be an integer >= 1, got {draft_len!r}")
+    kw = dict(chip=chip, n_chips=n_chips, precision=precision, check_memory=False, shape=shape)
+    plain = decode_step(target, B, S, **kw)
+    d = decode_step(draft, B, S, **kw)
+    v = decode_step(target, B * (draft_len + 1), S, **kw)
+    attention = max(plain.t_hbm_kv, v.t_math_attention)
+    t_verify = max(attention + max(v.t_math, v.t_hbm_weights), v.t_ici)
+    return SpeculativeStep(t_plain=plain.step_time, t_draft=draft_len * d.step_time, t_verify=t_verify,
+                           tokens=speculative_tokens_per_step(acceptance, draft_len))

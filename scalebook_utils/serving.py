@@ -155,6 +155,8 @@ class ServingPlan:
     B_max: int
     B_crit: float
     points: tuple[ServingPoint, ...]
+    #: `inference.Precision.label`: the name with its meaning, e.g. 'int8-weights (int8 weights + KV, bf16 math)'.
+    precision_label: str = ""
 
     @property
     def batch_range(self) -> tuple[int, int]:
@@ -180,7 +182,7 @@ class ServingPlan:
         lo, hi = self.min_latency, self.max_throughput
         shape = "x".join(map(str, self.shape))
         return "\n".join([
-            f"{self.model} in {self.precision} on {self.chip} {shape} ({self.n_chips} chips), {self.S:g}-token context:",
+            f"{self.model} in {self.precision_label or self.precision} on {self.chip} {shape} ({self.n_chips} chips), {self.S:g}-token context:",
             f"  batches 1 … {self.B_max} fit in HBM; the weight matmuls turn compute-bound above "
             f"B_crit ≈ {self.B_crit:.0f} sequences per step",
             f"  lowest latency:   {lo.describe()}",
@@ -240,7 +242,7 @@ def plan_serving(model, chip="tpu-v5e", slice_=None, precision="bf16", S: float 
     price = _price(c, price_per_hour_usd)
     points = tuple(ServingPoint(inf.decode_step(m, b, S, c, n, p, shape=shape), price) for b in batches)
     return ServingPlan(model=m.name, chip=c.name, precision=p.name, S=S, n_chips=n, shape=shape, B_max=B_max,
-                       B_crit=inf.critical_batch(c, p), points=points)
+                       B_crit=inf.critical_batch(c, p), points=points, precision_label=p.label)
 
 
 # --- the frontier -----------------------------------------------------------------------------------------------
@@ -256,6 +258,7 @@ class Frontier:
     S: float
     plans: tuple[ServingPlan, ...]
     pareto: tuple[ServingPoint, ...]
+    precision_label: str = ""  # `inference.Precision.label`
 
     @property
     def points(self) -> tuple[ServingPoint, ...]:
@@ -303,7 +306,7 @@ def frontier(model, chip="tpu-v5e", precision="bf16", S: float = 8192, *, slices
     plans = tuple(plan_serving(m, c, s, p, S, max_context=max_context, per_octave=per_octave,
                                price_per_hour_usd=price_per_hour_usd) for s in slices)
     return Frontier(model=m.name, chip=c.name, precision=p.name, S=S, plans=plans,
-                    pareto=pareto_front(pt for plan in plans for pt in plan.points))
+                    pareto=pareto_front(pt for plan in plans for pt in plan.points), precision_label=p.label)
 
 
 # --- the book's roofline generator (ch. 8 "Visualizing the latency–throughput trade-off") -----------------------

@@ -241,7 +241,7 @@ def test_report_text(default):
     assert "Training: 8,960 tpu-v5p chips, 15T tokens, batch 4.19M tokens in 4096-token sequences" in lines
     assert "  layout: FSDP 2240 × TP 4" in lines
     assert "  time: 44.7 days at 40% MFU (9.61M chip-hours)" in lines
-    assert "Serving: tpu-v5e, int8, 8192-token context, latency cap 20 ms/step" in lines
+    assert "Serving: tpu-v5e, int8 (int8 weights + KV, int8 math), 8192-token context, latency cap 20 ms/step" in lines
     assert "  smallest slice: 4x2 (8 chips), batches 1 … 42" in lines
     assert text.index("Training:") < text.index("Serving:")
     for r in default.training.reasons + default.serving.reasons:
@@ -255,7 +255,7 @@ def test_headlines(default):
     assert default.training.headline() == ("train tpu-v5p×8960: FSDP 2240 × TP 4, 44.7 days at 40% MFU, $40.3M, "
                                            "compute-bound")
     h = default.serving.headline()
-    assert h.startswith("serve tpu-v5e int8: 4x2 (8 chips), B≤42, best ≤ 20 ms: B=")
+    assert h.startswith("serve tpu-v5e int8 (int8 weights + KV, int8 math): 4x2 (8 chips), B≤42, best ≤ 20 ms: B=")
     assert math.isclose(default.params, tf.param_count("llama3-70b").total)
 
 

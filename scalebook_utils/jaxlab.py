@@ -807,7 +807,8 @@ MAX_HLO_CHARS = 400_000
 def compiled_call(answer: Callable, args: tuple) -> dict:
     """Run `answer(*args)` as `jax.jit(answer)` with the non-array arguments static, for `answers.probe`.
 
-    Returns {"value": encoded result, "hlo": compiled HLO text}, {"untraceable": message} when JAX cannot
+    Returns {"value": encoded result, "hlo": compiled HLO text, "out_spec": the result's PartitionSpec as a list
+    (None when the result has no named sharding)}, {"untraceable": message} when JAX cannot
     trace the function (numpy on traced values, say), or {"raised": message}.
     """
     from .answers import _short, encode_value
@@ -822,4 +823,10 @@ def compiled_call(answer: Callable, args: tuple) -> dict:
         got = jitted(*args)
     except Exception as exc:  # noqa: BLE001
         return {"raised": _short(f"{type(exc).__name__}: {exc}")}
-    return {"value": encode_value(got), "hlo": compiled.as_text()[:MAX_HLO_CHARS]}
+    spec = getattr(getattr(got, "sharding", None), "spec", None)
+    out_spec = None
+    if spec is not None:  # P('X', None) → ["X"]: one entry per dim (a tuple of axes joined), trailing Nones dropped
+        out_spec = [None if d is None else "".join(d) if isinstance(d, tuple) else str(d) for d in spec]
+        while out_spec and out_spec[-1] is None:
+            out_spec.pop()
+    return {"value": encode_value(got), "hlo": compiled.as_text()[:MAX_HLO_CHARS], "out_spec": out_spec}

@@ -41,7 +41,8 @@ class Compiled:
     - no_array_of: a shape no array of the program may have (e.g. [S, D, F] in ch10.q2a);
     - no_gather_of: a shape no all-gather may produce (a full weight matrix);
     - min_dots: the matmul must be split into at least this many dot products (tiles of a collective matmul);
-    - bidirectional: collective-permutes must run both ways round the ring.
+    - bidirectional: collective-permutes must run both ways round the ring;
+    - out_spec: the result's PartitionSpec, trailing Nones dropped (("X", "Y") for Out[B_X, D_Y]).
     `why` says in a few words what the technique is, for the hint.
     """
 
@@ -53,6 +54,7 @@ class Compiled:
     no_gather_of: Any = None
     min_dots: Any = None
     bidirectional: bool = False
+    out_spec: Any = None
 
     def value(self, name: str, args: tuple):
         v = getattr(self, name)

@@ -42,18 +42,21 @@ profile: $(STAMP)
 ## then the JAX layer and the core against the oldest supported JAX.
 test: test-main test-oldest-jax
 
+## Two pytest workers (pytest-xdist; --dist loadfile keeps each notebook and each test module on one worker).
+TEST_JOBS ?= 2
+
 test-main: $(STAMP)
-	$(PY) -m pytest tests notebooks solutions --nbval-lax --nbval-cell-timeout=300 -v -rs
+	$(PY) -m pytest tests notebooks solutions --nbval-lax --nbval-cell-timeout=300 -v -rs -n $(TEST_JOBS) --dist loadfile
 
 ## The oldest supported JAX (0.4.35) in its own venv: the JAX layer and the core tests.
 test-oldest-jax:
 	test -x $(OLDJAX_PY) || $(PYTHON) -m venv $(OLDJAX_VENV)
 	$(OLDJAX_PY) -m pip install -q --upgrade pip
 	$(OLDJAX_PY) -m pip install -q "jax==0.4.35" "jaxlib==0.4.35" "numpy>=1.24,<2.3" "nbformat>=5.9" \
-		"pytest>=7.4" "pytest-timeout>=2.1" "hypothesis>=6.80"
+		"pytest>=7.4" "pytest-timeout>=2.1" "pytest-xdist>=3.5" "hypothesis>=6.80"
 	$(OLDJAX_PY) -m pip install -q -e . --no-deps
 	$(OLDJAX_PY) -c "import jax; assert jax.__version__ == '0.4.35', jax.__version__"
-	$(OLDJAX_PY) -m pytest $(OLDJAX_TESTS) -q
+	$(OLDJAX_PY) -m pytest $(OLDJAX_TESTS) -q -n $(TEST_JOBS) --dist loadfile
 
 ## Speed and fidelity measurements, printed as tables.
 bench: $(STAMP)

@@ -280,6 +280,13 @@ def flash_readout(step: int | None = None, chunk: int = 16, S: int = 64, H: int 
             f"vs keys 0–{b - 1} only: {prefix[j - 1]:.2g}")
 
 
+def _padded(values, margin: float = 0.05) -> tuple[float, float]:
+    """(lo, hi) of `values` widened by `margin` of their span on each side (matplotlib's default autoscale)."""
+    lo, hi = float(np.min(values)), float(np.max(values))
+    pad = margin * (hi - lo) if hi > lo else max(abs(hi), 1.0) * margin
+    return lo - pad, hi + pad
+
+
 def render_flash(step: int | None = None, chunk: int = 16, S: int = 64, H: int = 16, seed: int = 0,
                  dims: int = 4) -> Figure:
     """Four panels for one query row: (a) scores q·k/√H per key, chunks merged so far and the running max M;
@@ -319,6 +326,7 @@ def render_flash(step: int | None = None, chunk: int = 16, S: int = 64, H: int =
     ax2.plot(x[:j], [s.L for s in steps[:j]], "o-", color=PALETTE[0], lw=2, label="running L = Σ exp(s − M)")
     ax2.axhline(naive_L, color="black", ls="--", lw=1, label=f"naive Σ exp(s − max s) = {naive_L:.3f}")
     ax2.set_xlim(0.5, n + 0.5)
+    ax2.set_ylim(*_padded([s.L for s in steps] + [naive_L]))  # every step's range: the slider only moves data
     ax2.set_xticks(x)
     ax2.set_xlabel("chunks merged")
     ax2.set_ylabel("denominator L")
@@ -331,6 +339,7 @@ def render_flash(step: int | None = None, chunk: int = 16, S: int = 64, H: int =
         ax3.axhline(full[d], color=c, ls="--", lw=1)
     ax3.plot([], [], "--", color="0.3", label="naive softmax(q·Kᵀ/√H)·V")
     ax3.set_xlim(0.5, n + 0.5)
+    ax3.set_ylim(*_padded([s.output[d] for s in steps for d in range(min(dims, H))] + list(full[:min(dims, H)])))
     ax3.set_xticks(x)
     ax3.set_xlabel("chunks merged")
     ax3.set_ylabel("output component")

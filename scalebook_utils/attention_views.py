@@ -18,6 +18,7 @@ Book ch. 4 "All the Transformer Math You Need to Know":
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -166,6 +167,16 @@ def intensity_readout(chip: str = "tpu-v5e", Gs: Sequence[int] = (1, 4, 8, 16)) 
             f"T > {pre} | decode (T=1): {tail}")
 
 
+@functools.lru_cache(maxsize=32)
+def _intensity_curves(g: int, lo: float, hi: float):
+    """(x, prefill S = T, decode T = 1) intensities on 300 log-spaced lengths (chip-independent, so cached)."""
+    x = np.logspace(math.log10(lo), math.log10(hi), 300)
+    out = (x, np.array([tf.attention_intensity(t, t, g) for t in x]), np.array([tf.attention_intensity(1, t, g) for t in x]))
+    for arr in out:
+        arr.flags.writeable = False
+    return out
+
+
 def render_attention_intensity(chip: str = "tpu-v5e", Gs: Sequence[int] = (1, 4, 8, 16), *,
                                T_range: tuple[float, float] = (16, 2**17)) -> Figure:
     """Two log-log panels against the chip's critical intensity (bf16): prefill/training (S = T),
@@ -181,14 +192,14 @@ def render_attention_intensity(chip: str = "tpu-v5e", Gs: Sequence[int] = (1, 4,
         return _message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(11.5, 4.6), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2, sharey=True)
-    x = np.logspace(math.log10(lo), math.log10(hi), 300)
     for i, g in enumerate(Gs):
         c = PALETTE[i % len(PALETTE)]
-        ax1.plot(x, [tf.attention_intensity(t, t, g) for t in x], color=c, lw=2, label=f"G = {g}: TG/(G+1)")
+        x, prefill, decode = _intensity_curves(g, float(lo), float(hi))
+        ax1.plot(x, prefill, color=c, lw=2, label=f"G = {g}: TG/(G+1)")
         t0 = prefill_threshold(a, g)
         if lo <= t0 <= hi:
             ax1.plot([t0], [a], "o", color=c, ms=6, mec="white", zorder=5)
-        ax2.plot(x, [tf.attention_intensity(1, s, g) for s in x], color=c, lw=2, label=f"G = {g}: SG/(S+G) → {g}")
+        ax2.plot(x, decode, color=c, lw=2, label=f"G = {g}: SG/(S+G) → {g}")
     ymax = hi * 1.5
     for ax in (ax1, ax2):
         ax.axhline(a, color="#d62728", lw=1.5, ls="--", label=f"{spec.name} critical intensity {a:.0f} FLOPs/byte")

@@ -100,9 +100,13 @@ def days_to_train(model="llama3-70b", tokens: float = 15e12, n_chips: float = 89
 def render_days_to_train(model="llama3-70b", tokens: float = 15e12, chip="tpu-v5p",
                          mfus: Sequence[float] = (0.2, 0.4, 0.6), *, chips: float | None = None,
                          current_mfu: float | None = None, chips_range: tuple[float, float] = (256, 2**17),
-                         ax=None) -> Figure:
+                         mfu_range: tuple[float, float] | None = None, slots: int = 0, ax=None) -> Figure:
     """Log-log days to train against the number of chips for several MFUs; the full pod and `chips` marked
-    (and the curve of `current_mfu` drawn thicker)."""
+    (and the curve of `current_mfu` drawn thicker).
+
+    `mfu_range` (lo, hi): the y-axis spans the days of every MFU in it (not only `mfus`), so a widget's MFU
+    slider keeps the axes still. `slots`: draw at least this many curves (empty, unlabelled ones fill up), so a
+    step that adds or drops a curve keeps the same artists."""
     try:
         spec = get_chip(chip)
         name = tf.get_model(model).name
@@ -116,9 +120,15 @@ def render_days_to_train(model="llama3-70b", tokens: float = 15e12, chip="tpu-v5
         cur = current_mfu is not None and math.isclose(m, current_mfu)
         ax.plot(n, d, lw=3.2 if cur else 2, color=shades[i % len(shades)],
                 label=f"MFU {m:.0%}" + (" (current)" if cur else ""))
+    for _ in range(slots - len(curves)):
+        ax.plot([], [])  # an empty slot (no legend entry)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(n[0], n[-1])
+    if mfu_range is not None:  # days ∝ 1 / (chips · MFU): the extremes are the range's corners
+        lo = days_to_train(name, tokens, n[-1], spec, max(mfu_range[1], *mfus))
+        hi = days_to_train(name, tokens, n[0], spec, min(mfu_range[0], *mfus))
+        ax.set_ylim(lo * (hi / lo) ** -0.05, hi * (hi / lo) ** 0.05)  # 5% margins in log space, as autoscale
     if spec.pod_chips and n[0] < spec.pod_chips < n[-1]:
         ax.axvline(spec.pod_chips, color="#d62728", lw=1.2, ls="--")
         low = min(c.min() for c in curves.values())
@@ -133,6 +143,8 @@ def render_days_to_train(model="llama3-70b", tokens: float = 15e12, chip="tpu-v5
     if chips is not None and n[0] <= chips <= n[-1]:
         for i, m in enumerate(mfus):
             ax.plot([chips], [days_to_train(name, tokens, chips, spec, m)], "o", color=shades[i % len(shades)], ms=6)
+        for _ in range(slots - len(mfus)):
+            ax.plot([], [])
         ax.axvline(chips, color="0.4", lw=1)
     for d in (7, 30, 365):
         ax.axhline(d, color="0.7", lw=0.8, ls=":")
@@ -236,6 +248,10 @@ def budget_readout(model="llama3-70b", tokens: float = 15e12, chips: int = 8960,
             f"{format_bytes(spec.hbm_bytes)}) | memory alone needs ≥ {need:,} chips")
 
 
+#: The budget widget's MFU slider range (the days axis spans it, so moving the slider only moves curves).
+MFU_RANGE = (0.05, 1.0)
+
+
 def render_budget(model="llama3-70b", tokens: float = 15e12, chips: int = 8960, mfu: float = 0.4,
                   checkpoints_per_layer: int = 2, batch_tokens: float = 4 * 2**20, chip="tpu-v5p") -> Figure:
     """Days to train vs chips (current chips and MFU marked) beside memory per chip vs checkpoints per layer."""
@@ -249,7 +265,8 @@ def render_budget(model="llama3-70b", tokens: float = 15e12, chips: int = 8960, 
     ax1, ax2 = fig.subplots(1, 2)
     mfus = sorted({0.2, 0.4, round(float(mfu), 2)} | {0.6})
     render_days_to_train(model, tokens, chip, mfus, chips=chips, current_mfu=round(float(mfu), 2),
-                         chips_range=(min(128, chips / 2), max(2**17, chips * 2)), ax=ax1)
+                         chips_range=(min(128, chips / 2), max(2**17, chips * 2)), mfu_range=MFU_RANGE, slots=4,
+                         ax=ax1)
     ks = list(range(1, max(8, int(checkpoints_per_layer)) + 1))  # evenly spaced: every count up to the current
     render_memory_vs_checkpoints(model, batch_tokens, chips, chip, ks, current=checkpoints_per_layer, ax=ax2)
     return fig
@@ -263,7 +280,7 @@ def budget_widget(model: str = "llama3-70b", tokens: float = 15e12, chips: int =
     tokens_dd = W.Dropdown(options=[("1T", 1e12), ("2T", 2e12), ("15T", 15e12), ("30T", 30e12)],
                            value=tokens, description="tokens")
     chips_box = W.BoundedIntText(value=chips, min=1, max=10**7, description="chips")
-    mfu_sl = W.FloatSlider(value=mfu, min=0.05, max=1.0, step=0.05, description="MFU", readout_format=".0%",
+    mfu_sl = W.FloatSlider(value=mfu, min=MFU_RANGE[0], max=MFU_RANGE[1], step=0.05, description="MFU", readout_format=".0%",
                            continuous_update=False)
     ck_sl = W.IntSlider(value=checkpoints_per_layer, min=1, max=20, description="ckpt/layer", continuous_update=False)
     box = W.VBox()

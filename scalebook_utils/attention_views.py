@@ -18,6 +18,7 @@ Book ch. 4 "All the Transformer Math You Need to Know":
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -166,6 +167,16 @@ def intensity_readout(chip: str = "tpu-v5e", Gs: Sequence[int] = (1, 4, 8, 16)) 
             f"T > {pre} | decode (T=1): {tail}")
 
 
+@functools.lru_cache(maxsize=32)
+def _intensity_curves(g: int, lo: float, hi: float):
+    """(x, prefill S = T, decode T = 1) intensities on 300 log-spaced lengths (chip-independent, so cached)."""
+    x = np.logspace(math.log10(lo), math.log10(hi), 300)
+    out = (x, np.array([tf.attention_intensity(t, t, g) for t in x]), np.array([tf.attention_intensity(1, t, g) for t in x]))
+    for arr in out:
+        arr.flags.writeable = False
+    return out
+
+
 def render_attention_intensity(chip: str = "tpu-v5e", Gs: Sequence[int] = (1, 4, 8, 16), *,
                                T_range: tuple[float, float] = (16, 2**17)) -> Figure:
     """Two log-log panels against the chip's critical intensity (bf16): prefill/training (S = T),
@@ -181,14 +192,14 @@ def render_attention_intensity(chip: str = "tpu-v5e", Gs: Sequence[int] = (1, 4,
         return _message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(11.5, 4.6), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2, sharey=True)
-    x = np.logspace(math.log10(lo), math.log10(hi), 300)
     for i, g in enumerate(Gs):
         c = PALETTE[i % len(PALETTE)]
-        ax1.plot(x, [tf.attention_intensity(t, t, g) for t in x], color=c, lw=2, label=f"G = {g}: TG/(G+1)")
+        x, prefill, decode = _intensity_curves(g, float(lo), float(hi))
+        ax1.plot(x, prefill, color=c, lw=2, label=f"G = {g}: TG/(G+1)")
         t0 = prefill_threshold(a, g)
         if lo <= t0 <= hi:
             ax1.plot([t0], [a], "o", color=c, ms=6, mec="white", zorder=5)
-        ax2.plot(x, [tf.attention_intensity(1, s, g) for s in x], color=c, lw=2, label=f"G = {g}: SG/(S+G) → {g}")
+        ax2.plot(x, decode, color=c, lw=2, label=f"G = {g}: SG/(S+G) → {g}")
     ymax = hi * 1.5
     for ax in (ax1, ax2):
         ax.axhline(a, color="#d62728", lw=1.5, ls="--", label=f"{spec.name} critical intensity {a:.0f} FLOPs/byte")
@@ -280,6 +291,13 @@ def flash_readout(step: int | None = None, chunk: int = 16, S: int = 64, H: int 
             f"vs keys 0–{b - 1} only: {prefix[j - 1]:.2g}")
 
 
+def _padded(values, margin: float = 0.05) -> tuple[float, float]:
+    """(lo, hi) of `values` widened by `margin` of their span on each side (matplotlib's default autoscale)."""
+    lo, hi = float(np.min(values)), float(np.max(values))
+    pad = margin * (hi - lo) if hi > lo else max(abs(hi), 1.0) * margin
+    return lo - pad, hi + pad
+
+
 def render_flash(step: int | None = None, chunk: int = 16, S: int = 64, H: int = 16, seed: int = 0,
                  dims: int = 4) -> Figure:
     """Four panels for one query row: (a) scores q·k/√H per key, chunks merged so far and the running max M;
@@ -319,6 +337,7 @@ def render_flash(step: int | None = None, chunk: int = 16, S: int = 64, H: int =
     ax2.plot(x[:j], [s.L for s in steps[:j]], "o-", color=PALETTE[0], lw=2, label="running L = Σ exp(s − M)")
     ax2.axhline(naive_L, color="black", ls="--", lw=1, label=f"naive Σ exp(s − max s) = {naive_L:.3f}")
     ax2.set_xlim(0.5, n + 0.5)
+    ax2.set_ylim(*_padded([s.L for s in steps] + [naive_L]))  # every step's range: the slider only moves data
     ax2.set_xticks(x)
     ax2.set_xlabel("chunks merged")
     ax2.set_ylabel("denominator L")
@@ -331,6 +350,7 @@ def render_flash(step: int | None = None, chunk: int = 16, S: int = 64, H: int =
         ax3.axhline(full[d], color=c, ls="--", lw=1)
     ax3.plot([], [], "--", color="0.3", label="naive softmax(q·Kᵀ/√H)·V")
     ax3.set_xlim(0.5, n + 0.5)
+    ax3.set_ylim(*_padded([s.output[d] for s in steps for d in range(min(dims, H))] + list(full[:min(dims, H)])))
     ax3.set_xticks(x)
     ax3.set_xlabel("chunks merged")
     ax3.set_ylabel("output component")

@@ -62,8 +62,9 @@ def _artist_sig(a) -> tuple:
                 _arr(a.get_facecolor()), _arr(a.get_edgecolor()), a.get_linewidth(), a.get_hatch(), *common)
     if isinstance(a, Collection):
         return ("coll", _arr(a.get_offsets()), tuple(_arr(p.vertices) for p in a.get_paths()),
-                _arr(a.get_facecolor()), _arr(a.get_edgecolor()), _arr(a.get_sizes()), _arr(a.get_linewidths()),
-                *common)
+                _arr(a.get_facecolor()), _arr(a.get_edgecolor()),
+                _arr(a.get_sizes() if hasattr(a, "get_sizes") else ()), _arr(a.get_linewidths()),  # LineCollection: none
+                str(a.get_linestyle()), *common)
     if isinstance(a, AxesImage):
         arr = a.get_array()
         return ("image", None if arr is None else np.ma.getdata(arr).tobytes(), _arr(a.get_clim()),

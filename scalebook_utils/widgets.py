@@ -29,7 +29,7 @@ import math
 from collections.abc import Mapping
 
 import ipywidgets as W
-from IPython.display import Image, display
+from IPython.display import Image, clear_output, display
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
@@ -767,14 +767,27 @@ def sharding_explorer(mesh: str = "2×4", preset: str = _DEFAULT_PRESET, chip: s
     chip_dd = W.Dropdown(options=_tpu_names(), value=get_chip(chip).name, description="chip")
     comp_cb = W.Checkbox(value=compile, description="compile on 8 CPU devices")
 
+    holding = [False]  # while a preset fills the three boxes: one redraw at the end, not one per box
+
     def on_preset(change):
         a, b, t = SHARDING_PRESETS[change["new"]]
-        a_box.value, b_box.value, t_box.value = a, b, t or ""  # each change redraws; compiles are cached
+        if (a_box.value, b_box.value, t_box.value) == (a, b, t or ""):
+            return
+        holding[0] = True
+        try:
+            a_box.value, b_box.value, t_box.value = a, b, t or ""
+        finally:
+            holding[0] = False
+        with out:  # what interactive_output does for one change
+            clear_output(wait=True)
+            view(**{k: c.value for k, c in controls.items()})
 
     preset_dd.observe(on_preset, names="value")
     box = W.VBox()
 
     def view(mesh, a, b, target, chip, compile):
+        if holding[0]:
+            return
         line, details, _p = _sharding_eval(mesh, a, b, target or None, chip, compile, 8192)
         _emit(box, line, lambda: render_sharding(mesh, a, b, target or None, chip, caption=line), key=(mesh,),
               lines=details)

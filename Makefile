@@ -6,7 +6,7 @@ STAMP := $(VENV)/.scalebook-installed
 
 PROFILE_DIR ?= notebooks/profiles/ch09
 
-.PHONY: lab app profile test test-main test-oldest-jax bench notebooks exercises setup
+.PHONY: lab app profile test test-main test-oldest-jax test-colab colab bench notebooks exercises setup
 
 OLDJAX_VENV ?= .venv-oldjax
 OLDJAX_PY := $(OLDJAX_VENV)/bin/python
@@ -54,6 +54,12 @@ test-oldest-jax:
 	$(OLDJAX_PY) -m pip install -q -e . --no-deps
 	$(OLDJAX_PY) -c "import jax; assert jax.__version__ == '0.4.35', jax.__version__"
 	$(OLDJAX_PY) -m pytest $(OLDJAX_TESTS) -q
+
+## Stamp the install source, the Colab links and the README's table into every notebook (tools/stamp_colab.py):
+## make colab SOURCE=git+https://github.com/ORG/REPO@TAG ; plain `make colab` reads `git remote get-url origin`
+## and HEAD's tag (else its commit); SOURCE=none removes the stamp. Idempotent.
+colab:
+	$(PYTHON) tools/stamp_colab.py $(SOURCE)
 
 ## Speed and fidelity measurements, printed as tables.
 bench: $(STAMP)

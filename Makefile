@@ -58,8 +58,8 @@ test-oldest-jax:
 ## Stamp the install source, the Colab links and the README's table into every notebook (tools/stamp_colab.py):
 ## make colab SOURCE=git+https://github.com/ORG/REPO@TAG ; plain `make colab` reads `git remote get-url origin`
 ## and HEAD's tag (else its commit); SOURCE=none removes the stamp. Idempotent.
-colab:
-	$(PYTHON) tools/stamp_colab.py $(SOURCE)
+colab: $(STAMP)
+	$(PY) tools/stamp_colab.py $(SOURCE)
 
 ## Speed and fidelity measurements, printed as tables.
 bench: $(STAMP)

@@ -101,7 +101,7 @@ def test_stamping_is_idempotent_and_reversible(tmp_path):
     assert {p.name: p.read_text() for p in (tmp_path / "notebooks").iterdir()} == original
 
 
-@pytest.mark.parametrize("bad", ["git+https://github.com/YOUR-ORG/scalebook", "https://github.com/a/b@v1",
+@pytest.mark.parametrize("bad", ["git+https://github.com/YOUR-ORG/scalebook", "git+https://github.com/YOUR-ORG/scalebook@main", "git+https://github.com/ORG/REPO@TAG", "https://github.com/a/b@v1",
                                  "git+https://gitlab.com/a/b@v1", "scalebook"])
 def test_stamp_refuses_sources_it_cannot_link(bad):
     with pytest.raises(S.StampError, match="SOURCE=git\\+https://github.com/ORG/REPO@TAG"):

@@ -44,7 +44,7 @@ def parse_source(source: str) -> dict:
     if source.strip().lower() in ("none", ""):
         return {"source": None, "repo": None, "ref": None}
     m = _GITHUB.match(source.strip())
-    if not m:
+    if not m or re.search(r"YOUR-ORG|PLACEHOLDER|\bORG/REPO\b", source, re.I):
         raise StampError(f"cannot stamp {source!r}: pass SOURCE=git+https://github.com/ORG/REPO@TAG "
                          "(a GitHub repository pinned to a tag or commit), or SOURCE=none")
     return {"source": source.strip(), "repo": m["repo"], "ref": m["ref"]}

@@ -30,11 +30,14 @@ COLAB_PINS: dict[str, tuple[str, ...]] = {
 KAGGLE_PINS: dict[str, tuple[str, ...]] = {"ipywidgets": ("8.1.5",), "jax": (COLAB_JAX,)}
 
 #: The Colab-like preinstalled set of the local test (issue 15): Colab's Jupyter stack and scientific core on the
-#: Python here, plus nbclient (0.10.4 on Colab) to drive the notebooks. No scalebook, no jupyterlab.
+#: Python here, plus nbclient (0.10.4 on Colab) to drive the notebooks. No scalebook, no jupyterlab: Colab's classic
+#: notebook 6.5.7 and widgetsnbextension 3.6.10 are pinned too, else pip resolves ipywidgets 7.7.1's
+#: widgetsnbextension → notebook to notebook 7, which pulls jupyterlab in.
 COLAB_VENV: tuple[str, ...] = (
     f"jax=={COLAB_JAX}", f"jaxlib=={COLAB_JAX}", "numpy==2.0.2", "matplotlib==3.10.0", "ipywidgets==7.7.1",
     "ipykernel==6.17.1", "ipython==7.34.0", "jupyter_client==7.4.9", "nbformat==5.10.4", "nbclient==0.10.4",
-    "rich==13.7.1",
+    "rich==13.7.1", "notebook==6.5.7", "widgetsnbextension==3.6.10", "jupyterlab_widgets==3.0.16",
+    "traitlets==5.7.1", "tornado==6.5.7",
 )
 
 if __name__ == "__main__":

@@ -30,9 +30,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not BASE_PY.exists(),
                                                    reason=f"no Colab-like venv at {VENV}: run `make test-colab`")]
 
 
+def _clean_env() -> dict:
+    """This environment without anything that would let a child Python see the checkout (PYTHONPATH & co.)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "JUPYTER", "VIRTUAL_ENV", "SCALEBOOK_"))}
+
+
 def _freeze(python: Path) -> list[str]:
     out = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze", "--disable-pip-version-check"],
-                         capture_output=True, text=True, check=True).stdout
+                         capture_output=True, text=True, check=True, env=_clean_env(), cwd="/").stdout
     return sorted(line for line in out.splitlines() if line and not line.startswith("WARNING"))
 
 
@@ -77,7 +82,7 @@ def _run(tmp: Path, notebook: Path, env_source: str | None) -> tuple[dict, Path]
     folder.mkdir()
     shutil.copy(notebook, folder / notebook.name)
     py = _overlay(tmp)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "JUPYTER", "VIRTUAL_ENV", "SCALEBOOK_"))}
+    env = _clean_env()
     env.update(PATH=f"{py.parent}:{env.get('PATH', '')}", JUPYTER_DATA_DIR=str(tmp / "jupyter"),
                PIP_DISABLE_PIP_VERSION_CHECK="1", MPLBACKEND="agg")
     if env_source:

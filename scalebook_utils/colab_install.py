@@ -9,7 +9,8 @@ Behaviour (issue 15): `$SCALEBOOK_SOURCE` overrides the stamped source; with nei
 set. When every requirement is already installed at a version that satisfies it (Colab, Kaggle), pip runs with
 `--no-deps`, so nothing preinstalled changes and no restart is needed. pip's output is captured; a source that
 does not exist or an offline runtime gives one sentence naming the fix. Returns None on success, else that
-sentence (the cell raises SystemExit with it, which stops Run All without a traceback).
+sentence: the cell raises it as an exception whose `_render_traceback_` (IPython's hook) shows only that
+sentence, which stops Run All without a traceback.
 """
 
 # --- install_scalebook: begin (copied into notebooks by tools/stamp_colab.py) ---

@@ -126,6 +126,6 @@ def test_bad_source_stops_the_setup_cell_with_one_sentence(bad, says, tmp_path, 
     if bad is None and nbformat.read(str(notebook), as_version=4).metadata.get("scalebook", {}).get("source"):
         pytest.skip("the notebooks are stamped with a source")
     result, _ = _run(tmp_path, notebook, bad)
-    assert not result["ok"] and says in result["error"] and "SystemExit" in result["error"]
-    assert "CalledProcessError" not in result["error"]
+    assert not result["ok"] and says in result["error"] and "ScalebookSetupError" in result["error"]
+    assert "Traceback" not in result["error"] and "CalledProcessError" not in result["error"]
     assert _freeze(BASE_PY) == base_freeze

@@ -82,8 +82,8 @@ def install_block(stamp: dict, requires: tuple[str, ...]) -> list[str]:
             f"    SCALEBOOK_SOURCE = {stamp['source']!r}  # $SCALEBOOK_SOURCE overrides",
             f"    SCALEBOOK_REQUIRES = {requires!r}",
             *fn,
-            "    if (_msg := install_scalebook(SCALEBOOK_SOURCE, SCALEBOOK_REQUIRES)):",
-            "        raise SystemExit(_msg)",
+            "    if (_msg := install_scalebook(SCALEBOOK_SOURCE, SCALEBOOK_REQUIRES)):  # stop here with that one sentence",
+            "        raise type(\"ScalebookSetupError\", (RuntimeError,), {\"_render_traceback_\": lambda e: [str(e)]})(_msg)",
             "    import scalebook_utils"]
 
 

@@ -6,7 +6,7 @@ STAMP := $(VENV)/.scalebook-installed
 
 PROFILE_DIR ?= notebooks/profiles/ch09
 
-.PHONY: lab app profile test test-main test-oldest-jax test-colab colab bench notebooks exercises setup
+.PHONY: lab app profile test test-main test-oldest-jax test-colab-jax test-colab colab bench notebooks exercises setup
 
 OLDJAX_VENV ?= .venv-oldjax
 OLDJAX_PY := $(OLDJAX_VENV)/bin/python
@@ -39,11 +39,12 @@ profile: $(STAMP)
 	$(PY) -m scalebook_utils.xprof_server $(PROFILE_DIR)
 
 ## Run the whole test suite: unit tests, book numbers, grader, browser, nbval over notebooks/ + solutions/,
-## then the JAX layer and the core against the oldest supported JAX.
-test: test-main test-oldest-jax
+## then the JAX layer and the core against the oldest supported JAX and against Colab's JAX, then the Colab-like run.
+test: test-main test-oldest-jax test-colab-jax test-colab
 
 test-main: $(STAMP)
-	$(PY) -m pytest tests notebooks solutions --nbval-lax --nbval-cell-timeout=300 -v -rs
+	$(PY) -m pytest tests notebooks solutions --nbval-lax --nbval-cell-timeout=300 -v -rs \
+		--deselect tests/test_colab_like.py --deselect tests/test_widgets_colab.py::test_every_widget_works_on_colabs_ipywidgets_7
 
 ## The oldest supported JAX (0.4.35) in its own venv: the JAX layer and the core tests.
 test-oldest-jax:
@@ -60,6 +61,34 @@ test-oldest-jax:
 ## and HEAD's tag (else its commit); SOURCE=none removes the stamp. Idempotent.
 colab: $(STAMP)
 	$(PY) tools/stamp_colab.py $(SOURCE)
+
+## Colab's JAX (tests/colab_pins.py: COLAB_JAX) in its own venv: the same JAX-layer and core tests.
+COLABJAX_VENV ?= .venv-colabjax
+COLABJAX_PY := $(COLABJAX_VENV)/bin/python
+test-colab-jax:
+	test -x $(COLABJAX_PY) || $(PYTHON) -m venv $(COLABJAX_VENV)
+	$(COLABJAX_PY) -m pip install -q --upgrade pip
+	$(COLABJAX_PY) -m pip install -q $$($(PYTHON) tests/colab_pins.py --jax) "nbformat>=5.9" \
+		"pytest>=7.4" "pytest-timeout>=2.1" "hypothesis>=6.80"
+	$(COLABJAX_PY) -m pip install -q -e . --no-deps
+	$(COLABJAX_PY) -m pytest $(OLDJAX_TESTS) -q
+
+## A Colab-like runtime (tests/colab_pins.py: Colab's preinstalled set, no scalebook) in .venv-colab, rebuilt
+## when the pins change; then chapters $(COLAB_CHAPTERS) each run alone there, installing scalebook from a clone
+## of HEAD (tests/test_colab_like.py), and every widget is driven under its ipywidgets 7.7.1.
+COLAB_VENV ?= .venv-colab
+COLAB_CHAPTERS ?= 01 03 10
+COLAB_JOBS ?= 3
+$(COLAB_VENV)/.colab-pins: tests/colab_pins.py
+	rm -rf $(COLAB_VENV)
+	$(PYTHON) -m venv $(COLAB_VENV)
+	$(COLAB_VENV)/bin/python -m pip install -q --upgrade pip
+	$(COLAB_VENV)/bin/python -m pip install -q $$($(PYTHON) tests/colab_pins.py)
+	touch $@
+
+test-colab: $(STAMP) $(COLAB_VENV)/.colab-pins
+	SCALEBOOK_COLAB_VENV=$(COLAB_VENV) SCALEBOOK_COLAB_CHAPTERS="$(COLAB_CHAPTERS)" $(PY) -m pytest -v -rs -s \
+		-n $(COLAB_JOBS) tests/test_colab_like.py tests/test_widgets_colab.py
 
 ## Speed and fidelity measurements, printed as tables.
 bench: $(STAMP)

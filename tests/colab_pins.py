@@ -5,8 +5,9 @@ Source: googlecolab/backend-info `pip-freeze*.txt` (CPU, GPU and TPU runtimes ca
 not in that summary; 13.7.1 is its version in the TPU freeze of 2024-07 (backend-info 005cad1), the newest freeze
 read here, and later runtimes are not older. Refresh this table when backend-info changes.
 
-`make test` builds a venv holding exactly `COLAB_VENV` (tests/test_colab_like.py installs scalebook into it from a
-git clone and runs chapter notebooks there); `python tests/colab_pins.py` prints those pins for pip.
+`make test-colab` builds a venv holding exactly `COLAB_VENV` (tests/test_colab_like.py runs chapter notebooks over it,
+installing scalebook from a git clone); `make test-colab-jax` runs the JAX-layer tests on `COLAB_JAX`.
+`python tests/colab_pins.py` prints the pins for pip (`--jax`: only jax, jaxlib, numpy).
 """
 
 import sys
@@ -40,5 +41,6 @@ COLAB_VENV: tuple[str, ...] = (
     "traitlets==5.7.1", "tornado==6.5.7",
 )
 
-if __name__ == "__main__":
-    sys.stdout.write(" ".join(COLAB_VENV) + "\n")
+if __name__ == "__main__":  # pins for pip: all of COLAB_VENV, or only jax/jaxlib/numpy with --jax
+    pins = COLAB_VENV if sys.argv[1:] != ["--jax"] else [p for p in COLAB_VENV if p.split("==")[0] in ("jax", "jaxlib", "numpy")]
+    sys.stdout.write(" ".join(pins) + "\n")

@@ -173,3 +173,13 @@ def test_installer_names_the_fix_for_a_source_that_does_not_exist(monkeypatch):
 def test_the_installer_is_standard_library_only():
     imports = [line.strip() for line in function_source().split("\n") if line.strip().startswith(("import ", "from "))]
     assert imports == ["import importlib, importlib.metadata as md, os, re, subprocess, sys"]
+
+
+def test_a_setup_cell_without_an_install_block_is_named(tmp_path, capsys):
+    (tmp_path / "notebooks").mkdir()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import scalebook_utils")])
+    nbformat.write(nb, str(tmp_path / "notebooks" / "99_x.ipynb"))
+    for name in ("README.md", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    assert S.main(["none", "--root", str(tmp_path)]) == 2
+    assert "99_x.ipynb: its first code cell has no install block" in capsys.readouterr().err

@@ -107,7 +107,11 @@ def stamp_notebook(path: Path, stamp: dict, requires: tuple[str, ...]) -> bool:
     before = nbformat.writes(nb)
     cell = setup_cell(nb)
     lines = cell.source.split("\n")
-    start, end = _block_span(lines)
+    try:
+        start, end = _block_span(lines)
+    except (StopIteration, ValueError, IndexError):
+        raise StampError(f"{path.name}: its first code cell has no install block (`try:` / `    import scalebook_utils`"
+                         " / `except ImportError:` … `    import scalebook_utils`); restore it, then stamp again") from None
     cell.source = "\n".join(lines[:start] + install_block(stamp, requires) + lines[end:])
     meta = {"source": stamp["source"], "repo": stamp["repo"], "ref": stamp["ref"],
             "colab": colab_url(stamp["repo"], stamp["ref"], path.name) if stamp["source"] else None}
@@ -156,9 +160,13 @@ def main(argv=None) -> int:
         return 2
     requires = runtime_requirements(args.root)
     paths = sorted((args.root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    changed = [p.name for p in paths if stamp_notebook(p, stamp, requires)]
-    if stamp_readme(args.root / "README.md", stamp, [p.name for p in paths]):
-        changed.append("README.md")
+    try:
+        changed = [p.name for p in paths if stamp_notebook(p, stamp, requires)]
+        if stamp_readme(args.root / "README.md", stamp, [p.name for p in paths]):
+            changed.append("README.md")
+    except StampError as e:
+        print(f"stamp_colab: {e}", file=sys.stderr)
+        return 2
     print(f"stamped {stamp['source'] or 'no source'} into {len(paths)} notebooks; changed: {', '.join(changed) or 'nothing'}")
     return 0
 

@@ -3,17 +3,16 @@
 Sections (run all, or one with --only NAME):
   coldstart  a fresh `python -c` doing what a chapter notebook's setup cell does (imports,
              jaxlab.use_simulated_devices(8), jaxlab.runtime()): wall seconds, and where they go.
-  widget     the roofline explorer: model evaluation (`widgets.explorer_readout`) and redraw
-             (`widgets.render_explorer` drawn on an Agg canvas), median of N, separately.
+  widgets    every widget of chapters 1–12 (benchmarks/widget_steps.py): one slider step as the kernel runs
+             it (model + redraw + PNG encode), median and max ms over N steps, in one table.
   notebooks  each notebooks/*.ipynb and solutions/*.ipynb executed with nbclient from a temporary
              copy (the originals are never written): seconds each.
   matmul     book ch. 1 "predict, then measure": calibrate this machine (jaxlab.calibrate), then
              predicted T_lower = max(2BDF / C, (BD + DF + BF)·4 / W) vs measured time of X[B,D] @ W[D,F]
              for square and skinny shapes, and the median predicted / measured ratio.
-  sharding   the sharding explorer widget (ch. 3): plan + cost readout and redraw, per update.
   planner    training.plan and gpu_training.plan: a full layout enumeration, per layout.
   frontier   serving.frontier: the latency–throughput frontier over batches and slices, per point.
-  capstone   chapter 11's plan_model from cold caches, and the app's update time (text-only vs a redrawn figure).
+  capstone   chapter 11's plan_model from cold caches (the app's update time is in `widgets`).
   decode     book ch. 7 on this CPU: the KV-cached decoder's measured step time vs the calibrated roofline per
              batch (jaxdecode.measure_decode), and prefill vs decode cost per token.
 
@@ -40,7 +39,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "out" / "latest.txt"
-SECTIONS = ("coldstart", "widget", "notebooks", "matmul", "sharding", "planner", "frontier", "capstone", "decode")
+SECTIONS = ("coldstart", "widgets", "notebooks", "matmul", "planner", "frontier", "capstone", "decode")
 
 if str(ROOT) not in sys.path:  # run from a checkout without an install
     sys.path.insert(0, str(ROOT))
@@ -132,50 +131,28 @@ def bench_coldstart(quick: bool) -> str:
     return section("notebook set-up cell: cold start", table(["stage", "median s", "min s"], rows), notes)
 
 
-# --- (b) roofline widget update ---------------------------------------------------------------------
+# --- (b) every widget's slider step ------------------------------------------------------------------
 
 
-def _time_widget_updates(readout, render, inputs: list[dict], labels: tuple[str, str, str, str]) -> str:
-    """Time a widget's update over `inputs` (kwargs): model (`readout`), figure build and Agg rasterise."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+def bench_widgets(quick: bool) -> str:
+    """One table: each widget's step (model + redraw + PNG encode, as the kernel runs it), median and max."""
+    title = "widgets (ch. 1–12): one slider step, model + redraw + PNG"
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import widget_steps
 
-    readout(**inputs[0])  # warm caches / imports
-    FigureCanvasAgg(render(**inputs[0])).draw()
-    t_read, t_render, t_draw = [], [], []
-    for kw in inputs:
-        t = time.perf_counter()
-        readout(**kw)
-        t_read.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        fig = render(**kw)
-        t1 = time.perf_counter()
-        FigureCanvasAgg(fig).draw()
-        t_render.append(t1 - t)
-        t_draw.append(time.perf_counter() - t1)
-    tot = [a + b + c for a, b, c in zip(t_read, t_render, t_draw)]
-    rows = [[label, _ms(statistics.median(ts)), _ms(min(ts))]
-            for label, ts in zip(labels, (t_read, t_render, t_draw, tot))]
-    return table(["step", "median ms", "min ms"], rows)
-
-
-def bench_widget(quick: bool) -> str:
-    title = "roofline explorer widget: update time"
-    try:
-        from scalebook_utils import widgets
-    except ImportError as e:
-        return section(title, "skipped", [f"scalebook_utils.widgets is not importable: {e}"])
-    missing = [n for n in ("explorer_readout", "render_explorer") if not hasattr(widgets, n)]
-    if missing:
-        return section(title, "skipped", [f"scalebook_utils.widgets lacks {', '.join(missing)}"])
-    n = 10 if quick else 40
-    Bs = [1, 16, 64, 128, 240, 256, 512, 1024, 2048, 4096]
-    args = dict(chip="tpu-v5e", mode="bf16", D=8192, F=8192)
-    body = _time_widget_updates(widgets.explorer_readout, widgets.render_explorer,
-                                [dict(args, B=Bs[i % len(Bs)]) for i in range(n)],
-                                ("model evaluation (explorer_readout)", "redraw: build figure (render_explorer)",
-                                 "redraw: rasterise on Agg canvas", "one slider step, total"))
-    return section(title, body,
-                   [f"{n} updates over B in {Bs}, chip tpu-v5e bf16, D = F = 8192; excludes the browser round trip"])
+    n = 6 if quick else 20
+    rows = widget_steps.measure(n)
+    body = table(["widget", "ch.", "control moved", "median ms", "max ms", "CPU median ms", "full draws"],
+                 [[r["name"], r["chapter"], r["control"], _ms(r["median_s"]), _ms(r["max_s"]), _ms(r["cpu_median_s"]),
+                   f"{r['full_draws']}/{r['n']}"] for r in rows], right={1, 3, 4, 5, 6})
+    worst = max(rows, key=lambda r: r["median_s"])
+    return section(title, body, [
+        f"{n} steps per widget after one warm-up step, cycling the control through its values; wall-clock ms "
+        "(what the reader waits, minus the browser round trip) and the process's CPU ms (the same work without "
+        f"other processes' load: load average now {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs)",
+        "full draws: steps that laid out and rasterised the whole figure; the others redrew only what the control "
+        "moves (widgets.LiveFigure)",
+        f"slowest median: {worst['name']} {_ms(worst['median_s'])} ms"])
 
 
 # --- (c) notebook execution ------------------------------------------------------------------------
@@ -302,31 +279,6 @@ def bench_matmul(quick: bool) -> str:
     return section(title, body, notes)
 
 
-# --- (e) sharding explorer update (ch. 3) -----------------------------------------------------------
-
-
-def bench_sharding(quick: bool) -> str:
-    title = "sharding explorer widget (ch. 3): update time"
-    try:
-        from scalebook_utils import widgets
-    except ImportError as e:
-        return section(title, "skipped", [f"scalebook_utils.widgets is not importable: {e}"])
-    missing = [n for n in ("sharding_readout", "render_sharding", "SHARDING_PRESETS") if not hasattr(widgets, n)]
-    if missing:
-        return section(title, "skipped", [f"scalebook_utils.widgets lacks {', '.join(missing)}"])
-    n = 10 if quick else 40
-    cases = [(m, *abt) for m in widgets.SHARDING_MESHES for abt in widgets.SHARDING_PRESETS.values()]
-    names = ("mesh", "a_spec", "b_spec", "target")
-    # the readout is the plan (sharding.plan) and its cost; no XLA compile
-    body = _time_widget_updates(widgets.sharding_readout, widgets.render_sharding,
-                                [dict(zip(names, cases[(7 * i) % len(cases)])) for i in range(n)],
-                                ("readout: plan + cost (sharding_readout)", "redraw: build figure (render_sharding)",
-                                 "redraw: rasterise on Agg canvas", "one control change, total"))
-    return section(title, body,
-                   [f"{n} updates over {len(cases)} preset × mesh combinations, chip tpu-v5e; the XLA compile on "
-                    "simulated devices (compile=True, cached per matmul) is not included; excludes the browser round trip"])
-
-
 def bench_planner(quick: bool) -> str:
     """A full enumeration of training layouts (training.plan) for LLaMA 3-405B on a v5p pod, and 70B for scale;
     the GPU planner (gpu_training.plan, ch. 12) on H100 and GB200 clusters."""
@@ -412,24 +364,7 @@ def bench_capstone(quick: bool) -> str:
     body = table(["model", "train", "serve", "plan_model cold (ms)", "training layout", "smallest slice",
                   "best ≤ 20 ms/step"], rows, right={3})
     notes = [f"best of {reps} cold runs (the planners' caches cleared each time)"]
-    try:
-        from scalebook_utils import capstone_views as CV
-    except ImportError as e:
-        return section(title, body, notes + [f"app skipped: {e}"])
-    app = CV.plan_app()
-    text, figure = [], []
-    for i in range(4 if quick else 10):
-        app.controls["mfu"].value = 0.40 + 0.01 * (i % 5 + 1)
-        text.append(app.last_update_s)
-        CV._figure_png_cached.cache_clear()
-        app.controls["train_chip"].value = "h100" if i % 2 == 0 else "tpu-v5p"
-        figure.append(app.last_update_s)
-    body += "\n\n" + table(["app update", "median (ms)", "max (ms)"],
-                            [["text only (achieved MFU)", _ms(statistics.median(text)), _ms(max(text))],
-                             ["new plan + figure (training chip)", _ms(statistics.median(figure)), _ms(max(figure))]],
-                            right={1, 2})
-    return section(title, body, notes + ["app: plans cached after first use, the figure cache cleared before each "
-                                         "chip change; excludes the browser round trip"])
+    return section(title, body, notes + ["the app's update time is in the widgets section"])
 
 
 def bench_decode(quick: bool) -> str:
@@ -455,8 +390,8 @@ def bench_decode(quick: bool) -> str:
 
 # --- main ------------------------------------------------------------------------------------------
 
-BENCHES = {"coldstart": bench_coldstart, "widget": bench_widget, "notebooks": bench_notebooks, "matmul": bench_matmul,
-           "sharding": bench_sharding, "planner": bench_planner,
+BENCHES = {"coldstart": bench_coldstart, "widgets": bench_widgets, "notebooks": bench_notebooks, "matmul": bench_matmul,
+           "planner": bench_planner,
            "frontier": bench_frontier, "capstone": bench_capstone, "decode": bench_decode}
 
 

@@ -124,35 +124,16 @@ def _formula(spec: dict, answer) -> dict:
     return rec
 
 
-#: At most this many characters of a compiled program's HLO text go into a record.
-_MAX_HLO = 400_000
-
-
-def _compiled_call(answer, args: tuple) -> dict:
-    """Run `answer(*args)` as `jax.jit(answer)` with the non-array arguments static; record its result and the
-    compiled HLO text. A function JAX cannot trace (numpy on traced values) is recorded as not traceable."""
-    import jax  # only code questions that inspect the compiled program need jax, and only here
-
-    static = tuple(i for i, a in enumerate(args) if not isinstance(a, np.ndarray))
-    jitted = jax.jit(answer, static_argnums=static)
-    try:
-        compiled = jitted.lower(*args).compile()
-    except Exception as exc:  # noqa: BLE001 - e.g. TracerArrayConversionError for a numpy answer
-        first = (str(exc).strip().splitlines() or [""])[0]
-        return {"untraceable": _short(f"{type(exc).__name__}: {first}")}
-    try:
-        got = jitted(*args)
-    except Exception as exc:  # noqa: BLE001
-        return {"raised": _short(f"{type(exc).__name__}: {exc}")}
-    return {"value": encode_value(got), "hlo": compiled.as_text()[:_MAX_HLO]}
-
-
 def _code(spec: dict, answer) -> dict:
     rec = {"callable": True, "outputs": []}
     for args in spec["inputs"]:
         args = decode_value(args)
         try:
-            out = _compiled_call(answer, args) if spec.get("compile") else {"value": encode_value(answer(*args))}
+            if spec.get("compile"):
+                from .jaxlab import compiled_call   # jax only for code questions that inspect the program
+                out = compiled_call(answer, args)
+            else:
+                out = {"value": encode_value(answer(*args))}
         except Exception as exc:  # noqa: BLE001
             out = {"raised": _short(f"{type(exc).__name__}: {exc}")}
         rec["outputs"].append(out)

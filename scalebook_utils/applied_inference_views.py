@@ -60,13 +60,16 @@ BOOK_PRECISIONS = ("bf16", "int8-weights", "int4-weights")
 #: TPU v5e slices the chapter uses (power-of-two chip counts, the book's shapes).
 SLICES = ("2x2", "4x2", "4x4", "4x8", "8x8", "8x16", "16x16")
 
-_SHORT = {"bf16": "bf16", "int8-weights": "int8", "int4-weights": "int4"}
-
-
 def precision_label(precision) -> str:
-    """'int8-weights' → 'int8' (the book's name for int8 params and KV with bf16 FLOPs)."""
-    name = I.get_precision(precision).name
-    return _SHORT.get(name, name)
+    """The project's name of a precision mode, the same in every chapter: 'int8-weights' (int8 params and KV,
+    bf16 FLOPs — what book ch. 8 calls "int8") stays 'int8-weights', never shortened to 'int8', which is the
+    mode with int8 FLOPs too. For tick labels; readout heads and titles print `_meaning(...)` as well."""
+    return I.get_precision(precision).name
+
+
+def _meaning(precision) -> str:
+    """'int8-weights (int8 weights + KV, bf16 math)' (`inference.Precision.label`)."""
+    return I.get_precision(precision).label
 
 
 def _label(model) -> str:
@@ -140,7 +143,7 @@ def smallest_slice_readout(precision="bf16", model=BOOK_70B, chip="tpu-v5e", S: 
     116 GB free → 43 caches of 8192 tokens (2.68 GB each)``."""
     head = f"{SLICE_PREFIX}{_safe_label(model)} in {precision}, S={_safe_num(S)}"
     try:
-        head = f"{SLICE_PREFIX}{_label(model)} in {precision_label(precision)}, S={format_number(S)}"
+        head = f"{SLICE_PREFIX}{_label(model)} in {_meaning(precision)}, S={format_number(S)}"
         r = smallest_slice_rows(model, chip, S, (precision,), doubled=doubled)[0]
         per_seq = I.kv_cache_bytes(model, 1, S, precision)
     except INPUT_ERRORS as exc:
@@ -250,7 +253,7 @@ def config_readout(precision="int8-weights", slice_="4x2", model=BOOK_70B, chip=
     19.5 ms/step, 276.1 tokens/s/chip, 0.539 queries/s/chip (512-token answers), $1.21/1M tokens (weights-bound)``."""
     head = f"{CONFIG_PREFIX}{_safe_label(model)} {precision} on {chip} {slice_}, S={_safe_num(S)}"
     try:
-        head = (f"{CONFIG_PREFIX}{_label(model)} {precision_label(precision)} on {get_chip(chip).name} {slice_}, "
+        head = (f"{CONFIG_PREFIX}{_label(model)} {_meaning(precision)} on {get_chip(chip).name} {slice_}, "
                 f"S={format_number(S)}")
         r = config_rows(model, chip, S, ((precision, slice_),), B=B, decode_len=decode_len)[0]
     except INPUT_ERRORS as exc:
@@ -352,7 +355,7 @@ def tp_check_readout(slice_="4x8", precision="bf16", B: float = 64, model="llama
         return f"{head}, B={_safe_num(B)} → cannot evaluate: {error_text(exc)}"
     t = r["times"]
     b = "β" if beta is None else f"β={format_number(beta)}"
-    return (f"{TP_PREFIX}{r['model']} {precision_label(r['precision'])} on {r['chip']} {r['slice']} "
+    return (f"{TP_PREFIX}{r['model']} {_meaning(r['precision'])} on {r['chip']} {r['slice']} "
             f"(Y={r['Y']}, M_Y={r['M_Y']}), "
             f"B={format_number(B)} → large batch: Y ≤ F·M_Y/α_ici = {r['large_limit']:.3g} → "
             f"{_verdict(r['comm_bound_large'])} | small batch: Y ≤ F/(B·{b}) = {r['small_limit']:.3g} → "
@@ -391,7 +394,7 @@ def render_tp_check(slice_="4x8", precision="bf16", B: float = 64, model="llama3
     ax.set_ylim(1, top)
     ax.set_xlabel("batch B (sequences per decode step)")
     ax.set_ylabel("TP degree Y (chips)")
-    ax.set_title(f"{r['model']} {precision_label(r['precision'])} on {r['chip']}: largest TP degree before ICI dominates",
+    ax.set_title(f"{r['model']} {_meaning(r['precision'])} on {r['chip']}: largest TP degree before ICI dominates",
                  fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper right", fontsize=7.5)
@@ -424,7 +427,7 @@ def tp_check_widget(slice_: str = "4x8", precision: str = "bf16", B: int = 64, m
 
     def view(slice_, precision, B):
         _emit(box, tp_check_readout(slice_, precision, B, model, chip),
-              lambda: render_tp_check(slice_, precision, B, model, chip))
+              lambda: render_tp_check(slice_, precision, B, model, chip), key=(slice_, precision))
 
     controls = {"slice_": slice_dd, "precision": prec_dd, "B": b_sl}
     out = W.interactive_output(view, controls)
@@ -569,7 +572,7 @@ def disaggregation_readout(prompt: int = 8192, decode: int = 512, B: int = 32, p
         d = disaggregation(prompt, decode, B, prefill_slice, generate_slice, precision, mfu, model, chip)
     except INPUT_ERRORS as exc:
         return _fail(head, exc)
-    head = f"{DISAGG_PREFIX}prompt={prompt}, decode={decode}, B={B}, {precision_label(precision)}"
+    head = f"{DISAGG_PREFIX}prompt={prompt}, decode={decode}, B={B}, {_meaning(precision)}"
     return (f"{head} → prefill {prefill_slice} at MFU {_pct(mfu)}: {format_time(d.prefill.time)}/prompt | generate "
             f"{generate_slice}: {format_time(d.point.latency)}/step at {format_number(d.context)} tokens of context | "
             f"{d.ratio:.3g} prefill servers per generate server ({d.chip_ratio:.3g} chips per generate chip) | "
@@ -607,7 +610,7 @@ def render_disaggregation(prompt: int = 8192, decode: int = 512, B: int = 32, pr
     ax.set_xticks([256, 512, 1024, 2048, 4096, 8192, 16384, 32768])
     ax.set_xlabel("prompt length (tokens); a curve ends where B sequences no longer fit the generate slice")
     ax.set_ylabel("prefill servers per generate server")
-    ax.set_title(f"{_label(model)} {precision_label(precision)}, B = {B}: prefill {prefill_slice} at {_pct(mfu)} MFU, "
+    ax.set_title(f"{_label(model)} {_meaning(precision)}, B = {B}: prefill {prefill_slice} at {_pct(mfu)} MFU, "
                  f"generate {generate_slice}", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
@@ -644,7 +647,8 @@ def disaggregation_widget(prompt: int = 8192, decode: int = 512, B: int = 32, pr
     def view(prompt, decode, B, prefill_slice, generate_slice, precision, mfu):
         _emit(box, disaggregation_readout(prompt, decode, B, prefill_slice, generate_slice, precision, mfu, model, chip),
               lambda: render_disaggregation(prompt, decode, B, prefill_slice, generate_slice, precision, mfu,
-                                            model, chip))
+                                            model, chip),
+              key=(prefill_slice, generate_slice, precision))
 
     controls = {"prompt": pr_sl, "decode": de_sl, "B": b_sl, "prefill_slice": pre_dd, "generate_slice": gen_dd,
                 "precision": prec_dd, "mfu": mfu_sl}
@@ -729,7 +733,7 @@ def render_book_roofline(S_values: Sequence[float] = (2048, 8192, 32768), n_chip
                          xytext=(5, -10), textcoords="offset points", fontsize=8)
     ax2.set_xlabel("latency per decode step (ms)")
     ax2.set_ylabel("throughput (tokens/s per chip)")
-    ax2.set_title(f"S = {format_number(S_mid)}: the book's curve against our planner ({precision_label(precision)})",
+    ax2.set_title(f"S = {format_number(S_mid)}: the book's curve against our planner ({_meaning(precision)})",
                   fontsize=10)
     ax2.grid(True, alpha=0.3)
     ax2.legend(loc="lower right", fontsize=8)

@@ -270,7 +270,7 @@ def budget_widget(model: str = "llama3-70b", tokens: float = 15e12, chips: int =
 
     def view(model, tokens, chips, MFU, ckpt):
         _emit(box, budget_readout(model, tokens, chips, MFU, ckpt, batch_tokens, chip),
-              lambda: render_budget(model, tokens, chips, MFU, ckpt, batch_tokens, chip))
+              lambda: render_budget(model, tokens, chips, MFU, ckpt, batch_tokens, chip), key=(model, tokens, chips, ckpt))
 
     controls = {"model": model_dd, "tokens": tokens_dd, "chips": chips_box, "MFU": mfu_sl, "ckpt": ck_sl}
     out = W.interactive_output(view, controls)

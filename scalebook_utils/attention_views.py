@@ -224,7 +224,7 @@ def intensity_widget(chip: str = "tpu-v5e", Gs: Sequence[int] = (1, 4, 8, 16)) -
     box = W.VBox()
 
     def view(chip):
-        _emit(box, intensity_readout(chip, Gs), lambda: render_attention_intensity(chip, Gs))
+        _emit(box, intensity_readout(chip, Gs), lambda: render_attention_intensity(chip, Gs), key=tuple(Gs))
 
     controls = {"chip": chip_dd}
     out = W.interactive_output(view, controls)
@@ -363,7 +363,7 @@ def flash_widget(chunk: int = 16, S: int = 64, H: int = 16, seed: int = 0) -> W.
     box = W.VBox()
 
     def view(chunk, step):
-        _emit(box, flash_readout(step, chunk, S, H, seed), lambda: render_flash(step, chunk, S, H, seed))
+        _emit(box, flash_readout(step, chunk, S, H, seed), lambda: render_flash(step, chunk, S, H, seed), key=(chunk,))
 
     controls = {"chunk": chunk_dd, "step": step_sl}
 

@@ -29,9 +29,9 @@ from . import serving as sv
 from . import training as T
 from . import transformer as tf
 from .hardware import ChipSpec, get_chip
-from .units import format_bytes, format_count, format_time, is_int
+from .units import format_bytes, format_count, format_time, is_int, require_int
 
-__all__ = ["Budget", "TrainingSide", "ServingSide", "ModelPlan", "plan_model", "plan_training", "plan_serving_side",
+__all__ = ["Budget", "TrainingSide", "LayoutRow", "layout_rows", "TIE", "ServingSide", "ModelPlan", "plan_model", "plan_training", "plan_serving_side",
            "train_chip_count", "DEFAULT_GPU_TRAIN_CHIPS", "MAX_GPU_TRAIN_CHIPS"]
 
 #: GPUs a training plan uses when the budget gives no count (the ch. 12 planner's: a 4-SU SuperPod; GB200: one SU)
@@ -154,8 +154,10 @@ def train_chip_count(chip, train_chips: int | None = None) -> int:
     """The chips a training plan uses: `train_chips`, or the default (a TPU's full pod; 1024 GPUs, 576 GB200s).
 
     A TPU count beyond one pod raises: the plan is one ICI slice (several pods joined by DCN are ch. 5's
-    "Scaling Across Pods", `training.plan(..., slices=)`)."""
+    "Scaling Across Pods", `training.plan(..., slices=)`). `train_chips` is an integer ≥ 1 when given."""
     spec = get_chip(chip)
+    if train_chips is not None:
+        train_chips = require_int("train_chips", train_chips)
     if spec.kind == "tpu":
         pod = spec.pod_chips
         if train_chips is None:
@@ -214,6 +216,8 @@ class TrainingSide:
     meets_money: bool | None
     reasons: tuple[str, ...]
     estimate: T.Estimate | None = field(default=None, repr=False, compare=False)
+    #: one `LayoutRow` per kind of layout the planner tried (the chosen one first): why the others lost
+    layouts: tuple["LayoutRow", ...] = field(default=(), repr=False, compare=False)
 
     @property
     def days(self) -> float | None:
@@ -236,13 +240,67 @@ class TrainingSide:
             return [head, f"no feasible layout: {self.reason}"]
         out = [head,
                f"layout: {self.layout}",
-               f"step: {format_time(self.step_time)}, {self.bound}, roofline MFU {self.roofline_mfu:.0%}",
+               f"step: {format_time(self.step_time)}, {self.bound}, roofline MFU {self.roofline_mfu:.0%} "
+               f"(an upper bound: peak FLOPs, perfect overlap)",
                f"memory: {format_bytes(self.memory_per_chip)} of {format_bytes(self.hbm_per_chip)} HBM per "
                f"{'GPU' if get_chip(self.chip).kind == 'gpu' else 'chip'}",
                f"time: {_days(self.seconds)} at {self.mfu:.0%} MFU ({format_count(self.chip_hours)} chip-hours)"]
         if self.usd is not None:
             out.append(f"cost: {_usd(self.usd)} at {_usd(get_chip(self.chip).price_per_hour_usd)}/chip-hour")
         return out
+
+
+#: step times within this factor of the best count as a tie (the estimates are not that precise)
+TIE = 1.005
+
+
+def _versus(e: T.Estimate, best: T.Estimate) -> str:
+    """`e`'s step against the chosen one: "ties with it (within 0.5%)" or "1.12× slower"."""
+    r = e.step_time / best.step_time
+    return "ties with it (within 0.5%)" if r < TIE else f"is {r:.2f}× slower"
+
+
+@dataclass(frozen=True)
+class LayoutRow:
+    """One kind of layout the training planner tried: its fastest member, or why none fits.
+
+    `verdict` is "chosen", "tie", "slower" or "does not fit"; `why` says it in words (the step ratio and the
+    bound, or the memory/divisibility reason of the leanest member that failed)."""
+
+    kind: str
+    layout: str
+    verdict: str
+    step_time: float | None
+    why: str
+
+
+#: the layout kinds the table lists, in order (`Estimate.family`)
+_FAMILY_NAMES = {"dp": "data parallelism (ZeRO-0…2)", "fsdp": "FSDP (ZeRO-3)", "dp+tp": "data + tensor",
+                 "fsdp+tp": "FSDP + tensor", "tp": "tensor alone", "pp": "with a pipeline"}
+
+
+def layout_rows(plan: T.Plan, best: T.Estimate | None) -> tuple[LayoutRow, ...]:
+    """The chosen layout and, for every other kind, its fastest feasible member against it, or — when no member
+    fits — the leanest member's reason (book ch. 5–6 and 12: memory, divisibility, the batch)."""
+    rows = []
+    for fam, kind in _FAMILY_NAMES.items():
+        ok = [e for e in plan.feasible if e.family == fam]
+        if ok:
+            e = ok[0]
+            if best is not None and e is best:
+                rows.insert(0, LayoutRow(kind, e.config.name, "chosen", e.step_time,
+                                         f"fastest: {format_time(e.step_time)}/step, {_bound_label(e)}"))
+                continue
+            vs, tie = _versus(e, best), e.step_time / best.step_time < TIE
+            rest = "; ties go to the higher ZeRO stage, then the most communication headroom" if tie else ""
+            rows.append(LayoutRow(kind, e.config.name, "tie" if tie else "slower", e.step_time,
+                                  f"{vs.removeprefix('is ')}: {format_time(e.step_time)}/step, {_bound_label(e)}{rest}"))
+            continue
+        tried = [e for e in plan.estimates if e.family == fam]
+        if tried:
+            lean = min(tried, key=lambda e: e.memory.total)
+            rows.append(LayoutRow(kind, lean.config.name, "does not fit", None, lean.reason))
+    return tuple(rows)
 
 
 #: the kinds of layout the alternatives compare (`Estimate.family` without the ZeRO stage)
@@ -312,7 +370,7 @@ def _training_reasons(cfg, spec: ChipSpec, n: int, budget: Budget, plan: T.Plan 
             continue
         e = next((e for e in plan.feasible if e.family in families), None)
         if e is not None:
-            alts.append(f"{group} ({e.config.name}) is {e.step_time / best.step_time:.2f}× slower, {_bound_label(e)}")
+            alts.append(f"{group} ({e.config.name}) {_versus(e, best)}, {_bound_label(e)}")
     out.append("Alternatives: " + "; ".join(alts) + "." if alts else
                "Alternatives: no layout of another kind fits.")
     tok = format_count(budget.train_tokens)
@@ -373,7 +431,8 @@ def plan_training(model="llama3-70b", chip="tpu-v5p", budget: Budget = Budget())
         reasons = _training_reasons(cfg, spec, n, budget, plan, None, None, None, None)
         return TrainingSide(**common, feasible=False, reason=reason, layout=None, step_time=None,
                             roofline_mfu=None, bound=None, memory_per_chip=None, mfu=None, seconds=None,
-                            chip_hours=None, usd=None, meets_deadline=None, meets_money=None, reasons=tuple(reasons))
+                            chip_hours=None, usd=None, meets_deadline=None, meets_money=None, reasons=tuple(reasons),
+                            layouts=layout_rows(plan, None))
     best = plan.best
     mfu = min(budget.mfu, best.mfu)
     seconds = T.training_time(P, budget.train_tokens, n, spec, mfu)
@@ -385,7 +444,7 @@ def plan_training(model="llama3-70b", chip="tpu-v5p", budget: Budget = Budget())
                         seconds=seconds, chip_hours=chip_hours, usd=usd,
                         meets_deadline=None if budget.max_days is None else seconds <= budget.max_days * _DAY,
                         meets_money=None if budget.max_usd is None or usd is None else usd <= budget.max_usd,
-                        reasons=tuple(reasons), estimate=best)
+                        reasons=tuple(reasons), estimate=best, layouts=layout_rows(plan, best))
 
 
 # --- serving -----------------------------------------------------------------------------------------------------------
@@ -447,21 +506,28 @@ class ServingSide:
             raise ValueError(f"nothing to evaluate: {self.reason}")
         return sv.plan_serving(self.served, self.chip, self.n_chips, self.precision, self.S, batches=[B]).points[0]
 
+    def _prec(self) -> str:
+        """The precision with its meaning: 'int8 (int8 weights + KV, int8 math)' (`inference.Precision.label`)."""
+        try:
+            return inf.precision_label(self.precision)
+        except ValueError:  # an unknown name (UnknownNameError) is reported by `reason`
+            return str(self.precision)
+
     def _shapes(self) -> dict[int, tuple[int, ...]]:
         return {} if self.frontier is None else {p.n_chips: p.shape for p in self.frontier.plans}
 
     def headline(self) -> str:
         if not self.feasible:
-            return f"serve {self.chip} {self.precision}: cannot serve — {self.reason}"
+            return f"serve {self.chip} {self._prec()}: cannot serve — {self.reason}"
         cap = _ms(self.max_latency)
         gpu = get_chip(self.chip).kind == "gpu"
         tail = (f"best ≤ {cap}: B={self.best.B:g} on {_chips(self.best.n_chips, gpu)}, "
                 f"{_tps(self.best.tokens_per_s_per_chip)} tokens/s/chip" if self.best else
                 f"nothing ≤ {cap} (fastest {_ms(self.fastest.latency)})")
-        return f"serve {self.chip} {self.precision}: {_slice(self.n_chips, self.shape, gpu)}, B≤{self.B_max}, {tail}"
+        return f"serve {self.chip} {self._prec()}: {_slice(self.n_chips, self.shape, gpu)}, B≤{self.B_max}, {tail}"
 
     def lines(self) -> list[str]:
-        head = f"{self.chip}, {self.precision}, {self.S:g}-token context, latency cap {_ms(self.max_latency)}/step"
+        head = f"{self.chip}, {self._prec()}, {self.S:g}-token context, latency cap {_ms(self.max_latency)}/step"
         if not self.feasible:
             return [head, f"cannot serve: {self.reason}"]
         sh = self._shapes()

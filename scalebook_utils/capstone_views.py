@@ -32,9 +32,10 @@ from . import inference as inf
 from . import transformer as tf
 from .hardware import chip_names, get_chip
 from .units import format_time
-from .widgets import INPUT_ERRORS, _message_figure, error_text, plain_formatter, static_png
+from .live_figure import LiveFigure
+from .widgets import INPUT_ERRORS, _message_figure, error_text, plain_formatter
 
-__all__ = ["CAPSTONE_PREFIX", "CUSTOM", "MODEL_LABEL", "TRAIN_CHIP_LABEL", "SERVE_CHIP_LABEL", "capstone_readout", "capstone_figure", "pane_html", "plan_app"]
+__all__ = ["CAPSTONE_PREFIX", "CUSTOM", "MODEL_LABEL", "TRAIN_CHIP_LABEL", "SERVE_CHIP_LABEL", "capstone_readout", "capstone_figure", "pane_html", "layouts_html", "plan_app"]
 
 #: The browser test waits for this prefix; do not change it.
 CAPSTONE_PREFIX = "capstone: "
@@ -131,7 +132,23 @@ def pane_html(side, title: str) -> str:
         verdict = f"<p style='color:#b00020'>{html.escape(side.reason)}</p>"
     return (f"<div style='line-height:1.4'>{h}<p style='margin:2px 0'><i>{html.escape(lines[0])}</i></p>{verdict}" +
             (f"<ul style='margin:2px 0'>{items}</ul>" if items and side.feasible else "") +
-            f"<p style='margin:6px 0 2px'><b>Why</b></p><ul style='margin:2px 0'>{why}</ul></div>")
+            f"<p style='margin:6px 0 2px'><b>Why</b></p><ul style='margin:2px 0'>{why}</ul>" +
+            layouts_html(getattr(side, "layouts", ())) + "</div>")
+
+
+def layouts_html(rows) -> str:
+    """The training planner's layout kinds as a small table: the chosen one, ties, slower ones and those that do
+    not fit, each with its reason (`capstone.layout_rows`); empty for none."""
+    if not rows:
+        return ""
+    color = {"chosen": "#1b7837", "tie": "#1f4e9c", "slower": "#555", "does not fit": "#b00020"}
+    body = "".join(f"<tr><td>{html.escape(r.kind)}</td><td>{html.escape(r.layout)}</td>"
+                   f"<td style='color:{color.get(r.verdict, '#555')}'>{html.escape(r.verdict)}</td>"
+                   f"<td>{html.escape(r.why)}</td></tr>" for r in rows)
+    return ("<p style='margin:6px 0 2px'><b>Layouts considered</b></p>"
+            "<table style='font-size:90%;border-collapse:collapse'><tr><th align='left'>kind</th>"
+            "<th align='left'>fastest of its kind</th><th align='left'>verdict</th><th align='left'>why</th></tr>"
+            f"{body}</table>")
 
 
 # --- the figure -------------------------------------------------------------------------------------------------------
@@ -160,7 +177,8 @@ def _draw_training(ax, side) -> None:
     ax.set_xlabel("time per training step (ms); they overlap, the longest sets the step")
     ax.set_ylabel("part of the step")
     ax.set_title(f"training {side.model} on {side.n_chips:,} × {side.chip}: {side.layout}\n"
-                 f"{format_time(side.step_time)}/step, {side.bound}, roofline MFU {side.roofline_mfu:.0%}",
+                 f"{format_time(side.step_time)}/step, {side.bound}, roofline MFU {side.roofline_mfu:.0%} "
+                 f"(upper bound; the days use {side.mfu:.0%})",
                  fontsize=9)
     ax.tick_params(axis="y", labelsize=8)
     ax.grid(True, axis="x", alpha=0.3)
@@ -202,7 +220,7 @@ def _draw_serving(ax, side) -> None:
     ax.set_ylim(min(thr) / 1.5, max(thr) * 1.8)
     ax.set_xlabel("latency: time per decode step (ms)")
     ax.set_ylabel("throughput (tokens/s per chip)")
-    ax.set_title(f"serving {side.model} in {side.precision} on {side.chip}, {side.S:g}-token context\n"
+    ax.set_title(f"serving {side.model} in {side._prec()} on {side.chip}, {side.S:g}-token context\n"
                  "every batch on every slice size", fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)
@@ -234,17 +252,19 @@ def _picture_budget(b: cap.Budget) -> cap.Budget:
     return dataclasses.replace(b, train_tokens=15e12, mfu=0.4, max_days=None, max_usd=None)
 
 
-def _figure_png(model, train_chip, serve_chip, budget: cap.Budget) -> bytes:
-    return _figure_png_cached(model, train_chip, serve_chip, _picture_budget(budget))
+def _figure_png(model, train_chip, serve_chip, budget: cap.Budget, live: LiveFigure | None = None) -> bytes:
+    return _figure_png_cached(model, train_chip, serve_chip, _picture_budget(budget), live)
 
 
 @functools.lru_cache(maxsize=32)
-def _figure_png_cached(model, train_chip, serve_chip, budget: cap.Budget) -> bytes:
-    """`capstone_figure` as PNG bytes (90 dpi), cached: drawing is most of an app update (≈ 0.4 s here)."""
+def _figure_png_cached(model, train_chip, serve_chip, budget: cap.Budget, live: LiveFigure | None = None) -> bytes:
+    """`capstone_figure` as PNG bytes (`widgets.SCREEN_DPI`), cached: drawing is most of an app update. On the app's
+    `LiveFigure` (`live`) a change redraws only the side that changed (fixed margins: one layout for every plan)."""
+    live = live or LiveFigure()
     try:
-        return static_png(capstone_figure(model, train_chip, serve_chip, budget), dpi=90).data
+        return live.png(lambda: capstone_figure(model, train_chip, serve_chip, budget), key="capstone")
     except Exception as exc:  # noqa: BLE001 - an app never shows a traceback
-        return static_png(_message_figure(f"cannot draw: {type(exc).__name__}: {exc}")).data
+        return live.png(lambda: _message_figure(f"cannot draw: {type(exc).__name__}: {exc}"))
 
 
 # --- the app ------------------------------------------------------------------------------------------------------------
@@ -333,6 +353,7 @@ def plan_app(model: str | tf.TransformerConfig = "llama3-70b", train_chip: str =
 
     box = W.VBox()
     box.quiet = False
+    box.live_figure = LiveFigure()
 
     def update(_change=None):
         if box.quiet:
@@ -355,7 +376,7 @@ def plan_app(model: str | tf.TransformerConfig = "llama3-70b", train_chip: str =
         readout.value = f"<code style='white-space:pre-wrap'>{html.escape(line)}</code>"
         box.last_readout = line
         if line.startswith(CAPSTONE_PREFIX) and " → cannot plan" not in line:
-            image.value = box.last_png = _figure_png(_key(m), tc, sc, bud)
+            image.value = box.last_png = _figure_png(_key(m), tc, sc, bud, box.live_figure)
         box.last_update_s = time.perf_counter() - t0
 
     def on_model(change):

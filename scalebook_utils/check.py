@@ -365,7 +365,7 @@ def _check_code(q: Question, rec: dict) -> tuple[bool, str]:
         if np.shape(got) != np.shape(want) or not np.allclose(got, np.asarray(want), rtol=1e-5, atol=1e-6):
             return False, f"incorrect — wrong result on test input {i + 1} of {len(q.test_inputs)}"
         if q.compiled is not None:
-            problem = compiled_problem(q.compiled, args, str(out.get("hlo", "")))
+            problem = compiled_problem(q.compiled, args, str(out.get("hlo", "")), out.get("out_spec", "?"))
             if problem:
                 return False, f"incorrect — right values, but {problem} ({q.compiled.why})"
     return True, "correct"
@@ -380,8 +380,13 @@ def _shapes(hlo: str) -> list[tuple[int, ...]]:
     return [tuple(int(d) for d in m.split(",") if d) for m in re.findall(r"\b(?:f|bf|s|u|pred)\d*\[([\d,]*)\]", hlo)]
 
 
-def compiled_problem(rule, args: tuple, hlo: str) -> str | None:
-    """What the compiled program `hlo` lacks or has against `rule` (questions.Compiled), or None if it complies."""
+def _spec_text(spec) -> str:
+    return "P(" + ", ".join("None" if d is None else repr(d) for d in spec) + ")"
+
+
+def compiled_problem(rule, args: tuple, hlo: str, out_spec="?") -> str | None:
+    """What the compiled program `hlo` (and its result's sharding `out_spec`, a list as jaxlab.compiled_call
+    records it) lacks or has against `rule` (questions.Compiled), or None if it complies."""
     from .compiled_collectives import count_hlo_collectives
     if not hlo.strip():
         return "no compiled program was recorded"
@@ -417,6 +422,12 @@ def compiled_problem(rule, args: tuple, hlo: str) -> str | None:
         n = len(re.findall(r"\b(?:dot|convolution)\(", hlo))
         if n < dots:
             return f"its matmul is one piece ({n} dot), not {dots} tiles overlapped with the collective"
+    want_spec = rule.value("out_spec", args)
+    if want_spec is not None:
+        got_spec = tuple(out_spec) if isinstance(out_spec, list) else None
+        if got_spec != tuple(want_spec):
+            shown = _spec_text(got_spec) if got_spec is not None else "not a sharded array"
+            return f"its result is {shown}, not {_spec_text(want_spec)} as the question's output sharding says"
     if rule.bidirectional:
         pairs = {tuple(map(int, p)) for body in _PAIRS.findall(hlo) for p in re.findall(r"\{(\d+),(\d+)\}", body)}
         if not any((b, a) in pairs for a, b in pairs if a != b):

@@ -23,7 +23,9 @@ AllReduce = ReduceScatter + AllGather = 2 × AllGather. AllToAll costs the most-
 shortest-path traffic: V·X/(4·N·W_ici) on rings (¼ of an AllGather for one axis, ch. 3 and ch3.q10),
 twice that on a line, V·(X − 1)/(2·N·W_one) on a one-way ring.
 
-Only TPU chips (ICI numbers) are accepted here; GPU collectives are book ch. 12.
+Only TPU chips (ICI numbers) are accepted here; GPU collectives are book ch. 12. The axes must fit the
+hardware (`check_fits`): at most the chip's torus dimensions of axes longer than 1 and at most one pod of
+devices for a chip name, or one slice axis per mesh axis for a `topology.Slice`; anything larger raises.
 """
 
 from __future__ import annotations
@@ -100,6 +102,33 @@ def _ici(chip) -> tuple[ChipSpec, float, float]:
     return spec, spec.ici_link_bandwidth_oneway_bytes_per_s, spec.ici_hop_latency_s
 
 
+def check_fits(axis_sizes: tuple[int, ...], chip) -> None:
+    """ValueError unless the collective's axes fit the hardware they run on (book ch. 2–3).
+
+    On a chip name: at most as many axes longer than 1 as the chip's torus has (2 on v5e/v6e, 3 on
+    v4p/v5p), and no more devices than one pod (256 on v5e): ICI ends at the pod, beyond it is DCN.
+    On a `topology.Slice`: each axis longer than 1 must run along its own slice axis (sorted sizes ≤ sorted
+    slice sides), as a mesh axis of 4 cannot be a ring on a 2×2 slice.
+    """
+    active = sorted((x for x in axis_sizes if x > 1), reverse=True)
+    if isinstance(chip, Slice):
+        sides = sorted((n for n in chip.shape if n > 1), reverse=True)
+        if len(active) > len(sides) or any(x > n for x, n in zip(active, sides)):
+            raise ValueError(f"axis_sizes {tuple(axis_sizes)} do not fit slice {chip.name}: each axis longer "
+                             f"than 1 must run along its own slice axis (sides {tuple(chip.shape)})")
+        return
+    spec = tpu_chip(chip)
+    dims = spec.ici_torus_dims
+    if len(active) > dims:
+        raise ValueError(f"axis_sizes {tuple(axis_sizes)} has {len(active)} axes longer than 1, but {spec.name} "
+                         f"is a {dims}D torus: a collective runs over at most {dims} ICI axes at once")
+    n, pod = math.prod(axis_sizes), spec.pod_chips
+    if pod is not None and n > pod:
+        raise ValueError(f"axis_sizes {tuple(axis_sizes)} span {n} devices, more than one {spec.name} pod "
+                         f"({pod} chips, {'x'.join(map(str, spec.pod_shape))}); ICI ends at the pod (across "
+                         "pods is DCN, book ch. 2)")
+
+
 def _finish(kind, bw, lat, bytes_per_device, sizes, wraps, latency, note, n_bytes, spec, bidirectional):
     seconds = max(bw, lat) if latency else bw
     regime = "latency" if latency and lat > bw else "bandwidth"
@@ -138,6 +167,7 @@ def all_gather(n_bytes: float, axis_sizes, chip, wraparound=True, bidirectional:
     spec, w_one, t_min = _ici(chip)
     n_bytes = require_bytes("n_bytes", n_bytes)
     sizes, wraps = _axes(axis_sizes, wraparound)
+    check_fits(sizes, chip)
     bw, lat = _gather_terms(n_bytes, sizes, wraps, bidirectional, w_one, t_min)
     n = math.prod(sizes)
     return _finish("all_gather", bw, lat, n_bytes * (n - 1) / n, sizes, wraps, latency,
@@ -192,6 +222,7 @@ def all_to_all(n_bytes: float, axis_sizes, chip, wraparound=True, bidirectional:
     spec, w_one, t_min = _ici(chip)
     n_bytes = require_bytes("n_bytes", n_bytes)
     sizes, wraps = _axes(axis_sizes, wraparound)
+    check_fits(sizes, chip)
     n = math.prod(sizes)
     active = [(x, w) for x, w in zip(sizes, wraps) if x > 1]
     loads, mean_hops = [0.0], 0.0
@@ -275,5 +306,5 @@ def ring_scalars_per_link(kind: str, N: float, D: float, bidirectional: bool = F
     return N * N * math.floor(D * D / 4) / (2 * D * D)
 
 
-__all__ = ["KINDS", "CollectiveCost", "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "ppermute",
+__all__ = ["KINDS", "CollectiveCost", "check_fits", "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "ppermute",
            "collective", "normalize_kind", "ring_scalars_per_link"]

@@ -216,20 +216,24 @@ def superpod(chip: str | ChipSpec = "h100", n_sus: int = 4, *, nodes_per_su: int
     under 8 leaf switches, SUs joined by 4 spine switches per SU (16 for the 1024-GPU pod), full bisection.
     Two tiers of 64-port switches stop at 8 SUs (2048 GPUs, ch12.q12); more SUs raise ValueError.
     GB200 NVL72: 72-GPU NVLink nodes with 3.6 TB/s of egress each, 8 racks (576 GPUs) per SU-like unit
-    (`nodes_per_su` 8 by default for it).
+    (`nodes_per_su` 8 by default for it). Beyond the book, an AMD MI300X node is a switchless Infinity Fabric
+    mesh (448 GB/s per GPU) under the same InfiniBand fat tree (8 × 400 Gb/s NICs per node).
     """
     s = gpu_chip(chip)
     if not is_int(n_sus) or n_sus < 1:
         raise ValueError(f"n_sus must be a positive integer (scalable units), got {n_sus!r}")
     if s.node_egress_bytes_per_s is None:
         raise ValueError(f"no node egress known for {s.name}; the chapter's clusters are H100, H200, B200, GB200")
-    g = nvlink_generation(s)
     D = s.gpus_per_node
     if D > 8 and nodes_per_su == 32:
         nodes_per_su = 8
-    switches = g.nvswitches_per_node[-1 if D > 8 else 0]
-    node = NetworkLevel("node", D, 1, switches, "NVSwitch", s.nvlink_bandwidth_oneway_bytes_per_s,
-                        s.nvlink_bandwidth_oneway_bytes_per_s, switches * NVSWITCH_PORTS * g.link_bytes_per_s)
+    W = s.nvlink_bandwidth_oneway_bytes_per_s
+    if s.vendor == "amd":  # MI300X: a full mesh of Infinity Fabric links, no switch; capacity = the GPUs' egress
+        node = NetworkLevel("node", D, 1, 0, "Infinity Fabric mesh", W, W, D * W)
+    else:
+        g = nvlink_generation(s)
+        switches = g.nvswitches_per_node[-1 if D > 8 else 0]
+        node = NetworkLevel("node", D, 1, switches, "NVSwitch", W, W, switches * NVSWITCH_PORTS * g.link_bytes_per_s)
     node_w = s.node_egress_bytes_per_s
     leaf_switches = math.ceil(D * nodes_per_su * IB_PORT_BYTES_PER_S * 2 / _ib_switch_bytes_per_s())
     leaf = NetworkLevel("leaf", nodes_per_su, D, leaf_switches, "InfiniBand", node_w, node_w / D,

@@ -60,6 +60,9 @@ CLOCKS_HZ: dict[str, tuple[float, float]] = {
 TENSOR_CORE_CLOCK_HZ: dict[str, float] = {"h100": 1.76e9, "h200": 1.76e9, "b200": 1.86e9, "gb200": 1.86e9}
 #: Tensor Core bf16/fp16 FLOPs per cycle by generation, as the chapter lists them (H100's is ≈1065 exactly)
 TENSOR_CORE_FLOPS_PER_CYCLE_BOOK = {"v100": 256, "a100": 512, "h100": 1024, "h200": 1024, "b200": 2048, "gb200": 2048}
+#: Tensor Cores per SM where it is not one per subpartition: Volta has two per subpartition, 8 per SM (NVIDIA
+#: V100 whitepaper: 640 Tensor Cores on 80 SMs, each 64 fp16 FMAs per cycle); Ampere onwards has 4 per SM.
+TENSOR_CORES_PER_SM: dict[str, int] = {"v100": 8}
 #: Blackwell's tensor memory per SM (book ch. 12): the accumulator no longer fits in registers or SMEM
 TMEM_BYTES_PER_SM = {"b200": 256e3, "gb200": 256e3}
 #: NVIDIA's fp32 vector FLOPs/s for a B200 (book ch. 12, Quiz 1 Q6; FMA counted as 2 FLOPs)
@@ -72,7 +75,8 @@ TPU_VPU_SUBLANES, TPU_VPU_LANES, TPU_VPU_ALUS = 8, 128, 4
 class SMCounts:
     """Whole-chip counts of one GPU's SM parts (book ch. 12, "What Is a GPU?" and its H100 vs v5p table).
 
-    cuda_cores = SMs · 4 · 32 (H100: 16,896); tensor_cores = warp_schedulers = SMs · 4 (H100: 528);
+    cuda_cores = SMs · 4 · 32 (H100: 16,896); warp_schedulers = SMs · 4 (H100: 528); tensor_cores = SMs · 4 from
+    Ampere on (H100: 528) but SMs · 8 on Volta (V100: 640, two per subpartition; `TENSOR_CORES_PER_SM`);
     register_bytes = SMs · 4 · 16,384 · 4 B (256 KiB per SM; H100: 34.6 MB); smem_bytes = SMs · SMEM/SM.
     """
 
@@ -95,8 +99,11 @@ class SMCounts:
 def sm_counts(chip: str | ChipSpec = "h100") -> SMCounts:
     """SM, CUDA core, Tensor Core, register and SMEM totals for `chip` (ch12.q1, ch12.q5)."""
     s = gpu_chip(chip)
+    if s.sms is None:
+        raise ValueError(f"{s.name} has no SM count: its compute units are not NVIDIA SMs (see its notes)")
     sub = s.sms * SUBPARTITIONS_PER_SM
-    return SMCounts(s.name, s.sms, sub * FP32_CORES_PER_SUBPARTITION, sub, sub,
+    tensor_cores = s.sms * TENSOR_CORES_PER_SM.get(s.name, SUBPARTITIONS_PER_SM)
+    return SMCounts(s.name, s.sms, sub * FP32_CORES_PER_SUBPARTITION, tensor_cores, sub,
                     float(sub * REGISTERS_PER_SUBPARTITION * REGISTER_BYTES), s.sms * s.smem_bytes_per_sm,
                     s.sms * TMEM_BYTES_PER_SM.get(s.name, 0.0), s.l2_bytes)
 
@@ -129,13 +136,23 @@ def implied_clock_hz(chip: str | ChipSpec = "b200", vector_flops: float = B200_V
     return vector_flops / (sm_counts(chip).cuda_cores * flops_per_core_per_cycle)
 
 
-def tensor_core_flops_per_cycle(chip: str | ChipSpec = "h100", dtype: str = "bf16",
-                                clock: float | None = None) -> float:
-    """Peak / (SMs · 4 · clock): bf16 FLOPs one Tensor Core does per cycle. H100 at 1.76 GHz: 990e12/(528·1.76e9)
-    ≈ 1065 (the book rounds to 1024); B200 at 1.86 GHz ≈ 2043 (≈2048). Book ch. 12, "What Is a GPU?"."""
+def matmul_dtype(chip: str | ChipSpec = "h100") -> str:
+    """The 16-bit Tensor Core dtype a chip's peak is quoted in: "bf16", or "fp16" on chips without bf16 (V100)."""
+    peaks = gpu_chip(chip).peak_flops_per_s
+    return "bf16" if "bf16" in peaks else "fp16"
+
+
+def tensor_core_flops_per_cycle(chip: str | ChipSpec = "h100", dtype: str | None = None,
+                                clock: float | None = None, per_subpartition: bool = False) -> float:
+    """Peak / (Tensor Cores · clock): 16-bit FLOPs one Tensor Core does per cycle (`dtype` defaults to
+    `matmul_dtype`: bf16, fp16 on V100). H100 at 1.76 GHz: 990e12/(528·1.76e9) ≈ 1065 (the book rounds to 1024);
+    B200 at 1.86 GHz ≈ 2043 (≈2048). V100 has 8 Tensor Cores per SM: 125e12/(640·1.38e9) ≈ 142 per core (NVIDIA:
+    64 FMAs = 128 FLOPs at its 1.53 GHz boost); per subpartition (two cores) ≈ 283, the book's "256".
+    `per_subpartition` divides by SMs · 4 instead. Book ch. 12, "What Is a GPU?"."""
     s = gpu_chip(chip)
     clock = clock or TENSOR_CORE_CLOCK_HZ.get(s.name) or clock_hz(s)
-    return s.peak_flops(dtype) / (s.sms * SUBPARTITIONS_PER_SM * clock)
+    units = s.sms * SUBPARTITIONS_PER_SM if per_subpartition else sm_counts(s).tensor_cores
+    return s.peak_flops(dtype or matmul_dtype(s)) / (units * clock)
 
 
 def resident_warps(registers_per_thread: int = MAX_REGISTERS_PER_THREAD) -> int:
@@ -163,12 +180,21 @@ def tpu_vpu_alus(chip: str | ChipSpec = "tpu-v5p") -> int:
 # --- rooflines for LLM scaling -------------------------------------------------------------------------------
 
 
+def _link_bytes_per_s(s: ChipSpec, across_nodes: bool) -> float:
+    """Node egress (across nodes) or NVLink egress of one GPU; ValueError naming the chip where none is known."""
+    w = s.node_egress_bytes_per_s if across_nodes else s.nvlink_bandwidth_oneway_bytes_per_s
+    if w is None:
+        raise ValueError(f"no {'node egress' if across_nodes else 'NVLink'} bandwidth is known for {s.name} "
+                         f"({'pass egress= or across_nodes=False' if across_nodes else 'pass egress='})")
+    return w
+
+
 def alpha(chip: str | ChipSpec = "h100", across_nodes: bool = True, dtype: str = "bf16",
           egress: float | None = None) -> float:
     """α = C / W: FLOPs per byte of the collective bandwidth. W = node egress across nodes (H100: 990e12/400e9
     ≈ 2475), W_gpu inside a node (≈2200); `egress` overrides W (DeepSeek's H800: 300 GB/s → 3300)."""
     s = gpu_chip(chip)
-    w = egress or (s.node_egress_bytes_per_s if across_nodes else s.nvlink_bandwidth_oneway_bytes_per_s)
+    w = egress or _link_bytes_per_s(s, across_nodes)
     require_positive(egress=w)
     return s.peak_flops(dtype) / w
 
@@ -181,8 +207,12 @@ def dp_critical_batch(chip: str | ChipSpec = "h100", *, across_nodes: bool = Tru
     B/X > (E/k) · C/W · ((X − 1)/X with `n_nodes` = X small) / 2 with SHARP (in theory) / max(1, M/D_node) when
     `model_parallel` = M ways of model sharding span M/D_node nodes (each brings its own egress). H100 across
     nodes ≈ 2475, in a node ≈ 2200, 2 nodes ≈ 1237; an MoE with E = 128, k = 4: 32 × 2475 ≈ 79,200.
+    E, k > 0 with k ≤ E.
     """
     require_positive(E=E, k=k, model_parallel=model_parallel)
+    if k > E:
+        raise ValueError(f"k (experts active per token) must be at most E (experts), got k={k!r}, E={E!r}; a dense "
+                         "model is E = k = 1")
     a = alpha(chip, across_nodes, egress=egress) * E / k
     if n_nodes is not None:
         if not is_int(n_nodes) or n_nodes < 1:
@@ -235,9 +265,11 @@ def mlp_roofline(strategy: str, B: float, D: float, F: float, degree: int, chip:
     """
     for name, v in (("B", B), ("D", D), ("F", F), ("degree", degree), ("E", E), ("k", k)):
         require_positive(**{name: v})
+    if strategy == "dp" and k > E:   # "ep" uses k alone (E is the dp rule's expert count)
+        raise ValueError(f"k (experts active per token) must be at most E (experts), got k={k!r}, E={E!r}")
     s = gpu_chip(chip)
     C = s.peak_flops("bf16")
-    W = s.node_egress_bytes_per_s if across_nodes else s.nvlink_bandwidth_oneway_bytes_per_s
+    W = _link_bytes_per_s(s, across_nodes)
     if strategy == "dp":
         return GPURoofline("dp", 8 * k * B * D * F / (degree * C), 8 * E * D * F / W)
     if strategy == "tp":
@@ -271,6 +303,7 @@ def pipeline_comms_time(B: float, D: float, n_microbatches: int, n_stages: int, 
 
 __all__ = [
     "SMCounts", "sm_counts", "clock_hz", "vector_flops_per_s", "implied_clock_hz", "tensor_core_flops_per_cycle",
+    "matmul_dtype", "TENSOR_CORES_PER_SM",
     "resident_warps", "tpu_vpu_alus", "gpu_chip",
     "NVLINK", "NVLinkGeneration", "nvlink_generation", "node_switch_bytes_per_s", "node_bandwidth",
     "node_bisection_bandwidth", "NetworkLevel", "Cluster", "superpod", "single_node", "max_sus", "as_cluster",

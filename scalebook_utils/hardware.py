@@ -1,12 +1,14 @@
 """Hardware: the chips of the book, every number with its source.
 
 `ChipSpec` is a frozen dataclass in SI units (FLOPs/s, bytes, bytes/s, Hz, s); field names carry the
-unit. `CHIPS` maps the lower-case names used everywhere in scalebook to specs; `get_chip(name)` looks
-one up and lists the known names when it cannot.
+unit. `CHIPS` maps the lower-case names used everywhere in scalebook to the book's chips, `DATASHEET_CHIPS`
+holds the chips beyond the book (`ALL_CHIPS` both); `get_chip(name)` looks one up in either, ignoring case,
+separators and common spellings, and lists the close matches and the known names when it cannot.
 
 Sources (cited per field in `ChipSpec.sources`):
 - TPU numbers: book ch. 2, "TPU specs" tables (chips, ICI, PCIe/DCN), with ch. 1 where it differs.
 - GPU numbers: book ch. 12, spec and networking tables; NVIDIA datasheets where the book gives none.
+- Chips beyond the book (A100 40 GB, H100 PCIe, AMD MI300X): the vendor datasheets, dense (not sparse) peaks.
 Where versions of the book disagree, `ChipSpec.notes` records the alternatives and why we chose.
 """
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .errors import UnknownNameError
+from .errors import name_index, resolve_name
 from .units import canonical_dtype
 
 CH1 = "book ch. 1 'Where does the time go?'"
@@ -27,6 +29,9 @@ CH12_MEM = "book ch. 12, spec table (memory and capacity)"
 CH12_FLOPS = "book ch. 12, spec table (FLOPs and bandwidth)"
 CH12_NET = "book ch. 12, node egress table / NVLink generations table"
 CH8_PRICE = "book ch. 8, Cloud prices (Feb 2025)"
+A100_DS = "NVIDIA A100 Tensor Core GPU datasheet (A100 40GB SXM column)"
+H100_DS = "NVIDIA H100 Tensor Core GPU datasheet (2022, H100 PCIe column; sparse figures / 2)"
+MI300X_DS = "AMD Instinct MI300X accelerator datasheet (dense figures, 'with structured sparsity' / 2)"
 
 
 @dataclass(frozen=True)
@@ -39,7 +44,7 @@ class ChipSpec:
     """
 
     name: str
-    vendor: str  # "google" or "nvidia"
+    vendor: str  # "google", "nvidia" or "amd"
     generation: str
     peak_flops_per_s: dict[str, float]
     hbm_bytes: float
@@ -128,7 +133,7 @@ def _tpu(name, generation, bf16, int8, hbm, hbm_bw, ici, dims, pod, host, *, pci
 
 
 def _gpu(name, generation, flops, hbm, hbm_bw, *, sms, clock, smem, l2, nvlink, node, node_egress, price=None,
-         notes=(), sources=None) -> ChipSpec:
+         notes=(), sources=None, vendor="nvidia") -> ChipSpec:
     src = {
         "peak_flops_per_s": CH12_FLOPS, "hbm_bytes": CH12_MEM, "hbm_bandwidth_bytes_per_s": CH12_FLOPS,
         "sms": CH12_MEM, "clock_hz": CH12_MEM + " (boost clock)", "smem_bytes_per_sm": CH12_MEM, "l2_bytes": CH12_MEM,
@@ -137,7 +142,7 @@ def _gpu(name, generation, flops, hbm, hbm_bw, *, sms, clock, smem, l2, nvlink, 
     }
     src.update(sources or {})
     return ChipSpec(
-        name=name, vendor="nvidia", generation=generation, peak_flops_per_s=dict(flops), hbm_bytes=hbm,
+        name=name, vendor=vendor, generation=generation, peak_flops_per_s=dict(flops), hbm_bytes=hbm,
         hbm_bandwidth_bytes_per_s=hbm_bw, sources=src, sms=sms, clock_hz=clock, smem_bytes_per_sm=smem, l2_bytes=l2,
         nvlink_bandwidth_oneway_bytes_per_s=nvlink, gpus_per_node=node, node_egress_bytes_per_s=node_egress,
         price_per_hour_usd=price, notes=tuple(notes))
@@ -207,30 +212,96 @@ _GPUS = [
          notes=("One GPU of a GB200 NVL72 rack: a 72-GPU NVLink domain, 8 GPUs per host (ch. 12, Appendix A).",)),
 ]
 
-#: Every chip of the book, by its scalebook name.
-CHIPS: dict[str, ChipSpec] = {c.name: c for c in _TPUS + _GPUS}
+#: Chips beyond the book that practitioners ask for (issue 17), every number from the vendor's datasheet.
+_DATASHEET_GPUS = [
+    _gpu("a100-40gb", "Ampere", {"bf16": 3.12e14, "fp16": 3.12e14, "int8": 6.24e14}, 40e9, 1.555e12, sms=108,
+         clock=1.41e9, smem=192e3, l2=40e6, nvlink=3.0e11, node=8, node_egress=2.0e11,
+         sources={"peak_flops_per_s": A100_DS + " (BF16/FP16 Tensor Core 312 TFLOPS, INT8 624 TOPS, dense)",
+                  "hbm_bytes": A100_DS + " (40 GB HBM2)", "hbm_bandwidth_bytes_per_s": A100_DS + " (1,555 GB/s)",
+                  "sms": "NVIDIA A100 whitepaper (108 SMs, as the 80 GB part)", "clock_hz": "NVIDIA A100 whitepaper "
+                  "(1410 MHz boost)", "smem_bytes_per_sm": "as a100 (book ch. 12: 192 KB L1/SMEM per SM)",
+                  "l2_bytes": "NVIDIA A100 whitepaper (40 MB)",
+                  "nvlink_bandwidth_oneway_bytes_per_s": A100_DS + " (NVLink 600 GB/s both directions)",
+                  "gpus_per_node": "NVIDIA DGX A100 320GB (8 × A100 40GB)",
+                  "node_egress_bytes_per_s": "NVIDIA DGX A100 datasheet (8 × 200 Gb/s HDR InfiniBand)"},
+         notes=("The 40 GB SXM4 part: same die and NVLink as `a100` (80 GB), less and slower HBM2.",
+                "bf16 is the datasheet's 312 TFLOP/s; `a100` keeps the book's rounded 3.1e14.")),
+    _gpu("h100-pcie", "Hopper (PCIe)", {"bf16": 7.56e14, "fp16": 7.56e14, "fp8": 1.513e15, "int8": 1.513e15},
+         80e9, 2.0e12, sms=114, clock=1.755e9, smem=256e3, l2=50e6, nvlink=3.0e11, node=2, node_egress=None,
+         sources={"peak_flops_per_s": H100_DS + " (BF16 1,513 → 756 TFLOPS; FP8, INT8 3,026 → 1,513)",
+                  "hbm_bytes": H100_DS + " (80 GB HBM2e)", "hbm_bandwidth_bytes_per_s": H100_DS + " (2 TB/s)",
+                  "sms": "NVIDIA H100 whitepaper (114 SMs on the PCIe product)",
+                  "clock_hz": "NVIDIA H100 whitepaper (1755 MHz max boost, PCIe)",
+                  "smem_bytes_per_sm": "as h100 (book ch. 12: 256 KB L1/SMEM per SM)",
+                  "l2_bytes": "NVIDIA H100 whitepaper (50 MB)",
+                  "nvlink_bandwidth_oneway_bytes_per_s": H100_DS + " (NVLink bridge 600 GB/s both directions)",
+                  "gpus_per_node": H100_DS + " (an NVLink bridge joins 2 GPUs; the rest is PCIe Gen5, 128 GB/s)",
+                  "node_egress_bytes_per_s": "not given: PCIe servers differ in NICs"},
+         notes=("The NVLink domain is a bridged pair (gpus_per_node = 2); between pairs traffic goes over PCIe "
+                "Gen5 (64 GB/s each way) and the server's NICs, which vary, so there is no cluster model.",
+                "The newer datasheet replaces this column by H100 NVL (94 GB, 3.9 TB/s); this is the 80 GB PCIe "
+                "card.")),
+    _gpu("mi300x", "CDNA 3", {"bf16": 1.3074e15, "fp16": 1.3074e15, "fp8": 2.6149e15, "int8": 2.6149e15}, 192e9,
+         5.3e12, sms=None, clock=2.1e9, smem=64e3, l2=256e6, nvlink=4.48e11, node=8, node_egress=4.0e11,
+         vendor="amd",
+         sources={"peak_flops_per_s": MI300X_DS + " (BF16/FP16 1307.4 TFLOPS; FP8, INT8 2614.9)",
+                  "hbm_bytes": MI300X_DS + " (192 GB HBM3)", "hbm_bandwidth_bytes_per_s": MI300X_DS + " (5.3 TB/s)",
+                  "sms": "none: 304 compute units, which are not NVIDIA SMs (see notes)",
+                  "clock_hz": MI300X_DS + " (2100 MHz peak engine clock)",
+                  "smem_bytes_per_sm": MI300X_DS + " / CDNA 3 whitepaper (64 KB LDS per CU)",
+                  "l2_bytes": MI300X_DS + " (256 MB AMD Infinity Cache, the last-level cache; L2 is 4 MB per XCD)",
+                  "nvlink_bandwidth_oneway_bytes_per_s": MI300X_DS + " (7 Infinity Fabric links × 128 GB/s both "
+                  "directions = 448 GB/s each way)",
+                  "gpus_per_node": "AMD Instinct MI300X Platform (8 GPUs, fully connected)",
+                  "node_egress_bytes_per_s": "Microsoft Azure ND MI300X v5 (8 × 400 Gb/s InfiniBand per VM); "
+                                             "a deployment's figure, not AMD's"},
+         notes=("The 8 GPUs form a full mesh of Infinity Fabric links, not a switch: 448 GB/s is one GPU's total "
+                "egress to its 7 peers (64 GB/s to any one of them).",
+                "304 CUs × 64 stream processors: the book's SM arithmetic (4 × 32 FP32 cores) does not apply, so "
+                "`sms` is None and gpus.sm_counts refuses it.",
+                "Clusters (gpu_network.superpod): this switchless node under the book's InfiniBand fat tree; "
+                "NVLink-only helpers (node_switch_bytes_per_s, nvlink_generation) refuse it.")),
+]
 
-_ALIASES = {"v3": "tpu-v3", "v4": "tpu-v4p", "v4p": "tpu-v4p", "tpu-v4": "tpu-v4p", "v5p": "tpu-v5p",
-            "v5e": "tpu-v5e", "v6e": "tpu-v6e", "trillium": "tpu-v6e", "tpu-v7x": "tpu7x", "v7x": "tpu7x",
-            "ironwood": "tpu7x", "tpu-v7": "tpu7x"}
+#: Every chip of the book, by its scalebook name (what the notebooks and figures iterate over).
+CHIPS: dict[str, ChipSpec] = {c.name: c for c in _TPUS + _GPUS}
+#: Chips beyond the book, from vendor datasheets: A100 40 GB (SXM), H100 PCIe, AMD MI300X.
+DATASHEET_CHIPS: dict[str, ChipSpec] = {c.name: c for c in _DATASHEET_GPUS}
+#: Every chip `get_chip` knows: the book's and the datasheet ones.
+ALL_CHIPS: dict[str, ChipSpec] = CHIPS | DATASHEET_CHIPS
+
+#: other spellings (compared after `errors.squash_name`: case, separators, a leading vendor name are ignored)
+CHIP_ALIASES = {"v3": "tpu-v3", "v4": "tpu-v4p", "v4p": "tpu-v4p", "tpu-v4": "tpu-v4p", "v5p": "tpu-v5p",
+                "v5e": "tpu-v5e", "v5litepod": "tpu-v5e", "v6e": "tpu-v6e", "trillium": "tpu-v6e", "tpu-v7x": "tpu7x",
+                "v7x": "tpu7x", "ironwood": "tpu7x", "tpu-v7": "tpu7x",
+                "v100-sxm2": "v100", "v100-32gb": "v100",
+                "a100-80gb": "a100", "a100-sxm": "a100", "a100-sxm4": "a100", "a100-sxm4-80gb": "a100",
+                "a100-80gb-sxm": "a100", "a100-sxm-80gb": "a100", "a100-40gb-sxm": "a100-40gb",
+                "a100-sxm4-40gb": "a100-40gb", "a100-sxm-40gb": "a100-40gb",
+                "h100-sxm": "h100", "h100-sxm5": "h100", "h100-80gb": "h100", "h100-sxm-80gb": "h100",
+                "h100-sxm5-80gb": "h100", "h100-80gb-pcie": "h100-pcie", "h100-pcie-80gb": "h100-pcie",
+                "h200-sxm": "h200", "h200-141gb": "h200", "b200-sxm": "b200", "gb200-nvl72": "gb200",
+                "instinct-mi300x": "mi300x"}
 
 
 def get_chip(name: str | ChipSpec) -> ChipSpec:
-    """Look up a chip by name (case-insensitive; "v5e" is accepted for "tpu-v5e").
+    """Look up a chip by name: case, separators, a vendor prefix and common spellings are ignored ("v5e",
+    "H100 SXM5", "h100-sxm", "a100-80gb", "AMD Instinct MI300X"; `CHIP_ALIASES`).
 
-    Raises UnknownNameError (a KeyError) listing the known names when `name` is unknown.
+    Raises UnknownNameError (a KeyError) listing the close matches and the known names when `name` is unknown.
     """
     if isinstance(name, ChipSpec):
         return name
-    key = str(name).strip().lower()
-    key = _ALIASES.get(key, key)
-    if key not in CHIPS:
-        raise UnknownNameError(f"unknown chip {name!r}; known chips: {', '.join(CHIPS)}")
-    return CHIPS[key]
+    return ALL_CHIPS[resolve_name(name, _CHIP_INDEX, "chip", ALL_CHIPS)]
 
 
-def chip_names(kind: str | None = None) -> list[str]:
-    """Names of all chips, or only "tpu" or "gpu" ones."""
+def chip_names(kind: str | None = None, *, datasheet: bool = False) -> list[str]:
+    """Names of the book's chips (`CHIPS`), or only "tpu" or "gpu" ones; `datasheet=True` adds the chips
+    beyond the book (`DATASHEET_CHIPS`)."""
     if kind not in (None, "tpu", "gpu"):
         raise ValueError(f"kind must be 'tpu', 'gpu' or None, got {kind!r}")
-    return [n for n, c in CHIPS.items() if kind is None or c.kind == kind]
+    chips = ALL_CHIPS if datasheet else CHIPS
+    return [n for n, c in chips.items() if kind is None or c.kind == kind]
+
+
+_CHIP_INDEX = name_index(ALL_CHIPS, CHIP_ALIASES)

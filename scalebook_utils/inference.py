@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from . import transformer as tf
 from .errors import UnknownNameError
 from .hardware import ChipSpec, get_chip
-from .units import require_positive
+from .units import require_int, require_positive
 
 CH7 = "book ch. 7 'All About Transformer Inference'"
 CH8 = "book ch. 8 'Serving LLaMA 3-70B on TPUs'"
@@ -56,9 +56,28 @@ class Precision:
         require_positive(weight_bytes=self.weight_bytes, kv_bytes=self.kv_bytes,
                          activation_bytes=self.activation_bytes)
 
+    @property
+    def meaning(self) -> str:
+        """What the name stands for, from the fields: 'int8 weights + KV, bf16 math' (see `PRECISIONS`)."""
+        math_ = self.compute_dtype
+        w, kv = (_STORED.get((b, math_), _STORED.get((b, None), f"{b:g}-byte")) for b in (self.weight_bytes, self.kv_bytes))
+        return f"{w} weights + KV, {math_} math" if w == kv else f"{w} weights, {kv} KV, {math_} math"
 
-#: The modes the book uses. "int8-weights" and "int4-weights" quantize the KV cache like the weights (ch. 8
-#: serves "int8 params and KV" with bf16 FLOPs); build a `Precision` yourself for other mixes.
+    @property
+    def label(self) -> str:
+        """The name with its meaning, as every readout and figure title prints it:
+        'int8-weights (int8 weights + KV, bf16 math)' vs 'int8 (int8 weights + KV, int8 math)'."""
+        return f"{self.name} ({self.meaning})"
+
+
+#: Stored dtype for (bytes per element, compute dtype); (bytes, None) is the default for that size.
+_STORED = {(2.0, None): "bf16", (1.0, None): "int8", (1.0, "fp8"): "fp8", (0.5, None): "int4", (4.0, None): "fp32"}
+
+
+#: The modes the book uses — one vocabulary for every chapter, exercise and readout (each readout prints
+#: `Precision.label`, the name with its meaning). "int8-weights" and "int4-weights" quantize the weights and the
+#: KV cache and run the matmuls in bf16 (what book ch. 8 calls "int8": int8 params and KV, bf16 FLOPs);
+#: "int8" also runs the matmuls in int8 (twice the peak on a v5e). Build a `Precision` for other mixes.
 PRECISIONS: dict[str, Precision] = {p.name: p for p in (
     Precision("bf16", 2.0, 2.0, "bf16", 2.0),            # bf16 weights, KV and compute
     Precision("int8-weights", 1.0, 1.0, "bf16", 2.0),    # int8 weights and KV, bf16 FLOPs (B_crit halves)
@@ -66,6 +85,11 @@ PRECISIONS: dict[str, Precision] = {p.name: p for p in (
     Precision("int4-weights", 0.5, 0.5, "bf16", 2.0),    # int4 weights and KV, bf16 FLOPs
     Precision("fp8", 1.0, 1.0, "fp8", 1.0),              # GPUs: fp8 everything
 )}
+
+
+def precision_label(precision: str | Precision) -> str:
+    """`get_precision(precision).label`: 'int8-weights (int8 weights + KV, bf16 math)'."""
+    return get_precision(precision).label
 
 
 def get_precision(precision: str | Precision) -> Precision:
@@ -185,15 +209,23 @@ def inference_memory(model, B: float, S: float, precision="bf16") -> float:
 
 def min_chips(model, chip="tpu-v5e", precision="bf16", *, B: float = 0, S: float = 0, pow2: bool = True) -> int:
     """Fewest chips whose HBM holds the weights (+ B caches of S tokens): ceil(bytes/HBM), rounded up to a power
-    of two when `pow2` (the book's `min_topology`; ch. 8: LLaMA 3-70B bf16 16, int8 8, int4 4 v5e chips)."""
+    of two when `pow2` (the book's `min_topology`; ch. 8: LLaMA 3-70B bf16 16, int8 8, int4 4 v5e chips).
+    More chips than the chip's pod raises ValueError (the memory does not fit one model-parallel slice)."""
     c = get_chip(chip)
     n = math.ceil(inference_memory(model, B, S, precision) / c.hbm_bytes)
-    return 2 ** math.ceil(math.log2(n)) if pow2 and n > 1 else max(n, 1)
+    n = 2 ** math.ceil(math.log2(n)) if pow2 and n > 1 else max(n, 1)
+    pod = c.pod_chips
+    if pod is not None and n > pod:
+        what = f"with B={B:g} KV caches of S={S:g} tokens" if B and S else "(its weights alone)"
+        raise ValueError(f"{_model(model).name} in {get_precision(precision).name} {what} needs {n} × {c.name}, more "
+                         f"than one pod ({pod} chips): model parallelism runs inside a pod (book ch. 7); use a "
+                         "smaller B, S or precision")
+    return n
 
 
 def free_hbm(model, chip="tpu-v5e", n_chips: int = 1, precision="bf16") -> float:
     """HBM left for KV caches after the weights: N·HBM − P·w (bytes); ValueError if the weights do not fit."""
-    _count("n_chips", n_chips)
+    require_int("n_chips", n_chips)
     c, m = get_chip(chip), _model(model)
     free = n_chips * c.hbm_bytes - m.weight_bytes(precision)
     if free <= 0:
@@ -226,7 +258,7 @@ def collective_time(nbytes: float, n_shards: int, chip="tpu-v5e") -> float:
     """AllGather/ReduceScatter of `nbytes` (the full array) over a ring of n_shards on one axis:
     max(T_hop·n/2, bytes/W_ici) (book ch. 7 Appendix C; W_ici bidirectional, ≈1 µs per hop). Units: s."""
     require_positive(nbytes=nbytes)
-    _count("n_shards", n_shards)
+    require_int("n_shards", n_shards)
     c = get_chip(chip)
     if n_shards == 1:
         return 0.0
@@ -243,15 +275,15 @@ def ring_hops(n_chips: int, ici_axes: int = 1, shape=None) -> float:
         if not dims or math.prod(dims) != n_chips or not all(isinstance(d, numbers.Integral) and d >= 1 for d in dims):
             raise ValueError(f"slice shape {shape!r} must be positive integers whose product is n_chips={n_chips}")
         return sum(d / 2 for d in dims if d > 1)
-    _count("n_chips", n_chips)
-    _count("ici_axes", ici_axes)
+    require_int("n_chips", n_chips)
+    require_int("ici_axes", ici_axes)
     return ici_axes * n_chips ** (1 / ici_axes) / 2
 
 
 def latency_bound_bytes(n_shards: int, chip="tpu-v5e") -> float:
     """Array size below which a collective over n_shards is latency-bound: T_hop·n·W_ici/2 (= per-shard bytes
     below one-way link × hop latency). Book ch. 7 Appendix C: 8-way on v5e → 360 kB. Units: bytes."""
-    _count("n_shards", n_shards)
+    require_int("n_shards", n_shards)
     c = get_chip(chip)
     if c.ici_hop_latency_s is None:
         raise ValueError(f"{c.name} has no hop-latency figure in the book")
@@ -350,8 +382,8 @@ def decode_step(model, B: float, S: float, chip="tpu-v5e", n_chips: int = 1, pre
     """
     _count("B (batch)", B)
     _count("S (context)", S)
-    _count("n_chips", n_chips)
-    _count("ici_axes", ici_axes)
+    require_int("n_chips", n_chips)
+    require_int("ici_axes", ici_axes)
     if shape is not None:
         hops = ring_hops(n_chips, shape=shape)
         ici_axes = max(1, sum(1 for d in shape if d > 1))
@@ -410,7 +442,7 @@ def prefill_time(model, T: float, chip="tpu-v5e", n_chips: int = 1, precision="b
     2·T²·N·H·L per prompt, which the book leaves out."""
     _count("T (prompt tokens)", T)
     _count("B (batch)", B)
-    _count("n_chips", n_chips)
+    require_int("n_chips", n_chips)
     if not (isinstance(mfu, numbers.Real) and 0 < mfu <= 1):
         raise ValueError(f"mfu must be in (0, 1], got {mfu!r}")
     c, m, p = get_chip(chip), _model(model), get_precision(precision)
@@ -605,3 +637,45 @@ def speculative_tokens_per_step(acceptance: float, draft_len: int) -> float:
     if acceptance == 1:
         return float(draft_len + 1)
     return (1 - acceptance ** (draft_len + 1)) / (1 - acceptance)
+
+
+@dataclass(frozen=True)
+class SpeculativeStep:
+    """Cost of one greedy speculative round (book ch. 7 Appendix D): k draft steps, then one target step that
+    scores k + 1 positions per sequence. t_plain: one ordinary target step; t_draft = k draft steps;
+    t_verify: the target step on B·(k+1) query tokens (the weights read once, the KV of B sequences read once,
+    (k+1)× the FLOPs); tokens: expected tokens per round. All times in seconds."""
+
+    t_plain: float
+    t_draft: float
+    t_verify: float
+    tokens: float
+
+    @property
+    def time_per_token(self) -> float:
+        """(t_draft + t_verify) / tokens: seconds per generated token per sequence."""
+        return (self.t_draft + self.t_verify) / self.tokens
+
+    @property
+    def speedup(self) -> float:
+        """t_plain / time_per_token: how much faster each sequence decodes than without a drafter."""
+        return self.t_plain / self.time_per_token
+
+
+def speculative_step(target, draft, B: float, S: float, draft_len: int, acceptance: float, chip="tpu-v5e",
+                     n_chips: int = 1, precision="bf16", *, shape=None) -> SpeculativeStep:
+    """Model one speculative round: `decode_step` of the draft k times and of the target at B·(k+1) tokens,
+    with the KV term of B sequences (the k+1 queries of a sequence read its cache once) and the collectives
+    of B·(k+1) activations: t_verify = max(KV(B), attn FLOPs(B(k+1))) + max(2·B(k+1)·P/(N·C), P·w/(N·W))
+    (then max with ICI). Expected tokens = `speculative_tokens_per_step(acceptance, k)` (external formula,
+    see there). Both models share the n_chips slice. Book ch. 7 Appendix D; the cost is not in the book."""
+    if not (isinstance(draft_len, numbers.Integral) and not isinstance(draft_len, bool) and draft_len >= 1):
+        raise ValueError(f"draft_len must be an integer >= 1, got {draft_len!r}")
+    kw = dict(chip=chip, n_chips=n_chips, precision=precision, check_memory=False, shape=shape)
+    plain = decode_step(target, B, S, **kw)
+    d = decode_step(draft, B, S, **kw)
+    v = decode_step(target, B * (draft_len + 1), S, **kw)
+    attention = max(plain.t_hbm_kv, v.t_math_attention)
+    t_verify = max(attention + max(v.t_math, v.t_hbm_weights), v.t_ici)
+    return SpeculativeStep(t_plain=plain.step_time, t_draft=draft_len * d.step_time, t_verify=t_verify,
+                           tokens=speculative_tokens_per_step(acceptance, draft_len))

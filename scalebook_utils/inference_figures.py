@@ -66,7 +66,7 @@ def render_intensity(chip="tpu-v5e", Gs: Sequence[int] = (1, 8), *, T_max: float
 
 def render_critical_batch(chips: Sequence[str] = ("tpu-v5e", "tpu-v5p", "tpu-v6e", "h100", "h200"),
                           precisions: Sequence[str] = ("bf16", "int8-weights", "int8", "int4-weights")) -> Figure:
-    """Grouped bars of B_crit = β·α_hbm (tokens) per chip and precision mode; a mode whose compute dtype a chip
+    """Grouped bars of B_crit = C_math·w/(2·W_hbm) (tokens; C_math the peak of the compute dtype, w bytes per weight) per chip and precision mode; a mode whose compute dtype a chip
     lacks is left out. Book ch. 7 "Linear operations: what bottlenecks us?" (v5e: 240, 120, 240, 60)."""
     try:
         specs = [get_chip(c) for c in chips]
@@ -82,7 +82,7 @@ def render_critical_batch(chips: Sequence[str] = ("tpu-v5e", "tpu-v5p", "tpu-v6e
                 continue
             v = inf.critical_batch(c, p)
             xi = i + (j - (len(modes) - 1) / 2) * width
-            ax.bar(xi, v, width * 0.95, color=col, label=None if p.name in seen else p.name)
+            ax.bar(xi, v, width * 0.95, color=col, label=None if p.name in seen else p.label)
             ax.text(xi, v, f"{v:.0f}", ha="center", va="bottom", fontsize=7.5)
             seen.add(p.name)
     ax.set_xticks(range(len(specs)), [c.name for c in specs])
@@ -90,7 +90,7 @@ def render_critical_batch(chips: Sequence[str] = ("tpu-v5e", "tpu-v5p", "tpu-v6e
     ax.set_ylabel("critical batch B_crit (tokens)")
     ax.set_title("Decode matmuls turn compute-bound above B_crit = (C/W_hbm)·(weight bytes)/2", fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=8, title="weights / KV / compute", title_fontsize=8)
+    ax.legend(fontsize=8, title="precision (what is stored, what the MXU runs)", title_fontsize=8)
     return fig
 
 

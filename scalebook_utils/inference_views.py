@@ -123,6 +123,11 @@ def slice_options(chip="tpu-v5e") -> list[str]:
 
 
 @functools.lru_cache(maxsize=512)
+def _pl(x) -> str:
+    """The precision of a plan or frontier with its meaning ('int8-weights (int8 weights + KV, bf16 math)')."""
+    return x.precision_label or x.precision
+
+
 def _plan_cached(model, chip, slice_, precision, S, max_context):
     return sv.plan_serving(model, chip, slice_, precision, S, max_context=max_context)
 
@@ -203,7 +208,7 @@ def step_time_readout(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precisio
         return f"{head} → cannot evaluate: {error_text(exc)}"
     return (f"{head} → {_sig(d.step_time * 1e3)} ms/step, {_sig(d.tokens_per_s_per_chip)} tokens/s/chip"
             f"{_cost(d.tokens_per_s_per_chip, plan.chip)}, {_bound(d)} (B_crit={plan.B_crit:.0f}, "
-            f"B_max={plan.B_max}) | {plan.model} {plan.precision} on {_on(plan)}, S={_fmt(S)}")
+            f"B_max={plan.B_max}) | {plan.model} {_pl(plan)} on {_on(plan)}, S={_fmt(S)}")
 
 
 def _regions(ax, lo, hi, B_crit, B_max, *, log, label=True) -> None:
@@ -269,7 +274,7 @@ def render_step_time(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision
                   fontsize=10)
     fig.legend(*ax1.get_legend_handles_labels(), loc="outside lower center", ncols=5, fontsize=8)
     ax2.legend(loc="upper left" if log else "lower right", fontsize=8, framealpha=0.92)
-    fig.suptitle(f"{plan.model} in {plan.precision} on {plan.chip} {_shape(plan.shape)} ({plan.n_chips} chips), "
+    fig.suptitle(f"{plan.model} in {_pl(plan)} on {plan.chip} {_shape(plan.shape)} ({plan.n_chips} chips), "
                  f"S = {_fmt(S)} tokens of context (book ch. 7 step-time bound)", fontsize=10.5)
     return fig
 
@@ -334,7 +339,8 @@ def step_time_widget(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision
         if getattr(box, "quiet", False):
             return
         _emit(box, step_time_readout(model, chip, slice_, precision, S, B),
-              lambda: render_step_time(model, chip, slice_, precision, S, B, log=log))
+              lambda: render_step_time(model, chip, slice_, precision, S, B, log=log),
+              key=(model, chip, slice_, precision, S))
 
     controls = {"model": model_dd, "chip": chip_dd, "slice_": slice_dd, "precision": prec_dd, "S": s_dd, "B": b_sl}
     out = W.interactive_output(view, controls)
@@ -379,7 +385,7 @@ def kv_readout(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v
         per_token = m.kv_bytes_per_token(p)
         hbm, weights = n_chips * c.hbm_bytes, m.weight_bytes(p)
         kind = "MLA latent cache" if cfg.is_mla else f"{_attn_kind(K, cfg.N)} (K={K} of N={cfg.N})"
-        line = (f"{KV_PREFIX}{cfg.name} {kind}, {p.name}, S={_fmt(S)} → {format_bytes(per_token)}/token, "
+        line = (f"{KV_PREFIX}{cfg.name} {kind}, {p.label}, S={_fmt(S)} → {format_bytes(per_token)}/token, "
                 f"{format_bytes(per_token * S)} per sequence | weights {format_bytes(weights)} on {_fmt(n_chips)} × "
                 f"{c.name} ({format_bytes(hbm)} HBM): ")
         if weights >= hbm:
@@ -398,7 +404,8 @@ def kv_readout(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v
 def render_kv(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v5e", n_chips=8, *, B=None,
               B_range=(1, 256)) -> Figure:
     """Three log-scale panels against the batch: memory (weights + KV caches) with the HBM line, step time and
-    throughput (whole slice), for the chosen K and, faint, MHA (K = N) and MQA (K = 1). Dotted where the caches
+    throughput (whole slice), for the chosen K and, faint, MHA (K = N), the book's GQA K = 8 (when 8 divides N) and
+    MQA (K = 1). Dotted where the caches
     do not fit. Book ch. 7, the LLaMA 2-13B tables (8 × v5e, 8192 tokens: MHA fits B ≤ 15, GQA K=8 B ≤ 75)."""
     try:
         cfg, K, m0 = _kv_model(model, K)
@@ -409,7 +416,8 @@ def render_kv(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v5
         if m0.weight_bytes(p) >= hbm:
             raise ValueError(f"weights do not fit: {format_bytes(m0.weight_bytes(p))} > {format_bytes(hbm)} of HBM")
         x = np.unique(np.round(np.geomspace(B_range[0], B_range[1], 120)))
-        variants = dict.fromkeys([K] if cfg.is_mla else [K, cfg.N, 1])
+        book_gqa = [8] if cfg.N % 8 == 0 and cfg.N > 8 else []  # the book's LLaMA 2-13B table: 1:5 GQA, K = 8
+        variants = dict.fromkeys([K] if cfg.is_mla else [K, cfg.N, *book_gqa, 1])
         curves = {}
         for k in variants:
             m = _kv_model(cfg, None if cfg.is_mla else k)[2]
@@ -421,7 +429,7 @@ def render_kv(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v5
         return _message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(13.5, 4.4), layout="constrained")
     axes = fig.subplots(1, 3)
-    colors = {K: "#1f4e9c", cfg.N: "#e6550d", 1: "#31a354"}
+    colors = {1: "#31a354", 8: "#7b3294", cfg.N: "#e6550d", K: "#1f4e9c"}
     for k, cv in curves.items():
         fits = cv["mem"] <= hbm / 1e9
         main = k == K
@@ -446,7 +454,7 @@ def render_kv(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v5
         ax.set_title(title, fontsize=10)
         ax.grid(True, which="major", alpha=0.3)
     axes[0].legend(fontsize=8, loc="upper left")
-    fig.suptitle(f"{cfg.name} in {p.name}, S = {_fmt(S)} tokens, on {_fmt(n_chips)} × {c.name}: the KV cache "
+    fig.suptitle(f"{cfg.name} in {p.label}, S = {_fmt(S)} tokens, on {_fmt(n_chips)} × {c.name}: the KV cache "
                  "against the batch (book ch. 7 'What about memory?')", fontsize=10.5)
     return fig
 
@@ -496,7 +504,7 @@ def kv_explorer(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-
         if getattr(box, "quiet", False):
             return
         _emit(box, kv_readout(model, K, precision, S, chip, n_chips, B=B),
-              lambda: render_kv(model, K, precision, S, chip, n_chips, B=B))
+              lambda: render_kv(model, K, precision, S, chip, n_chips, B=B), key=(model, K, precision, S, chip, n_chips))
 
     controls = {"model": model_dd, "K": k_dd, "precision": prec_dd, "S": s_dd, "chip": chip_dd, "n_chips": n_dd,
                 "B": b_sl}
@@ -539,7 +547,7 @@ def frontier_readout(model="llama3-70b", chip="tpu-v5e", precision="int8-weights
         return f"{head} → cannot evaluate: {error_text(exc)}"
     top, fast = _max_point(f.pareto), f.pareto[0]
     n = [pl.n_chips for pl in f.plans]
-    line = (f"{FRONTIER_PREFIX}{f.model} {f.precision} on {f.chip}, S={_fmt(S)}, {min(n)}–{max(n)} chips → max "
+    line = (f"{FRONTIER_PREFIX}{f.model} {_pl(f)} on {f.chip}, S={_fmt(S)}, {min(n)}–{max(n)} chips → max "
             f"{_sig(top.tokens_per_s_per_chip)} tokens/s/chip ({_where(top)}){_cost(top.tokens_per_s_per_chip, f.chip)}"
             f" | min latency {_sig(fast.latency * 1e3)} ms/step (B={fast.B:g} on {fast.n_chips} chips) | "
             f"{len(f.pareto)} Pareto points")
@@ -577,10 +585,10 @@ def render_frontier(model="llama3-70b", chip="tpu-v5e", precision="int8-weights"
         ax.scatter([p.latency * 1e3 for p in pl.points], [p.tokens_per_s_per_chip for p in pl.points], s=14,
                    color=col, alpha=0.8, label=f"{pl.n_chips} chips ({_shape(pl.shape)})", zorder=3)
     ax.plot([p.latency * 1e3 for p in f.pareto], [p.tokens_per_s_per_chip for p in f.pareto], color="black", lw=2,
-            drawstyle="steps-post", label=f"Pareto frontier, {f.precision}", zorder=4)
+            drawstyle="steps-post", label=f"Pareto frontier, {_pl(f)}", zorder=4)
     for o, ls in zip(others, ("--", ":", "-.")):
         ax.plot([p.latency * 1e3 for p in o.pareto], [p.tokens_per_s_per_chip for p in o.pareto], color="#d62728",
-                lw=1.8, ls=ls, drawstyle="steps-post", label=f"Pareto frontier, {o.precision}", zorder=4)
+                lw=1.8, ls=ls, drawstyle="steps-post", label=f"Pareto frontier, {_pl(o)}", zorder=4)
     if max_latency is not None:
         ax.axvline(max_latency * 1e3, color="#d62728", lw=1.2, ls="--",
                    label=f"latency cap {_sig(max_latency * 1e3)} ms")
@@ -593,8 +601,9 @@ def render_frontier(model="llama3-70b", chip="tpu-v5e", precision="int8-weights"
     ax.set_xlim(min(lat) / 1.35, max(lat) * 1.2)
     ax.set_xlabel("latency: time per decode step, i.e. per token of each sequence (ms)")
     ax.set_ylabel("throughput (tokens/s per chip)")
-    ax.set_title(f"{f.model} on {f.chip}, S = {_fmt(S)}: every batch on every slice (power-of-two chips)",
-                 fontsize=10)
+    vs = f"\nPareto lines: {f.precision} (black) vs {', '.join(o.precision for o in others)} (red)" if others else ""
+    ax.set_title(f"{f.model} on {f.chip}, S = {_fmt(S)}: every batch on every power-of-two slice in "
+                 f"{f.precision}{vs}", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=7.5, loc="lower right", framealpha=0.92, ncols=2)
     return fig
@@ -618,7 +627,8 @@ def frontier_widget(model="llama3-70b", chip="tpu-v5e", precision="int8-weights"
 
     def view(model, chip, precision, S, cap, compare):
         _emit(box, frontier_readout(model, chip, precision, S, cap),
-              lambda: render_frontier(model, chip, precision, S, max_latency=cap, compare_precisions=compare))
+              lambda: render_frontier(model, chip, precision, S, max_latency=cap, compare_precisions=compare),
+              key=(model, chip, precision, cap, compare))
 
     controls = {"model": model_dd, "chip": chip_dd, "precision": prec_dd, "S": s_dd, "cap": cap_dd, "compare": cmp_cb}
     out = W.interactive_output(view, controls)
@@ -645,7 +655,7 @@ def context_pareto_readout(model="llama3-70b", chip="tpu-v5e", slice_="4x4", pre
     return (f"{head} → B=1…{plan.B_max}: {_sig(lo.latency * 1e3)}–{_sig(plan.points[-1].latency * 1e3)} ms/step, "
             f"up to {_sig(top.tokens_per_s_per_chip)} tokens/s/chip | 2× the minimum latency buys "
             f"{_sig(twice.tokens_per_s_per_chip / lo.tokens_per_s_per_chip)}× the throughput of B=1 | "
-            f"{plan.model} {plan.precision} on {_on(plan)}")
+            f"{plan.model} {_pl(plan)} on {_on(plan)}")
 
 
 def render_context_pareto(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision="int8-weights", S=8192, *,
@@ -682,7 +692,7 @@ def render_context_pareto(model="llama3-70b", chip="tpu-v5e", slice_="4x4", prec
     ax.set_xlabel("latency: time per decode step (ms)")
     ax.set_ylabel("throughput (tokens/s per chip)")
     note = f"; did not fit: S = {', '.join(skipped)}" if skipped else ""
-    ax.set_title(f"{plan.model} {plan.precision} on {plan.chip} {_shape(plan.shape)}: the batch sweeps each curve"
+    ax.set_title(f"{plan.model} {_pl(plan)} on {plan.chip} {_shape(plan.shape)}: the batch sweeps each curve"
                  f"{note}", fontsize=10)
     ax.set_xlim(0, None)
     ax.set_ylim(0, None)
@@ -702,7 +712,7 @@ def context_pareto_widget(model="llama3-70b", chip="tpu-v5e", slice_="4x4", prec
 
     def view(S, precision):
         _emit(box, context_pareto_readout(model, chip, slice_, precision, S),
-              lambda: render_context_pareto(model, chip, slice_, precision, S))
+              lambda: render_context_pareto(model, chip, slice_, precision, S), key=(precision,))
 
     controls = {"S": s_sl, "precision": prec_dd}
     out = W.interactive_output(view, controls)

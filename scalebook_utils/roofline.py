@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .hardware import ChipSpec, get_chip
-from .units import dtype_bytes, require_positive
+from .units import dtype_bytes, require_bool, require_number, require_positive, require_positive_values
 
 # --- the basic model ------------------------------------------------------------------------------
 
@@ -37,13 +37,13 @@ def t_comms(n_bytes: float, bytes_per_s: float) -> float:
 
 
 def lower_bound(t_math_s: float, t_comms_s: float) -> float:
-    """max(T_math, T_comms): the runtime if compute and communication overlap perfectly."""
-    return max(t_math_s, t_comms_s)
+    """max(T_math, T_comms): the runtime if compute and communication overlap perfectly (times in s, ≥ 0)."""
+    return max(require_number("t_math_s", t_math_s, minimum=0), require_number("t_comms_s", t_comms_s, minimum=0))
 
 
 def upper_bound(t_math_s: float, t_comms_s: float) -> float:
-    """T_math + T_comms: the runtime with no overlap at all (≤ 2 × the lower bound)."""
-    return t_math_s + t_comms_s
+    """T_math + T_comms: the runtime with no overlap at all (≤ 2 × the lower bound; times in s, ≥ 0)."""
+    return require_number("t_math_s", t_math_s, minimum=0) + require_number("t_comms_s", t_comms_s, minimum=0)
 
 
 def intensity(flops: float, n_bytes: float) -> float:
@@ -59,11 +59,10 @@ def critical_intensity(flops_per_s: float, bytes_per_s: float) -> float:
 
 
 def attainable_flops_per_s(intensity_flops_per_byte, peak_flops_per_s: float, bytes_per_s: float):
-    """The roofline: min(peak, intensity × bandwidth) in FLOPs/s. Accepts numpy arrays of intensities."""
+    """The roofline: min(peak, intensity × bandwidth) in FLOPs/s. Accepts numpy arrays of intensities (each
+    finite and > 0)."""
     require_positive(peak_flops_per_s=peak_flops_per_s, bytes_per_s=bytes_per_s)
-    i = np.asarray(intensity_flops_per_byte, dtype=float)
-    if np.any(i <= 0):
-        raise ValueError("intensity_flops_per_byte must be positive")
+    i = np.asarray(require_positive_values("intensity_flops_per_byte", intensity_flops_per_byte), dtype=float)
     out = np.minimum(peak_flops_per_s, i * bytes_per_s)
     return float(out) if out.ndim == 0 else out
 
@@ -104,15 +103,29 @@ def _mode(mode: str) -> tuple[str, str, str]:
     return MATMUL_MODES[mode]
 
 
-def _num(x):
-    """A Python float for a scalar, a float numpy array otherwise."""
-    a = np.asarray(x, dtype=float)
-    return float(a) if a.ndim == 0 else a
+def _num(x, name: str = "B"):
+    """A Python float for a scalar, a float numpy array otherwise; every entry finite and > 0."""
+    return require_positive_values(name, x)
+
+
+def _dims(B, D, F):
+    """(B, D, F) checked: each a positive finite number or an array of them (one error naming the bad one)."""
+    return _num(B, "B"), _num(D, "D"), _num(F, "F")
+
+
+def _finite(name: str, value):
+    """`value` unless some entry overflowed to inf (dims too large for a float), else an error naming it."""
+    if not np.all(np.isfinite(value)):
+        raise ValueError(f"{name} overflows a float (inf) for these dims; use smaller B, D, F")
+    return value
 
 
 def matmul_flops(B, D, F):
-    """2·B·D·F FLOPs for X[B, D] · W[D, F] (the exact BF·(2D − 1) count rounds to this; ch. 1)."""
-    return 2.0 * _num(B) * D * F
+    """2·B·D·F FLOPs for X[B, D] · W[D, F] (the exact BF·(2D − 1) count rounds to this; ch. 1).
+
+    B, D, F: positive numbers or numpy arrays of them; anything else raises an error naming the dim."""
+    B, D, F = _dims(B, D, F)
+    return 2.0 * B * D * F
 
 
 def matmul_io_bytes(B, D, F, mode: str = "bf16"):
@@ -122,7 +135,7 @@ def matmul_io_bytes(B, D, F, mode: str = "bf16"):
     (int8 everywhere, ch1.q1: BD + DF read and BF written).
     """
     s_x, s_w, s_z = (dtype_bytes(d) for d in _mode(mode))
-    B = _num(B)
+    B, D, F = _dims(B, D, F)
     return B * D * s_x + D * F * s_w, B * F * s_z
 
 
@@ -132,9 +145,11 @@ def matmul_bytes(B, D, F, mode: str = "bf16", exact: bool = True):
     exact=True: B·D·s_x + D·F·s_w + B·F·s_z (e.g. 2BD + DF + 2BF for int8 weights, ch1.q3).
     exact=False: only the weights D·F·s_w (the B ≪ D, F approximation of ch. 1).
     """
+    exact = require_bool("exact", exact)
     if not exact:
         s_w = dtype_bytes(_mode(mode)[1])
-        return D * F * s_w + 0.0 * _num(B)
+        B, D, F = _dims(B, D, F)
+        return D * F * s_w + 0.0 * B
     read, written = matmul_io_bytes(B, D, F, mode)
     return read + written
 
@@ -157,10 +172,8 @@ def batched_weights_intensity_limit(dtype: str = "int8") -> float:
 
 def _check_dims(B, D, F) -> None:
     require_positive(D=D, F=F)
-    if np.isscalar(B):
-        require_positive(B=B)
-    elif np.any(np.asarray(B) <= 0):
-        raise ValueError("B must contain only positive batch sizes")
+    require_positive_values("B", B)
+
 
 
 def matmul_intensity(B, D, F, mode: str = "bf16", exact: bool = True):
@@ -231,8 +244,8 @@ def matmul_roofline(B: float, D: float, F: float, chip: ChipSpec | str = "tpu-v5
     spec = get_chip(chip)
     compute = _mode(mode)[2]
     peak = spec.peak_flops(compute)
-    flops = float(matmul_flops(B, D, F))
-    nbytes = float(matmul_bytes(B, D, F, mode, exact))
+    flops = float(_finite("the FLOP count 2·B·D·F", matmul_flops(B, D, F)))
+    nbytes = float(_finite("the byte count", matmul_bytes(B, D, F, mode, exact)))
     return MatmulRoofline(B=B, D=D, F=F, mode=mode, chip=spec.name, flops=flops, bytes=nbytes,
                           t_math_s=flops / peak, t_comms_s=nbytes / spec.hbm_bandwidth_bytes_per_s,
                           peak_flops_per_s=peak)

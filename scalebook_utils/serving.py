@@ -18,10 +18,12 @@ from dataclasses import dataclass
 from . import inference as inf
 from .hardware import ChipSpec, get_chip
 from .topology import _parse_shape, make_slice
-from .units import require_positive
+from .units import require_choices, require_int, require_positive
 
 #: batch grid density of `batch_grid` (points per doubling) used by plans and frontiers
 PER_OCTAVE = 4
+#: bounds of `batch_grid`: the largest batch (2**40 sequences, beyond any pod's HBM) and points per doubling
+MAX_BATCH, MAX_PER_OCTAVE = 2**40, 64
 
 
 # --- slices -----------------------------------------------------------------------------------------------
@@ -29,7 +31,8 @@ PER_OCTAVE = 4
 def slice_shape(chip: str | ChipSpec, n_chips: int) -> tuple[int, ...]:
     """The book's slice shape for a power-of-two chip count: doublings dealt round-robin to the torus axes
     (v5e: 2x2, 4x2, 4x4, 4x8, 8x8, 8x16, 16x16 — named as the book names them, ch. 7–8; v5p: 4x4x4 ...).
-    Other counts, or chips without a torus, are one axis."""
+    Other counts (12 → (12,)), or chips without a torus, are one axis: a label for the TP ring, not a claim
+    that such a slice is sold (pass a shape such as "3x4" to `plan_serving` to choose the layout)."""
     inf._count("n_chips", n_chips)
     c = get_chip(chip)
     dims = c.ici_torus_dims or 1
@@ -72,10 +75,12 @@ def pow2_slices(chip: str | ChipSpec, smallest: int = 1) -> list[int]:
 
 
 def batch_grid(B_max: int, per_octave: int = PER_OCTAVE) -> list[int]:
-    """Integer batches 1 … B_max spaced ≈ geometrically (per_octave points per doubling), B_max included."""
-    inf._count("B_max", B_max)
-    inf._count("per_octave", per_octave)
-    pts = {1, int(B_max)}
+    """Integer batches 1 … B_max spaced ≈ geometrically (per_octave points per doubling), B_max included.
+
+    B_max: an integer from 1 to MAX_BATCH (2**40); per_octave: an integer from 1 to MAX_PER_OCTAVE (64)."""
+    B_max = require_int("B_max", B_max, 1, MAX_BATCH)
+    per_octave = require_int("per_octave", per_octave, 1, MAX_PER_OCTAVE)
+    pts = {1, B_max}
     k = 0
     while True:
         b = round(2 ** (k / per_octave))
@@ -150,6 +155,8 @@ class ServingPlan:
     B_max: int
     B_crit: float
     points: tuple[ServingPoint, ...]
+    #: `inference.Precision.label`: the name with its meaning, e.g. 'int8-weights (int8 weights + KV, bf16 math)'.
+    precision_label: str = ""
 
     @property
     def batch_range(self) -> tuple[int, int]:
@@ -175,7 +182,7 @@ class ServingPlan:
         lo, hi = self.min_latency, self.max_throughput
         shape = "x".join(map(str, self.shape))
         return "\n".join([
-            f"{self.model} in {self.precision} on {self.chip} {shape} ({self.n_chips} chips), {self.S:g}-token context:",
+            f"{self.model} in {self.precision_label or self.precision} on {self.chip} {shape} ({self.n_chips} chips), {self.S:g}-token context:",
             f"  batches 1 … {self.B_max} fit in HBM; the weight matmuls turn compute-bound above "
             f"B_crit ≈ {self.B_crit:.0f} sequences per step",
             f"  lowest latency:   {lo.describe()}",
@@ -201,7 +208,8 @@ def plan_serving(model, chip="tpu-v5e", slice_=None, precision="bf16", S: float 
     """Plan decode serving of `model` on one slice (book ch. 8).
 
     slice_: chips (int), a shape "4x4" / (4, 4), or None for the smallest power-of-two slice that holds the
-    weights and one S-token KV cache. batches: the batch sizes to evaluate (default: `batch_grid` up to the
+    weights and one S-token KV cache. A shape is checked only against the pod (`topology.make_slice`): "3x5"
+    is accepted as a what-if although no such v5e slice is sold. batches: the batch sizes to evaluate (default: `batch_grid` up to the
     largest that fits). The TP collectives span every slice axis longer than 1 (M_Y of ch. 5), each waiting
     |axis|/2 hops (ch. 7 Appendix C).
     Raises ValueError when the model does not fit, S exceeds max_context, or a batch is outside 1 … B_max.
@@ -224,7 +232,8 @@ def plan_serving(model, chip="tpu-v5e", slice_=None, precision="bf16", S: float 
     if batches is None:
         batches = batch_grid(B_max, per_octave)
     else:
-        batches = sorted({b for b in batches})
+        batches = sorted(set(require_choices("batches", batches, "batch sizes (sequences), or None for the "
+                                             "default grid 1 … B_max")))
         for b in batches:
             inf._count("batch", b)
             if b > B_max:
@@ -233,7 +242,7 @@ def plan_serving(model, chip="tpu-v5e", slice_=None, precision="bf16", S: float 
     price = _price(c, price_per_hour_usd)
     points = tuple(ServingPoint(inf.decode_step(m, b, S, c, n, p, shape=shape), price) for b in batches)
     return ServingPlan(model=m.name, chip=c.name, precision=p.name, S=S, n_chips=n, shape=shape, B_max=B_max,
-                       B_crit=inf.critical_batch(c, p), points=points)
+                       B_crit=inf.critical_batch(c, p), points=points, precision_label=p.label)
 
 
 # --- the frontier -----------------------------------------------------------------------------------------------
@@ -249,6 +258,7 @@ class Frontier:
     S: float
     plans: tuple[ServingPlan, ...]
     pareto: tuple[ServingPoint, ...]
+    precision_label: str = ""  # `inference.Precision.label`
 
     @property
     def points(self) -> tuple[ServingPoint, ...]:
@@ -290,10 +300,13 @@ def frontier(model, chip="tpu-v5e", precision="bf16", S: float = 8192, *, slices
         slices = pow2_slices(c, inf.min_chips(m, c, p, B=1, S=S, pow2=False))
         if not slices:
             raise ValueError(f"{m.name} in {p.name} does not fit in one {c.name} pod at S={S:g}")
+    else:
+        slices = require_choices("slices", slices, "slices (chip counts or shapes such as '4x4'), or None for every "
+                                 "power of two from the smallest that fits to a pod")
     plans = tuple(plan_serving(m, c, s, p, S, max_context=max_context, per_octave=per_octave,
                                price_per_hour_usd=price_per_hour_usd) for s in slices)
     return Frontier(model=m.name, chip=c.name, precision=p.name, S=S, plans=plans,
-                    pareto=pareto_front(pt for plan in plans for pt in plan.points))
+                    pareto=pareto_front(pt for plan in plans for pt in plan.points), precision_label=p.label)
 
 
 # --- the book's roofline generator (ch. 8 "Visualizing the latency–throughput trade-off") -----------------------

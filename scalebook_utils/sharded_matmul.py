@@ -579,10 +579,16 @@ def plan(matmul: Matmul | str, mesh: Mesh | str | Mapping, shapes: Mapping[str, 
     axes of size 1 are dropped (noted). `alternatives` holds the other book strategies, cheapest first.
     wraparound=None (default): each mesh axis wraps by the chip's rule (`mesh_wraparound`: on a v5e
     {X: 2, Y: 4} no axis wraps, so an AllGather uses the one-way links); a bool or one bool per axis
-    overrides it ("what if this mesh were a ring?").
+    overrides it ("what if this mesh were a ring?"). A mesh of more devices than the chip's pod raises
+    ShardingError, and so does a collective over more axes than the chip's torus has (`collectives.check_fits`).
     """
     m, mesh = parse_matmul(matmul), parse_mesh(mesh)
     chip_spec = get_chip(chip)
+    pod = chip_spec.pod_chips
+    if pod is not None and mesh.n_devices > pod:
+        raise ShardingError(f"mesh {mesh} has {mesh.n_devices} devices, more than one {chip_spec.name} pod "
+                            f"({pod} chips, {'x'.join(map(str, chip_spec.pod_shape))}); a sharded matmul runs over "
+                            "ICI inside one pod (book ch. 2–3)")
     wraparound = mesh_wraparound(mesh, chip_spec, wraparound)
     dtype = canonical_dtype(dtype)
     for arr in (m.a, m.b) + ((m.out,) if m.out is not None else ()):

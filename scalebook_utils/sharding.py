@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Iterable, Mapping, Sequence
 
-from .units import dtype_bytes
+from .units import dtype_bytes, is_int
 
 
 
@@ -55,9 +55,9 @@ class Mesh:
             if name in seen:
                 raise ShardingError(f"mesh axis {name!r} appears twice in {dict(axes)}")
             seen.add(name)
-            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            if not is_int(size) or size < 1:
                 raise ShardingError(f"mesh axis {name!r} needs a positive integer size, got {size!r}")
-        object.__setattr__(self, "axes", axes)
+        object.__setattr__(self, "axes", tuple((n, int(s)) for n, s in axes))
 
     @classmethod
     def from_dict(cls, axes: Mapping[str, int]) -> "Mesh":
@@ -250,9 +250,9 @@ def _shape_tuple(array: ShardedArray, shape) -> tuple[int, ...]:
         if len(sizes) != len(array.dims):
             raise ShardingError(f"array {array.spec()} has {len(array.dims)} dims but shape {sizes} has {len(sizes)}")
     for d, s in zip(array.dims, sizes):
-        if isinstance(s, bool) or not isinstance(s, int) or s < 1:
+        if not is_int(s) or s < 1:
             raise ShardingError(f"array {array.name}: dim {d} needs a positive integer size, got {s!r}")
-    return sizes
+    return tuple(int(s) for s in sizes)
 
 
 def check(array: ShardedArray | str, mesh: Mesh | str | Mapping, shape: Mapping[str, int] | Sequence[int]) -> tuple[int, ...]:
@@ -260,6 +260,9 @@ def check(array: ShardedArray | str, mesh: Mesh | str | Mapping, shape: Mapping[
 
     Local size of dim d = |d| / Π_{a ∈ axes(d)} |a| (book ch. 3: A[I_X, J_Y] → (|I|/|X|, |J|/|Y|)).
     Raises ShardingError for an axis the mesh lacks or a dim size that the axes do not divide.
+    `shape` is a sequence with one size per dim of `array`, or a mapping {dim: size}. A mapping must name
+    every dim of the array and may name more: one dict of the model's sizes ({"B": …, "D": …, "F": …})
+    serves every array, and the dims an array does not have are not used.
     """
     array, mesh = parse_array(array), parse_mesh(mesh)
     sizes = _shape_tuple(array, shape)
@@ -309,13 +312,22 @@ def total_bytes(array: ShardedArray | str, mesh, global_shape, dtype: str = "bf1
     return bytes_per_device(array, mesh, global_shape, dtype) * mesh.n_devices
 
 
+#: Most devices `device_blocks` lists (4096: a v4p pod; larger tables are nothing to read).
+MAX_BLOCK_DEVICES = 4096
+
+
 def device_blocks(array: ShardedArray | str, mesh, global_shape) -> dict[tuple[int, ...], tuple[tuple[int, int], ...]]:
     """For each device (its mesh coordinates), the [start, stop) index range it holds in each dim.
 
     Shard index of dim d on device c = mixed-radix number of c's coordinates along axes(d), first axis
     major (the traversal order of I_XY; JAX's PartitionSpec(('X', 'Y')) lays shards out the same way).
+    One entry per device: meshes of more than MAX_BLOCK_DEVICES devices are refused (it is a table to read).
     """
     array, mesh = parse_array(array), parse_mesh(mesh)
+    if mesh.n_devices > MAX_BLOCK_DEVICES:
+        raise ShardingError(f"device_blocks lists every device; mesh {mesh} has {mesh.n_devices} devices, more "
+                            f"than the {MAX_BLOCK_DEVICES} it lists (a v4p pod). Use local_shape for the per-device "
+                            "shape of a larger mesh")
     local = check(array, mesh, global_shape)
     pos = {n: i for i, n in enumerate(mesh.names)}
     out = {}

@@ -29,7 +29,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from .hardware import ChipSpec, chip_names, get_chip
-from .units import is_int, require_bytes
+from .units import is_int, require_bool, require_bytes, require_int
 
 #: Side of the optical-switch cube that 3D-torus pods are built from (book ch. 2).
 CUBE_SIDE = 4
@@ -194,7 +194,8 @@ def make_slice(chip: str | ChipSpec, shape, wraparound: Sequence[bool] | bool | 
     `shape` may be a tuple or a string like "4x4". A shape with fewer axes than the chip's torus
     (2 for v3/v5e/v6e, 3 for v4p/v5p/TPU7x) is padded with 1s: (2, 2) on v5p is the 2×2×1 slice.
     The slice must fit in the pod in some orientation (sorted sizes ≤ sorted pod sides); we do not
-    require the axes in the pod's order. `wraparound=None` applies `default_wraparound`; pass bools to
+    require the axes in the pod's order. That is the only check: any shape that fits is accepted, also one
+    Google does not sell (a 3×5 v5e), so you can ask "what if"; the real topologies are the book's ch. 2 list. `wraparound=None` applies `default_wraparound`; pass bools to
     override ("what if this slice had wraparound?").
     """
     spec = tpu_chip(chip)
@@ -227,7 +228,13 @@ def ring_hops(n: int, wraparound: bool) -> int:
 
 
 def axis_distance(x: int, y: int, n: int, wraparound: bool) -> int:
-    """Hops between positions x and y on one axis of n chips: |x − y|, or min(d, n − d) on a ring."""
+    """Hops between positions x and y on one axis of n chips: |x − y|, or min(d, n − d) on a ring.
+
+    n is a positive integer, x and y integers with 0 ≤ x, y < n, wraparound a bool; else an error naming them."""
+    n = require_int("n (chips along the axis)", n)
+    x = require_int("x", x, 0, n - 1)
+    y = require_int("y", y, 0, n - 1)
+    wraparound = require_bool("wraparound", wraparound)
     d = abs(x - y)
     return min(d, n - d) if wraparound else d
 

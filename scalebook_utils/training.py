@@ -35,7 +35,8 @@ from .training_costs import (ACT_BYTES, ADAM_BYTES_PER_PARAM, OPTIMIZER_BYTES, P
     checkpoint_bytes, comms_ratio, dcn_bandwidth, dp_min_batch_per_chip, fsdp_min_batch_per_chip, fsdp_tp_degrees,
     ici_bandwidth, layer_costs, max_params_pure_dp, min_chips_for_memory, mixed_min_batch_per_chip,
     optimal_fsdp_degree, round_pow2, step_collectives, tp_max_degree, tp_min_F, training_memory, training_time)
-from .units import format_bytes, format_si, format_time, is_int, require_positive
+from .units import (format_bytes, format_si, format_time, is_int, require_bytes, require_choices, require_int,
+    require_positive)
 
 CH5 = "book ch. 5 'How to Parallelize a Transformer for Training'"
 CH6 = "book ch. 6 'Training LLaMA 3 on TPUs'"
@@ -162,8 +163,10 @@ def _divisors(n: int) -> list[int]:
 
 def ici_axes(chip, X: int, Y: int) -> tuple[int, int]:
     """(M_X, M_Y): hardware axes spanned by the data and TP shardings. Book ch. 5's simplification: TP on one
-    axis (two if Y exceeds the longest axis), data parallelism on the rest; all axes when there is no TP."""
+    axis (two if Y exceeds the longest axis), data parallelism on the rest; all axes when there is no TP.
+    X and Y are positive integers (the data and TP degrees)."""
     spec = _tpu(chip)
+    X, Y = require_int("X", X), require_int("Y", Y)
     n = spec.ici_torus_dims or 1
     if Y == 1:
         return n, 1
@@ -211,6 +214,7 @@ def evaluate(model, batch_tokens: float, config: Config, chip="tpu-v5p", *, seq_
         raise ValueError(f"degrees X·Y·Z·slices = {c.X}·{c.Y}·{c.Z}·{c.slices} = {c.chips} must equal the chip "
                          f"count {n_chips}")
     require_positive(batch_tokens=batch_tokens, seq_len=seq_len)
+    grad_bytes = require_bytes("grad_bytes", grad_bytes)
     C, W = spec.peak_flops(dtype), ici_bandwidth(spec)
     n_slice = c.X * c.Y * c.Z
     M_X, M_Y = ici_axes(spec, c.X, c.Y)
@@ -467,6 +471,12 @@ def plan(model, batch_tokens: float, chip="tpu-v5p", *, n_chips: int | None = No
     factorisation X·Y·Z = n_chips with Y ≤ max_tp, Z ≤ max_pp is tried with each ZeRO stage and remat policy;
     pipelines get `microbatches_per_stage`·Z microbatches (capped by the sequences per data shard).
     Infeasible layouts stay in the plan with their reason. ~10k estimates take well under a second.
+
+    Arguments are checked first, each error naming the argument: n_chips is one slice, at most the chip's pod
+    (more chips are `slices` joined by DCN); batch_tokens holds at least one sequence of seq_len tokens;
+    max_tp, max_pp, microbatches_per_stage are integers ≥ 1; zero_stages (a stage or several of 0–3) and
+    remat (a policy of REMAT_CHOICES, a number of checkpoints per layer, or several) must not be empty;
+    grad_bytes is ≥ 0.
     """
     cfg = tf.get_model(model)
     spec = _tpu(chip)
@@ -474,11 +484,29 @@ def plan(model, batch_tokens: float, chip="tpu-v5p", *, n_chips: int | None = No
         if spec.pod_chips is None:
             raise ValueError(f"{spec.name} has no pod size; pass n_chips")
         n_chips = spec.pod_chips
-    for name, v in (("n_chips", n_chips), ("slices", slices)):
-        if not is_int(v) or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
-    require_positive(batch_tokens=batch_tokens)
-    remat = tuple(remat)
+    if not is_int(n_chips) or n_chips < 1:
+        raise ValueError(f"n_chips must be a positive integer, got {n_chips!r}")
+    if spec.pod_chips is not None and n_chips > spec.pod_chips:
+        raise ValueError(f"n_chips={n_chips} is more than one {spec.name} pod ({spec.pod_chips} chips); n_chips is "
+                         "the chips of one ICI slice — join pods with slices=… (DCN, book ch. 5 'Scaling Across "
+                         "Pods')")
+    if not is_int(slices) or slices < 1:
+        raise ValueError(f"slices must be a positive integer, got {slices!r}")
+    require_positive(batch_tokens=batch_tokens, seq_len=seq_len)
+    if batch_tokens < seq_len:
+        raise ValueError(f"batch_tokens={batch_tokens:g} is less than one sequence of seq_len={seq_len:g} tokens; "
+                         "a training batch is whole sequences (lower seq_len for short sequences)")
+    max_tp = require_int("max_tp", max_tp)
+    max_pp = require_int("max_pp", max_pp)
+    microbatches_per_stage = require_int("microbatches_per_stage", microbatches_per_stage)
+    grad_bytes = require_bytes("grad_bytes", grad_bytes)
+    zero_stages = require_choices("zero_stages", zero_stages, "ZeRO stages (0 plain DP, 1, 2, 3 FSDP)", is_int)
+    for z in zero_stages:
+        require_int("each of zero_stages", z, 0, 3)
+    remat = require_choices("remat", remat, f"remat policies ({', '.join(REMAT_CHOICES)}) or checkpoints per layer",
+                            lambda r: isinstance(r, (str, int, float)))
+    for r in remat:
+        _remat_policy(r)
     estimates = []
     for X, Y, Z in _layouts(n_chips, max_tp, max_pp):
         mb = _microbatches(batch_tokens / slices, seq_len, X, Z, microbatches_per_stage)

@@ -22,7 +22,6 @@ from collections.abc import Sequence
 
 import ipywidgets as W
 import numpy as np
-from IPython.display import display
 from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
@@ -34,7 +33,7 @@ from . import transformer as tf
 from .plots import new_figure
 from .hardware import chip_names, get_chip
 from .units import format_bytes, format_si, format_time
-from .widgets import INPUT_ERRORS as _ERRORS, _attach, _emit, _message_figure, static_png
+from .widgets import INPUT_ERRORS as _ERRORS, _attach, _emit, _message_figure
 from .widgets import error_text as _msg, format_number as _num, plain_formatter as _plain_formatter
 
 __all__ = [
@@ -221,7 +220,7 @@ def training_picture(chip: str = "tpu-v5p", shape: str = "4x4x4", F: int = 30_00
     box = W.VBox()
 
     def view(chip, shape, F, B):
-        _emit(box, picture_readout(chip, shape, F, B), lambda: render_picture(chip, shape, F, B))
+        _emit(box, picture_readout(chip, shape, F, B), lambda: render_picture(chip, shape, F, B), key=(chip, shape, F))
 
     controls = {"chip": chip_dd, "shape": shape_box, "F": f_box, "B": b_slider}
     out = W.interactive_output(view, controls)
@@ -512,15 +511,9 @@ def planner_widget(model: str = "llama3-70b", chip: str = "tpu-v5p", chips: int 
     box = W.VBox()
 
     def view(model, chip, chips, slices, batch, seq, allow):
-        line = planner_readout(model, chip, chips, slices, batch, seq, allow)
-        try:
-            img = static_png(render_planner(model, chip, chips, slices, batch, seq, allow))
-        except Exception as exc:  # noqa: BLE001 - a view never raises
-            img = static_png(_message_figure(f"cannot draw: {type(exc).__name__}: {exc}"))
-        box.last_readout, box.last_png = line, img.data
-        print(line)
-        print(planner_text(model, chip, chips, slices, batch, seq, allow, n))
-        display(img)
+        _emit(box, planner_readout(model, chip, chips, slices, batch, seq, allow),
+              lambda: render_planner(model, chip, chips, slices, batch, seq, allow),
+              key=(model, chip, chips, batch, seq, allow), lines=[planner_text(model, chip, chips, slices, batch, seq, allow, n)])
 
     controls = {"model": model_dd, "chip": chip_dd, "chips": chips_box, "slices": slices_sl, "batch": batch_dd,
                 "seq": seq_dd, "allow": seq_cb}

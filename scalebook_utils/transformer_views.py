@@ -288,7 +288,8 @@ def calculator_widget(model: str = "llama3-70b", T: int = 4096, B: int = 1) -> W
 
     def view(model, D, F, N, K, H, L, V, gated, tied, B, T):
         kw = dict(D=D, F=F, N=N, K=K, H=H, L=L, V=V, gated=gated, tied=tied)
-        _emit(box, calculator_readout(model, T, B, **kw), lambda: render_calculator(model, T, B, **kw))
+        _emit(box, calculator_readout(model, T, B, **kw), lambda: render_calculator(model, T, B, **kw),
+              key=(model, B, *kw.values()))
 
     controls = {"model": model_dd, **boxes, "gated": gated_cb, "tied": tied_cb, "B": b_box, "T": t_slider}
 

@@ -15,6 +15,8 @@ import math
 import numbers
 import re
 
+from .errors import WrongTypeError
+
 # --- prefixes -------------------------------------------------------------------------------------
 
 SI_PREFIXES: dict[str, float] = {
@@ -54,18 +56,67 @@ def dtype_bytes(dtype: str) -> float:
 
 
 # --- validation -----------------------------------------------------------------------------------
+#
+# One family for the whole package: bad input raises an error that names the argument and says what is
+# allowed — never a silent number. A value of the wrong type (a string, None, a list where a number
+# belongs) raises `WrongTypeError` (a TypeError that is also a ValueError); a number outside the allowed
+# range (nan, inf, negative, fractional where an integer belongs) raises ValueError.
+
+
+def _real(v) -> float | None:
+    """`v` as a float if it is a real number (numpy scalars and 0-d arrays included, bool excluded), else None."""
+    if isinstance(v, bool) or isinstance(v, (str, bytes)):
+        return None
+    if isinstance(v, numbers.Real):
+        return float(v)
+    if getattr(v, "ndim", None) == 0 and getattr(getattr(v, "dtype", None), "kind", "") in "iuf":
+        return float(v)
+    return None
+
+
+def require_number(name: str, v, *, minimum: float | None = None, above: float | None = None,
+                   maximum: float | None = None, finite: bool = True) -> float:
+    """`v` as a float; WrongTypeError unless it is a real number, ValueError naming `name` unless it is finite
+    (when `finite`), ≥ `minimum`, > `above` and ≤ `maximum`.
+
+    >>> require_number("t_math_s", -1, minimum=0)
+    Traceback (most recent call last):
+    ValueError: t_math_s must be a finite number ≥ 0, got -1
+    """
+    what = "a finite number" if finite else "a number"
+    if minimum is not None:
+        what += f" ≥ {minimum:g}"
+    if above is not None:
+        what += f" > {above:g}"
+    if maximum is not None:
+        what += f" ≤ {maximum:g}"
+    x = _real(v)
+    if x is None:
+        raise WrongTypeError(f"{name} must be {what}, got {v!r}")
+    bad = (math.isnan(x) or (finite and math.isinf(x)) or (minimum is not None and x < minimum)
+           or (above is not None and x <= above) or (maximum is not None and x > maximum))
+    if bad:
+        raise ValueError(f"{name} must be {what}, got {v!r}")
+    return x
+
+
+def require_finite(name: str, v) -> float:
+    """`v` as a float; an error naming `name` unless it is a finite real number (any sign)."""
+    return require_number(name, v)
 
 
 def require_positive(**values: float) -> None:
-    """Raise ValueError naming the first argument that is not a finite real number > 0.
+    """Raise an error naming the first argument that is not a finite real number > 0.
 
     >>> require_positive(B=8, D=0)
     Traceback (most recent call last):
     ValueError: D must be a positive number, got 0
     """
     for name, v in values.items():
-        ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v)) and v > 0
-        if not ok:
+        x = _real(v)
+        if x is None:
+            raise WrongTypeError(f"{name} must be a positive number, got {v!r}")
+        if not (math.isfinite(x) and x > 0):
             raise ValueError(f"{name} must be a positive number, got {v!r}")
 
 
@@ -74,12 +125,91 @@ def is_int(v) -> bool:
     return isinstance(v, numbers.Integral) and not isinstance(v, bool)
 
 
+def require_int(name: str, v, minimum: int | None = 1, maximum: int | None = None) -> int:
+    """`v` as an int; an error naming `name` unless it is an integer in [minimum, maximum].
+
+    Python and numpy integers are integers; so is a float with an integral value (16.0, what arithmetic
+    such as 2**k / 2 gives); 16.5, a string or a bool is not.
+
+    >>> require_int("max_tp", "8")
+    Traceback (most recent call last):
+    scalebook_utils.errors.WrongTypeError: max_tp must be an integer ≥ 1, got '8'
+    """
+    what = "an integer"
+    if minimum is not None and maximum is not None:
+        what += f" from {minimum} to {maximum}"
+    elif minimum is not None:
+        what += f" ≥ {minimum}"
+    elif maximum is not None:
+        what += f" ≤ {maximum}"
+    if is_int(v):
+        n = int(v)
+    else:
+        x = _real(v)
+        if x is None:
+            raise WrongTypeError(f"{name} must be {what}, got {v!r}")
+        if not (math.isfinite(x) and x.is_integer()):
+            raise ValueError(f"{name} must be {what}, got {v!r}")
+        n = int(x)
+    if (minimum is not None and n < minimum) or (maximum is not None and n > maximum):
+        raise ValueError(f"{name} must be {what}, got {v!r}")
+    return n
+
+
+def require_bool(name: str, v) -> bool:
+    """`v` as a bool; WrongTypeError naming `name` unless it is True or False (numpy bools too): a truthy
+    string such as 'no' is not a flag."""
+    if isinstance(v, bool) or type(v).__name__ == "bool_":
+        return bool(v)
+    raise WrongTypeError(f"{name} must be True or False, got {v!r}")
+
+
+def require_choices(name: str, v, what: str, single=None) -> tuple:
+    """`v` as a non-empty tuple of choices. One choice (`single(v)` true, e.g. a string) becomes a 1-tuple;
+    something that is not a list raises WrongTypeError and an empty list ValueError, both naming `name` and
+    saying what to give (`what`, e.g. "batch sizes")."""
+    if single is not None and single(v) and not isinstance(v, bool):
+        return (v,)
+    if isinstance(v, (str, bytes, bool)) or not hasattr(v, "__iter__"):
+        raise WrongTypeError(f"{name} must be a list of {what}, got {v!r}")
+    out = tuple(v)
+    if not out:
+        raise ValueError(f"{name} is empty: give at least one of the {what}")
+    return out
+
+
 def require_bytes(name: str, v) -> float:
-    """`v` as a float number of bytes; ValueError naming `name` unless it is finite and ≥ 0."""
-    ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v)) and v >= 0
-    if not ok:
+    """`v` as a float number of bytes; an error naming `name` unless it is finite and ≥ 0."""
+    x = _real(v)
+    if x is None:
+        raise WrongTypeError(f"{name} must be a finite number of bytes ≥ 0, got {v!r}")
+    if not (math.isfinite(x) and x >= 0):
         raise ValueError(f"{name} must be a finite number of bytes ≥ 0, got {v!r}")
-    return float(v)
+    return x
+
+
+def require_positive_values(name: str, v):
+    """`v` as a float (scalar) or a float numpy array (array-like); an error naming `name` unless every entry is
+    a finite number > 0. For the functions that take a number or an array of them (batch sizes, intensities)."""
+    x = _real(v)
+    if x is not None:
+        require_positive(**{name: v})
+        return x
+    import numpy as np   # only array inputs need numpy
+    if v is None or isinstance(v, (str, bytes, bool, dict, set)):
+        raise WrongTypeError(f"{name} must be a positive number or an array of them, got {v!r}")
+    try:
+        a = np.asarray(v, dtype=float)
+    except (TypeError, ValueError):
+        raise WrongTypeError(f"{name} must be a positive number or an array of them, got {v!r}") from None
+    if a.dtype.kind != "f" or np.asarray(v).dtype.kind not in "iuf":
+        raise WrongTypeError(f"{name} must be a positive number or an array of them, got {v!r}")
+    if a.size == 0:
+        raise ValueError(f"{name} must be a positive number or a non-empty array of them, got {v!r}")
+    if not np.all(np.isfinite(a) & (a > 0)):
+        bad = float(a[~(np.isfinite(a) & (a > 0))].ravel()[0])
+        raise ValueError(f"{name} must contain only positive finite numbers, got {bad!r} in {v!r}")
+    return float(a) if a.ndim == 0 else a
 
 
 # --- formatting -----------------------------------------------------------------------------------
@@ -95,8 +225,16 @@ def format_si(value: float, unit: str = "", digits: int = 3) -> str:
     '197 TFLOP/s'
     >>> format_si(1.01e-3, "s")
     '1.01 ms'
+
+    `value` must be a real number; inf and nan are written as 'inf s' / 'nan s' (a bound that is never
+    reached, say), anything else that is not a number raises an error naming `value`.
     """
-    if value == 0 or not math.isfinite(value):
+    x = _real(value)
+    if x is None:
+        raise WrongTypeError(f"value must be a real number to format, got {value!r}")
+    if not is_int(digits) or digits < 1:
+        raise ValueError(f"digits must be a positive integer (significant figures), got {digits!r}")
+    if value == 0 or not math.isfinite(x):
         return f"{value:g} {unit}".strip()
     a = abs(value)
     table = _FORMAT_PREFIXES if a >= 1 else _SMALL_PREFIXES
@@ -108,24 +246,32 @@ def format_si(value: float, unit: str = "", digits: int = 3) -> str:
     return f"{value / scale:.{digits}g} {prefix}{unit}".strip()
 
 
+def _format(name: str, value, unit: str) -> str:
+    if _real(value) is None:
+        raise WrongTypeError(f"{name} must be a real number to format, got {value!r}")
+    return format_si(value, unit)
+
+
 def format_time(seconds: float) -> str:
     """'1.01 ms', '194 us', '2.5 s'."""
-    return format_si(seconds, "s")
+    return _format("seconds", seconds, "s")
 
 
 def format_bytes(n: float) -> str:
     """Decimal bytes: '1.3 GB'."""
-    return format_si(n, "B")
+    return _format("n (bytes)", n, "B")
 
 
 def format_flops(rate: float) -> str:
     """A FLOPs/s rate: '197 TFLOP/s'."""
-    return format_si(rate, "FLOP/s")
+    return _format("rate (FLOP/s)", rate, "FLOP/s")
 
 
 def format_count(n: float) -> str:
     """Counts (parameters, tokens, chip-hours) as the book writes them: 70553706496 → '70.6B', 15e12 → '15T',
     4194304 → '4.19M', 512 → '512'."""
+    if _real(n) is None:
+        raise WrongTypeError(f"n must be a real number to format, got {n!r}")
     for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
         if abs(n) >= scale:
             return f"{n / scale:.3g}{unit}"
@@ -171,6 +317,9 @@ def parse_quantity(text: str) -> tuple[float, str]:
         raise ValueError(f"cannot read {text!r} as a quantity; write a number and a unit, e.g. '194 us', '1.3 GB', "
                          "'197 TFLOP/s'")
     number, unit = float(m.group(1)), m.group(2)
+    if not math.isfinite(number):
+        raise ValueError(f"cannot read {text!r} as a quantity: {m.group(1)} is not a finite number (it overflows "
+                         "a float)")
     if unit in _TIME_WORDS:
         return number * _TIME_WORDS[unit], "s"
     if unit in _BASE_UNITS:

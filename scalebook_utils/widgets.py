@@ -11,6 +11,11 @@ Every widget has three layers (DESIGN §3):
   ``.last_readout`` (the line the view printed most recently) and ``.snapshot()`` (the figure the
   view drew most recently as an ``IPython.display.Image`` — right after building, the default state).
 
+A view draws through its container's `LiveFigure` (``box.live_figure``, made by `_emit`): one figure per widget at
+`SCREEN_DPI`, laid out once per `key` (the arguments its layout depends on), and after that a slider step
+rasterises only the parts of the new render that differ from the last one over a kept background. The render
+functions stay pure (a new Figure per call) and ``box.render()`` gives the figure for the current values.
+
 ``show(widget)`` displays a widget once: one output holding both the live widget (what a running
 kernel's front end draws) and the PNG of its default state (what GitHub, nbviewer and a notebook opened
 without a kernel draw). ``static_png(fig)`` turns a figure into an ``IPython.display.Image``.
@@ -29,6 +34,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from . import plots, roofline, topology
+from .live_figure import SCREEN_DPI, LiveFigure
 from .hardware import CHIPS, ChipSpec, get_chip
 from .units import format_flops, format_si, format_time
 
@@ -38,6 +44,8 @@ __all__ = [
     "PLACER_PRESETS",
     "static_png",
     "show",
+    "SCREEN_DPI",
+    "LiveFigure",
     "chips_for_mode",
     "explorer_readout",
     "render_explorer",
@@ -82,31 +90,48 @@ def show(box: W.Widget) -> None:
     display(bundle, raw=True)
 
 
-def _emit(box: W.Box, text: str, render) -> None:
-    """A view's output: the readout line, then the figure as a PNG, both kept on `box`.
+def _live(box: W.Box) -> LiveFigure:
+    live = getattr(box, "live_figure", None)
+    if live is None:
+        live = box.live_figure = LiveFigure()
+    return live
+
+
+def _figure_png(box: W.Box, render, key=None) -> bytes:
+    """`render()` drawn on `box`'s `LiveFigure` as PNG bytes; a failing render gives a message figure (never raises)."""
+    try:
+        return _live(box).png(render, key=key)
+    except Exception as exc:  # noqa: BLE001 - shown to the reader instead of a traceback in the widget
+        msg = f"cannot draw: {type(exc).__name__}: {exc}"
+        return _live(box).png(lambda: _message_figure(msg))
+
+
+def _emit(box: W.Box, text: str, render, *, key=None, lines=()) -> None:
+    """A view's output: the readout line (and any further `lines`), then the figure as a PNG, kept on `box`.
 
     The figure is rendered before anything is printed, so the line and the picture appear together
-    (no moment where the new line sits over the old picture). A view never raises.
+    (no moment where the new line sits over the old picture). `key`: the arguments the figure's layout depends
+    on (see `LiveFigure`: with the same key a step redraws only what changed). A view never raises.
     """
-    try:
-        img = static_png(render())
-    except Exception as exc:  # noqa: BLE001 - shown to the reader instead of a traceback in the widget
-        img = static_png(_message_figure(f"cannot draw: {type(exc).__name__}: {exc}"))
-    box.last_readout, box.last_png = text, img.data
+    png = _figure_png(box, render, key)
+    box.last_readout, box.last_png = text, png
     print(text)
-    display(img)
+    for line in lines:
+        print(line)
+    display(Image(data=png, format="png"))
 
 
 def _attach(box: W.Box, controls: dict, output: W.Output, readout, render) -> W.Box:
     """Give a builder's container its test/notebook handles (see the module docstring).
 
-    readout() and render() evaluate the pure functions at the controls' current values.
+    readout() and render() evaluate the pure functions at the controls' current values (kept as
+    ``box.readout`` and ``box.render``).
     """
-    box.controls, box.output, box.readout = controls, output, readout
+    box.controls, box.output, box.readout, box.render = controls, output, readout, render
 
     def snapshot() -> Image:
         png = getattr(box, "last_png", None)
-        return Image(data=png, format="png") if png is not None else static_png(render())
+        return Image(data=png if png is not None else _figure_png(box, render), format="png")
 
     box.snapshot = snapshot
     if not hasattr(box, "last_readout"):  # no view has run yet
@@ -231,7 +256,8 @@ def roofline_explorer(chip: str = "tpu-v5e", mode: str = "bf16", D: int = 8192, 
 
     def view(chip, mode, D, F, B):
         _emit(box, explorer_readout(chip, mode, D, F, B),
-              lambda: render_explorer(chip, mode, D, F, B, B_max=b_slider.max))
+              lambda: render_explorer(chip, mode, D, F, B, B_max=b_slider.max),
+              key=(chip, mode, D, F, b_slider.max))
 
     controls = {"chip": chip_dd, "mode": mode_dd, "D": d_box, "F": f_box, "B": b_slider}
     out = W.interactive_output(view, controls)
@@ -322,7 +348,8 @@ def intensity_placer(chip: str = "tpu-v5e", intensity: float = 0.5, *,
 
     def view(chip, intensity):
         spec = specs[chip]
-        _emit(box, placer_readout(spec, intensity), lambda: render_placer(spec, intensity, label_for(intensity)))
+        _emit(box, placer_readout(spec, intensity), lambda: render_placer(spec, intensity, label_for(intensity)),
+              key=(chip,))
 
     controls = {"chip": chip_dd, "intensity": slider}
     out = W.interactive_output(view, controls)
@@ -370,7 +397,7 @@ def two_chip_explorer(D: int = 8192, link_bytes_per_s: float = 4.5e10, *, B: int
 
     def view(D, W_link):
         _emit(box, two_chip_readout(D, W_link, B=B, F=F, flops_per_s=flops_per_s),
-              lambda: render_two_chip(D, W_link, B=B, F=F, flops_per_s=flops_per_s))
+              lambda: render_two_chip(D, W_link, B=B, F=F, flops_per_s=flops_per_s), key=(B, F, flops_per_s))
 
     controls = {"D": d_slider, "W_link": w_slider}
     out = W.interactive_output(view, controls)
@@ -461,7 +488,7 @@ def slice_calculator(chip: str = "tpu-v5e", shape: str = "4x4") -> W.VBox:
     box = W.VBox()
 
     def view(chip, shape):
-        _emit(box, slice_readout(chip, shape), lambda: render_slice(chip, shape))
+        _emit(box, slice_readout(chip, shape), lambda: render_slice(chip, shape), key=(chip, shape.count("x")))
 
     controls = {"chip": chip_dd, "shape": shape_box}
     out = W.interactive_output(view, controls)
@@ -543,7 +570,7 @@ def torus_explorer(chip: str = "tpu-v5e", shape: str = "4x4", src: str = "0,0", 
     box = W.VBox()
 
     def view(chip, shape, src, dst):
-        _emit(box, torus_readout(chip, shape, src, dst), lambda: render_torus(chip, shape, src, dst))
+        _emit(box, torus_readout(chip, shape, src, dst), lambda: render_torus(chip, shape, src, dst), key=(chip, shape))
 
     controls = {"chip": chip_dd, "shape": shape_box, "src": src_box, "dst": dst_box}
     out = W.interactive_output(view, controls)
@@ -749,15 +776,8 @@ def sharding_explorer(mesh: str = "2×4", preset: str = _DEFAULT_PRESET, chip: s
 
     def view(mesh, a, b, target, chip, compile):
         line, details, _p = _sharding_eval(mesh, a, b, target or None, chip, compile, 8192)
-        try:
-            img = static_png(render_sharding(mesh, a, b, target or None, chip, caption=line))
-        except Exception as exc:  # noqa: BLE001
-            img = static_png(_message_figure(f"cannot draw: {type(exc).__name__}: {exc}"))
-        box.last_readout, box.last_png = line, img.data
-        print(line)
-        for d in details:
-            print(d)
-        display(img)
+        _emit(box, line, lambda: render_sharding(mesh, a, b, target or None, chip, caption=line), key=(mesh,),
+              lines=details)
 
     controls = {"mesh": mesh_dd, "a": a_box, "b": b_box, "target": t_box, "chip": chip_dd, "compile": comp_cb}
     out = W.interactive_output(view, controls)
@@ -836,7 +856,8 @@ def collective_cost_explorer(kind: str = "all_gather", chip: str = "tpu-v5e", ax
 
     def view(kind, chip, axis_size, wraparound, n_bytes):
         _emit(box, collective_readout(kind, chip, axis_size, wraparound, n_bytes),
-              lambda: render_collective(kind, chip, axis_size, wraparound, n_bytes))
+              lambda: render_collective(kind, chip, axis_size, wraparound, n_bytes),
+              key=(kind, chip, axis_size, wraparound))
 
     controls = {"kind": kind_dd, "chip": chip_dd, "axis_size": axis_dd, "wraparound": wrap_cb, "n_bytes": bytes_sl}
     out = W.interactive_output(view, controls)

@@ -22,7 +22,7 @@ L70 = I.served_model("llama3-70b", params=70e9)
 
 def test_book_model_is_the_chapters_rounding():
     assert A.BOOK_70B == L70
-    assert A.precision_label("int8-weights") == "int8" and A.precision_label("bf16") == "bf16"
+    assert A.precision_label("int8-weights") == "int8-weights" and A.precision_label("bf16") == "bf16"
 
 
 def test_smallest_slice_readout_and_table():
@@ -31,7 +31,7 @@ def test_smallest_slice_readout_and_table():
     b = I.max_batch(L70, 8192, V5E, n, "bf16")
     free = I.free_hbm(L70, V5E, n, "bf16")
     assert (n, b) == (16, 43)
-    assert line == (f"smallest slice: llama3-70b (70B params) in bf16, S=8192 → weights "
+    assert line == (f"smallest slice: llama3-70b (70B params) in bf16 (bf16 weights + KV, bf16 math), S=8192 → weights "
                     f"{format_bytes(L70.weight_bytes('bf16'))} = {L70.weight_bytes('bf16') / 16e9:.3g} chips → 16 chips (4x4) | "
                     f"{format_bytes(free)} free → {b} caches of 8192 tokens "
                     f"({format_bytes(I.kv_cache_bytes(L70, 1, 8192, 'bf16'))} each)")
@@ -47,7 +47,7 @@ def test_config_readout_goes_through_the_planner():
     plan = S.plan_serving(L70, V5E, "4x2", "int8-weights", 8192, batches=[32])
     pt = plan.points[0]
     line = A.config_readout("int8-weights", "4x2", L70, V5E, 8192, B=32)
-    assert line == (f"serving config: llama3-70b (70B params) int8 on tpu-v5e 4x2, S=8192 → batch 1 … {plan.B_max} fits | "
+    assert line == (f"serving config: llama3-70b (70B params) int8-weights (int8 weights + KV, bf16 math) on tpu-v5e 4x2, S=8192 → batch 1 … {plan.B_max} fits | "
                     f"B=32: {format_time(pt.latency)}/step, {pt.tokens_per_s_per_chip:.4g} tokens/s/chip, "
                     f"{pt.step.queries_per_s_per_chip(512):.3g} queries/s/chip (512-token answers), "
                     f"${pt.cost_per_million_tokens:.3g}/1M tokens (weights-bound)")
@@ -63,7 +63,7 @@ def test_tp_check_readout_numbers():
     large = I.tp_limit_large_batch(28_672, V5E, "bf16", M_Y=2)
     small = I.tp_limit_small_batch(28_672, 64, V5E, "bf16")
     t = I.tp_matmul_times(64, 8192, 28_672, 32, V5E, "bf16")
-    assert line == (f"tp check: llama3-70b bf16 on tpu-v5e 4x8 (Y=32, M_Y=2), B=64 → large batch: "
+    assert line == (f"tp check: llama3-70b bf16 (bf16 weights + KV, bf16 math) on tpu-v5e 4x8 (Y=32, M_Y=2), B=64 → large batch: "
                     f"Y ≤ F·M_Y/α_ici = {large:.3g} → comm-bound | small batch: Y ≤ F/(B·β) = {small:.3g} → OK | "
                     f"one matmul: T_math {format_time(t.t_math)}, T_hbm {format_time(t.t_hbm)}, "
                     f"T_ici {format_time(t.t_ici)} → HBM bandwidth-bound")
@@ -88,7 +88,7 @@ def test_disaggregation_readout_and_book_ratio():
     ev = I.kv_eviction_rate(32, 8192, 512)
     kv_in = ev.sequences_per_step * 8192 * L70.kv_bytes_per_token("bf16") / pt.latency
     line = A.disaggregation_readout(8192, 512, 32, "4x4", "4x4", "bf16", 0.4, L70)
-    assert line == (f"disaggregation: prompt=8192, decode=512, B=32, bf16 → prefill 4x4 at MFU 40%: "
+    assert line == (f"disaggregation: prompt=8192, decode=512, B=32, bf16 (bf16 weights + KV, bf16 math) → prefill 4x4 at MFU 40%: "
                     f"{format_time(pf.time)}/prompt | generate 4x4: {format_time(pt.latency)}/step at 8448 tokens of "
                     f"context | {ratio:.3g} prefill servers per generate server ({ratio:.3g} chips per generate chip) | "
                     f"evict {ev.tokens_per_step:.4g} KV tokens/step; new prompts' KV in: {format_bytes(kv_in)}/s")

@@ -9,7 +9,7 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "scalebook_utils"
 # the modules allowed to import heavy UI/JAX libraries
-SHELL = {"capstone_views", "collective_matmul", "sharding_figures", "jaxlab", "jaxdecode", "profiling", "profiling_views", "jaxprog", "jaxmulti", "gpu_views", "inference_views", "inference_figures", "applied_inference_views", "_compat", "plots", "widgets", "tinymodel", "jaxtrain", "jaxpipeline", "transformer_views",
+SHELL = {"capstone_views", "live_figure", "collective_matmul", "sharding_figures", "jaxlab", "jaxdecode", "profiling", "profiling_views", "jaxprog", "jaxmulti", "gpu_views", "inference_views", "inference_figures", "applied_inference_views", "_compat", "plots", "widgets", "tinymodel", "jaxtrain", "jaxpipeline", "transformer_views",
          "attention_views", "training_views", "applied_training_views"}
 HEAVY = {"jax", "jaxlib", "matplotlib", "ipywidgets", "IPython"}
 def _module_name(path: Path) -> str:

@@ -135,3 +135,44 @@ def test_chapter3_sharding_explorer(repo_server, page):
     assert "C == A·B: True" in after and "agree" in after, after
     bs.log(f"chapter-3 test body took {time.monotonic() - t0:.1f}s")
     assert page.scalebook_writes == [], page.scalebook_writes
+
+
+SHOW_CELL = """\
+from scalebook_utils import widgets
+explorer = widgets.roofline_explorer(chip="tpu-v5e", mode="bf16", D=8192, F=8192, B=128)
+widgets.show(explorer)
+"""
+
+_IMAGES = """() => Array.from(document.querySelectorAll('.jp-CodeCell')).map(c => ({
+    widgets: c.querySelectorAll('.jp-OutputArea-output .widget-output, .jp-OutputArea-output .jupyter-widget-Output'
+                                ).length,
+    images: c.querySelectorAll('.jp-OutputArea-output img').length,
+    text: (c.querySelector('.jp-OutputArea') || {innerText: ''}).innerText}))"""
+
+
+@pytest.fixture
+def show_root():
+    import nbformat
+
+    d = Path(tempfile.mkdtemp(prefix="scalebook-show-"))
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("print('setup done')"), nbformat.v4.new_code_cell(SHOW_CELL)]
+    nbformat.write(nb, d / "show.ipynb")
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.timeout(240)
+def test_widgets_show_draws_one_figure_per_widget_cell(show_root, page):
+    """`widgets.show(w)` in JupyterLab: the cell shows the live widget and ONE picture (the widget's own), before
+    and after a slider step; the static PNG in the same output is only for renderers without a kernel."""
+    with bs.lab_server(show_root) as server:
+        before, after = bs.run_notebook_and_drive_slider(page, server, "show.ipynb", MARKER, "B", name="show")
+        _check_markers(before, after)
+        cells = page.evaluate(_IMAGES)
+        bs.log(f"show.ipynb cells after the step: {cells}")
+        widget_cell = cells[-1]
+        assert MARKER in widget_cell["text"] and widget_cell["widgets"] >= 1, cells
+        assert widget_cell["images"] == 1, f"expected one figure in the widget cell, got {cells}"
+        assert page.scalebook_writes == [], page.scalebook_writes

@@ -241,7 +241,7 @@ def test_report_text(default):
     assert "Training: 8,960 tpu-v5p chips, 15T tokens, batch 4.19M tokens in 4096-token sequences" in lines
     assert "  layout: FSDP 2240 × TP 4" in lines
     assert "  time: 44.7 days at 40% MFU (9.61M chip-hours)" in lines
-    assert "Serving: tpu-v5e, int8, 8192-token context, latency cap 20 ms/step" in lines
+    assert "Serving: tpu-v5e, int8 (int8 weights + KV, int8 math), 8192-token context, latency cap 20 ms/step" in lines
     assert "  smallest slice: 4x2 (8 chips), batches 1 … 42" in lines
     assert text.index("Training:") < text.index("Serving:")
     for r in default.training.reasons + default.serving.reasons:
@@ -255,7 +255,7 @@ def test_headlines(default):
     assert default.training.headline() == ("train tpu-v5p×8960: FSDP 2240 × TP 4, 44.7 days at 40% MFU, $40.3M, "
                                            "compute-bound")
     h = default.serving.headline()
-    assert h.startswith("serve tpu-v5e int8: 4x2 (8 chips), B≤42, best ≤ 20 ms: B=")
+    assert h.startswith("serve tpu-v5e int8 (int8 weights + KV, int8 math): 4x2 (8 chips), B≤42, best ≤ 20 ms: B=")
     assert math.isclose(default.params, tf.param_count("llama3-70b").total)
 
 
@@ -266,3 +266,24 @@ def test_durations_read_as_words_not_exponents():
     text = side.headline()
     assert "e+" not in text and f"{side.days:,.0f} days" in text, text
     assert C._days(3 * 3600) == "3 hours" and C._days(90) == "1.5 minutes"
+
+
+def test_equal_steps_read_as_a_tie_not_one_times_slower():
+    mine = tf.TransformerConfig(name="my-24b", L=60, D=6144, F=16384, N=48, K=8, H=128, V=64_000)
+    side = C.plan_training(mine, "tpu-v6e", C.Budget(train_chips=256, train_tokens=2e12,
+                                                                    batch_tokens=2**21))
+    alt = next(r for r in side.reasons if r.startswith("Alternatives"))
+    assert "1.00× slower" not in alt and "ties with it" in alt, alt
+    ties = [r for r in side.layouts if r.verdict == "tie"]
+    assert ties and all(r.step_time / side.step_time < C.TIE for r in ties)
+
+
+def test_layout_rows_give_every_kind_with_its_reason():
+    side = C.plan_training("llama3-70b", "h100", C.Budget(train_chips=4096, mfu=0.45))
+    rows = side.layouts
+    assert rows[0].verdict == "chosen" and rows[0].layout == side.layout
+    no_fit = [r for r in rows if r.verdict == "does not fit"]
+    assert no_fit and all("GB per GPU" in r.why and r.step_time is None for r in no_fit)
+    slower = [r for r in rows if r.verdict == "slower"]
+    assert slower and all(r.step_time > side.step_time * C.TIE for r in slower)
+    assert all(f"{r.step_time / side.step_time:.2f}× slower" in r.why for r in slower)

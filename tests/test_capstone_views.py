@@ -13,7 +13,7 @@ from scalebook_utils import capstone_views as V  # noqa: E402
 from figure_support import _draw, _labelled, _legend  # noqa: E402
 
 DEFAULT = ("capstone: llama3-70b | train tpu-v5p×8960: FSDP 2240 × TP 4, 44.7 days at 40% MFU, $40.3M, compute-bound"
-           " | serve tpu-v5e int8: 4x2 (8 chips), B≤42, best ≤ 20 ms: B=256 on 128 chips, 501 tokens/s/chip")
+           " | serve tpu-v5e int8 (int8 weights + KV, int8 math): 4x2 (8 chips), B≤42, best ≤ 20 ms: B=256 on 128 chips, 501 tokens/s/chip")
 
 
 # --- the readout --------------------------------------------------------------------------------------------------
@@ -32,7 +32,7 @@ def test_gpu_readout():
     line = V.capstone_readout(train_chip="h100", train_chips=4096, mfu=0.45, serve_chip="h100")
     # ch12.q22d: 15T tokens at 45% MFU on 4096 H100s ≈ 40 days; compute-bound with TP 8
     assert line.startswith("capstone: llama3-70b | train h100×4096: DP+ZeRO-1 256 × TP 8 × PP 2, 40.3 days at 45% MFU"), line
-    assert "compute-bound" in line and "| serve h100 int8: 1 GPU, B≤7, best ≤ 20 ms: B=" in line
+    assert "compute-bound" in line and "| serve h100 int8 (int8 weights + KV, int8 math): 1 GPU, B≤7, best ≤ 20 ms: B=" in line
     assert "train h100×1024: " in V.capstone_readout(train_chip="h100")  # the default: a 4-SU SuperPod
 
 
@@ -55,7 +55,7 @@ def test_one_bad_side_keeps_the_other():
     line = V.capstone_readout(serve_chip="v100")
     assert "train tpu-v5p×8960: FSDP 2240 × TP 4" in line and "serve v100: error" in line
     line = V.capstone_readout(model="llama3-405b", train_chips=64)
-    assert "no feasible layout" in line and "serve tpu-v5e int8: 4x8 (32 chips)" in line
+    assert "no feasible layout" in line and "serve tpu-v5e int8 (int8 weights + KV, int8 math): 4x8 (32 chips)" in line
 
 
 # --- the figure ------------------------------------------------------------------------------------------------------

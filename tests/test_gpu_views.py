@@ -94,3 +94,42 @@ def test_roofline_figures():
     fig = _draw(V.render_sharded_all_gather())
     _labelled(fig.axes[0])
     assert _is_message(V.render_dp_thresholds(("tpu-v5e",)))
+
+
+def test_gpu_roofline_readout_matches_the_pure_function():
+    from scalebook_utils import gpus
+    r = gpus.mlp_roofline("dp", 4e6, 8192, 28_672, 1024, "h100")
+    line = V.gpu_roofline_readout("dp", "h100", 4e6, 8192, 28_672, 1024, True)
+    assert line.startswith("gpu roofline: dp 1024-way on h100 across nodes, B=4M tokens, D=8192, F=28672 → ")
+    assert r.bound in line and f"comms/math {r.ratio:.2f}" in line
+    # tensor parallelism 32-way inside a node is past F·W/C ≈ 13: communication-bound
+    assert "communication-bound" in V.gpu_roofline_readout("tp", "h100", 8192, 8192, 28_672, 32, False)
+    assert ", k=8 →" in V.gpu_roofline_readout("ep", "h100", 4e6, 8192, 28_672, 64, True, 8)
+    assert "cannot evaluate: unknown strategy" in V.gpu_roofline_readout("pp")
+    assert "cannot evaluate" in V.gpu_roofline_readout("dp", "tpu-v5e")
+
+
+def test_gpu_roofline_figure_and_widget():
+    fig = _draw(V.render_gpu_roofline("tp", "h100", 8192, 8192, 28_672, 8, False))
+    ax = fig.axes[0]
+    _labelled(ax)
+    _legend(ax)
+    assert len(ax.lines) == 3          # T_math, T_comms, the current point
+    assert _is_message(V.render_gpu_roofline("dp", "nope"))
+    w = V.gpu_roofline_widget()
+    assert w.last_readout == V.gpu_roofline_readout("dp", "h100", 4e6, 8192, 28_672, 1024, True, 8) == w.readout()
+    w.controls["degree"].value = 4096
+    assert "dp 4096-way" in w.last_readout and "communication-bound" in w.last_readout
+    w.controls["strategy"].value = "ep"
+    assert w.last_readout.startswith("gpu roofline: ep 4096-way") and ", k=8" in w.last_readout
+    assert isinstance(w.snapshot(), Image)
+
+
+def test_pipeline_schedules_figure():
+    fig = _draw(V.render_pipeline_schedules(4, 8, 2))
+    assert len(fig.axes) == 3
+    titles = [ax.get_title(loc="left") for ax in fig.axes]
+    assert titles[0].startswith("GPipe: bubble 27.3% (formula 27.3%)") and "holds 8 microbatches" in titles[0]
+    assert titles[1].startswith("1F1B: bubble 27.3%") and "holds 4 microbatches" in titles[1]
+    assert titles[2].startswith("interleaved 1F1B, v = 2: bubble 15.8% (formula 15.8%)")
+    assert _is_message(V.render_pipeline_schedules(4, 6, 4))     # m not a multiple of p

@@ -236,3 +236,13 @@ def test_gb200_nvl72_node():
     assert c.gpus_per_node == 72 and c.node_bytes_per_s == 3.6e12
     assert G.node_switch_bytes_per_s("gb200") == 18 * 64 * 50e9
     assert math.isclose(G.dp_critical_batch("gb200"), 2.25e15 / 3.6e12)
+
+
+def test_v100_tensor_cores_and_fp16():
+    v = G.sm_counts("v100")
+    assert v.tensor_cores == 640 == 8 * v.sms and v.warp_schedulers == 4 * v.sms
+    assert G.matmul_dtype("v100") == "fp16" and G.matmul_dtype("h100") == "bf16"
+    per_tc, per_sub = G.tensor_core_flops_per_cycle("v100"), G.tensor_core_flops_per_cycle("v100", per_subpartition=True)
+    assert per_sub == approx(2 * per_tc) and per_tc == approx(125e12 / (640 * 1.38e9))
+    # from Ampere on one Tensor Core per subpartition: the two counts agree
+    assert G.tensor_core_flops_per_cycle("h100") == G.tensor_core_flops_per_cycle("h100", per_subpartition=True)

@@ -254,3 +254,20 @@ def test_bottleneck_names_what_sets_the_step():
     assert st.t_ici < st.step_time and st.bottleneck == "kv"
     assert I.decode_step(m, 1, 128, "tpu-v5e", 16, "int8-weights").bottleneck == "weights"
     assert I.decode_step(m, 1, 128, "tpu-v5e", 256, "int8-weights").bottleneck == "ici"
+
+
+def test_speculative_step_cost():
+    """Verify step = KV of B + max(FLOPs at B(k+1), weights): memory-bound at small B, so it costs about one
+    plain step, and the speedup is tokens/(1 + k·t_draft/t_plain)."""
+    s = I.speculative_step("llama3-70b", "llama3-8b", 1, 8192, 4, 0.8, "tpu-v5e", 16, "int8-weights")
+    plain = I.decode_step("llama3-70b", 1, 8192, "tpu-v5e", 16, "int8-weights")
+    draft = I.decode_step("llama3-8b", 1, 8192, "tpu-v5e", 16, "int8-weights")
+    assert s.t_plain == plain.step_time and s.t_draft == pytest.approx(4 * draft.step_time)
+    assert s.t_verify == pytest.approx(plain.step_time, rel=0.01)  # 5 query tokens ≪ B_crit: same reads
+    assert s.tokens == pytest.approx(I.speculative_tokens_per_step(0.8, 4))
+    assert s.speedup == pytest.approx(s.tokens * s.t_plain / (s.t_draft + s.t_verify))
+    assert 1 < s.speedup < s.tokens
+    big = I.speculative_step("llama3-70b", "llama3-8b", 128, 2048, 4, 0.8, "tpu-v5e", 16, "int8-weights")
+    assert big.t_verify > 2 * big.t_plain and big.speedup < s.speedup  # compute-bound verify: no free lunch
+    with pytest.raises(ValueError):
+        I.speculative_step("llama3-70b", "llama3-8b", 1, 8192, 0, 0.8)

@@ -49,7 +49,7 @@ def test_step_time_readout_book_roofline():
     assert f"{step * 1e3:.3g}" == "8.65" and f"{tps:.0f}" == "231"
     assert V.step_time_readout() == (
         f"decode step: B=32 → 8.65 ms/step, 231 tokens/s/chip (${cost:.3g}/1M tokens), weights-bound "
-        "(B_crit=120, B_max=138) | llama3-70b int8-weights on tpu-v5e 4x4, S=8192")
+        "(B_crit=120, B_max=138) | llama3-70b int8-weights (int8 weights + KV, bf16 math) on tpu-v5e 4x4, S=8192")
 
 
 def test_step_time_readout_kv_bound_and_gpu():
@@ -64,7 +64,7 @@ def test_step_time_readout_kv_bound_and_gpu():
     assert "4.71 ms/step, 425 tokens/s/chip ($0.784/1M tokens), KV-bound" in V.step_time_readout(slice_="8x8", B=128)
     assert "ICI-bound" in V.step_time_readout(slice_="16x16", B=4)  # 16 hops × 1 µs × 4 collectives × 80 layers
     h = V.step_time_readout("llama3-70b", "h100", 8, "fp8", 8192, 32)
-    assert h.endswith("| llama3-70b fp8 on 8 × h100, S=8192") and "B_crit=295" in h  # 1.979e15 / 3.35e12 / 2
+    assert h.endswith("| llama3-70b fp8 (fp8 weights + KV, fp8 math) on 8 × h100, S=8192") and "B_crit=295" in h  # 1.979e15 / 3.35e12 / 2
 
 
 @pytest.mark.parametrize("kwargs,needle", [
@@ -130,7 +130,7 @@ def test_kv_readout_llama2_13b_tables():
     P13 = tf.param_count(tf.get_model("llama2-13b")).total
     per_token = 2 * 40 * 40 * 128 * 2  # 2·L·K·H·bytes: 819,200
     assert V.kv_readout(n_chips=8) == (
-        f"KV cache: llama2-13b MHA (K=40 of N=40), bf16, S=8192 → 819 kB/token, 6.71 GB per sequence | "
+        f"KV cache: llama2-13b MHA (K=40 of N=40), bf16 (bf16 weights + KV, bf16 math), S=8192 → 819 kB/token, 6.71 GB per sequence | "
         f"weights 26 GB on 8 × tpu-v5e (128 GB HBM): max batch {math.floor((128e9 - 2 * P13) / (8192 * per_token))}")
     gqa = V.kv_readout(K=8, n_chips=8, B=64)
     assert "GQA (K=8 of N=40)" in gqa and "164 kB/token, 1.34 GB per sequence" in gqa
@@ -171,7 +171,7 @@ def test_frontier_readout():
     f = sv.frontier("llama3-70b", "tpu-v5e", "int8-weights", 8192)
     top = max(f.pareto, key=lambda p: (round(p.tokens_per_s_per_chip, 6), -p.latency))
     line = V.frontier_readout()
-    assert line.startswith(f"frontier: llama3-70b int8-weights on tpu-v5e, S=8192, 8–256 chips → max "
+    assert line.startswith(f"frontier: llama3-70b int8-weights (int8 weights + KV, bf16 math) on tpu-v5e, S=8192, 8–256 chips → max "
                            f"{top.tokens_per_s_per_chip:.0f} tokens/s/chip (B={top.B} on {top.n_chips} chips"), line
     fast = f.pareto[0]
     assert f"min latency {fast.latency * 1e3:.3g} ms/step (B={fast.B} on {fast.n_chips} chips)" in line
@@ -187,7 +187,7 @@ def test_frontier_figure_and_widget():
     ax = fig.axes[0]
     _units(ax)
     labels = ax.get_legend_handles_labels()[1]
-    assert "Pareto frontier, int8-weights" in labels and "Pareto frontier, bf16" in labels
+    assert "Pareto frontier, int8-weights (int8 weights + KV, bf16 math)" in labels and "Pareto frontier, bf16 (bf16 weights + KV, bf16 math)" in labels
     assert any(lbl.startswith("best under the cap") for lbl in labels) and ax.get_xscale() == "log"
     assert _is_message(V.render_frontier(precision="int3"))
     w = V.frontier_widget()
@@ -200,7 +200,7 @@ def test_context_pareto():
     plan = sv.plan_serving("llama3-70b", "tpu-v5e", "4x4", "int8-weights", 2048)
     line = V.context_pareto_readout(S=2048)
     assert line.startswith(f"pareto: S=2048 → B=1…{plan.B_max}: {plan.points[0].latency * 1e3:.3g}–"), line
-    assert plan.B_max == 552 and line.endswith("| llama3-70b int8-weights on tpu-v5e 4x4")
+    assert plan.B_max == 552 and line.endswith("| llama3-70b int8-weights (int8 weights + KV, bf16 math) on tpu-v5e 4x4")
     # the book: at 2k context throughput plateaus near 1 token/ms/chip
     assert 800 < max(p.tokens_per_s_per_chip for p in plan.points) < 1100
     assert "cannot evaluate" in V.context_pareto_readout(S=10**7)

@@ -83,7 +83,11 @@ skip = {
     "ch10.q3c": lambda i, wi, wo, X, Y: auto(P("X", "Y"), P(None, "Y"))(i, wi, X, Y) @ wo,
     "ch10.q4": lambda x, w, X, Y, kind: {"all_reduce": jp.q3a, "reduce_scatter": jp.q3b}[kind](x, w, X, Y),
 }
+# right program, but the result left as Out[B_X, F_Y] (a local slice) where the question says Out[B_X, F]
+wrong_spec = lambda a, w, X, Y: jax.lax.with_sharding_constraint(
+    jp.q3a(a, w, X, Y), NS(jaxlab.make_mesh((X, Y), ("X", "Y"), cpu=True), P("X", "Y")))
 out["skipped"] = {q: verdict(q, f)[1] for q, f in skip.items()}
+out["wrong_spec"] = verdict("ch10.q3a", wrong_spec)[1]
 out["numpy"] = {q: verdict(q, lambda *a, _r=get_question(q).compute(): np.asarray(_r(*a)))[1] for q in answers}
 print("JSON" + json.dumps(out, default=str))
 """)
@@ -104,6 +108,7 @@ def test_code_that_skips_the_technique_fails_with_what_was_found(child):
     assert "builds an array of shape [16, 8, 16]" in child["skipped"]["ch10.q2a"]
     assert "1 dot" in child["skipped"]["ch10.q3a"], child["skipped"]["ch10.q3a"]
     assert "all-reduce" in child["skipped"]["ch10.q3b"]
+    assert "its result is P('X', 'Y'), not P('X')" in child["wrong_spec"], child["wrong_spec"]
     assert "one way round the ring" in child["skipped"]["ch10.q4"] or "no collective-permute" in child["skipped"]["ch10.q4"]
     assert "compiled for 1 device" in child["skipped"]["ch10.q1a"]
 

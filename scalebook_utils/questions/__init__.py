@@ -23,7 +23,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..errors import UnknownNameError
+from ..errors import UnknownNameError, WrongTypeError
+from ..units import require_int
+
+#: The book's chapters are 1–12 (11, the conclusion, has no questions).
+BOOK_CHAPTERS = 12
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,8 @@ class Compiled:
     - no_array_of: a shape no array of the program may have (e.g. [S, D, F] in ch10.q2a);
     - no_gather_of: a shape no all-gather may produce (a full weight matrix);
     - min_dots: the matmul must be split into at least this many dot products (tiles of a collective matmul);
-    - bidirectional: collective-permutes must run both ways round the ring.
+    - bidirectional: collective-permutes must run both ways round the ring;
+    - out_spec: the result's PartitionSpec, trailing Nones dropped (("X", "Y") for Out[B_X, D_Y]).
     `why` says in a few words what the technique is, for the hint.
     """
 
@@ -49,6 +54,7 @@ class Compiled:
     no_gather_of: Any = None
     min_dots: Any = None
     bidirectional: bool = False
+    out_spec: Any = None
 
     def value(self, name: str, args: tuple):
         v = getattr(self, name)
@@ -153,7 +159,10 @@ def add(qid: str, kind: str, asks: str, compute: Callable[[], Any], **kw) -> Non
 
 
 def get_question(qid: str) -> Question:
-    """The `Question` for `qid`; raises UnknownNameError naming the id (and the chapter's ids)."""
+    """The `Question` for `qid`; raises UnknownNameError naming the id (and the chapter's ids), WrongTypeError
+    when `qid` is not a string."""
+    if not isinstance(qid, str):
+        raise WrongTypeError(f"a question id is a string such as 'ch1.q2', got {qid!r}")
     if qid not in QUESTIONS:
         chapter = str(qid).split(".")[0]
         same = [q for q in QUESTIONS if q.startswith(chapter + ".")]
@@ -169,9 +178,14 @@ def expected(qid: str) -> Any:
 
 
 def question_ids(chapter: int | None = None) -> list[str]:
-    """All ids, or one chapter's, in registry (book) order."""
+    """All ids, or one chapter's, in registry (book) order.
+
+    `chapter` is None or a book chapter, an integer 1–12 (numpy integers too); a chapter without questions
+    (11, the conclusion) gives []. Anything else raises an error naming `chapter`."""
+    if chapter is not None:
+        chapter = require_int("chapter", chapter, 1, BOOK_CHAPTERS)
     return [q for q, Q in QUESTIONS.items() if chapter is None or Q.chapter == chapter]
 
 
 
-from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch12  # noqa: E402,F401  (register the chapters' questions, in order)
+from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12  # noqa: E402,F401  (register the chapters' questions, in order)

@@ -101,24 +101,25 @@ NOTE_CODE = ("Checked by value on simulated devices and by what it compiles to (
 
 #: What each answer's compiled program must show (check.compiled_problem reads it from the HLO).
 NO_COMM = Compiled("each device works on its own shard of the X·Y devices", forbid=("any",),
-                   partitions=lambda x, X, Y, *rest: X * Y)
+                   partitions=lambda x, X, Y, *rest: X * Y, out_spec=("X", "Y"))
 Q2A_RULE = Compiled("a scan or grouped matmul over experts, not one gather of W[B]",
                     no_array_of=lambda A, W, B: (A.shape[0], A.shape[1], W.shape[2]), forbid=("any",))
-Q2B_RULE = Compiled("plain jax.jit over the X devices", partitions=lambda A, W, B, X: X)
+Q2B_RULE = Compiled("plain jax.jit over the X devices", partitions=lambda A, W, B, X: X, out_spec=("X",))
 Q2C_RULE = Compiled("tokens move to the experts (AllGather of tokens or AllToAll), the experts stay put",
                     require=("all-to-all|all-gather",), no_gather_of=lambda A, W, B, X: W.shape,
-                    partitions=lambda A, W, B, X: X)
+                    partitions=lambda A, W, B, X: X, out_spec=("X",))
 Q3A_RULE = Compiled("an AllReduce collective matmul: the matmul in tiles, each tile's psum overlapped",
                     require=("all-reduce",), forbid=("all-gather",), min_dots=lambda A, W, X, Y: 2,
-                    partitions=lambda A, W, X, Y: X * Y)
+                    partitions=lambda A, W, X, Y: X * Y, out_spec=("X",))
 Q3B_RULE = Compiled("a ReduceScatter collective matmul: partial sums passed round the ring with ppermute",
                     require=("collective-permute",), forbid=("all-reduce", "all-gather"),
-                    partitions=lambda T, W2, X, Y: X * Y)
+                    partitions=lambda T, W2, X, Y: X * Y, out_spec=("X", "Y"))
 Q3C_RULE = Compiled("an AllGather then a ReduceScatter collective matmul, both with ppermute",
                     require=("collective-permute",), forbid=("all-gather", "all-reduce"),
-                    partitions=lambda In, Wi, Wo, X, Y: X * Y)
+                    partitions=lambda In, Wi, Wo, X, Y: X * Y, out_spec=("X", "Y"))
 Q4_RULE = Compiled("a bidirectional collective matmul: ppermutes both ways round the ring",
-                   require=("collective-permute",), bidirectional=True, partitions=lambda x, w, X, Y, kind: X * Y)
+                   require=("collective-permute",), bidirectional=True, partitions=lambda x, w, X, Y, kind: X * Y,
+                   out_spec=lambda x, w, X, Y, kind: ("X",) if kind == "all_reduce" else ("X", "Y"))
 
 add("ch10.q1a", "code", "f(x, X, Y): the mean of each (X, Y) shard of x[S_X, D_Y] → [X, Y] (with jax.jit and with "
     "shard_map; neither should need communication)", lambda: shard_means, test_inputs=Q1A_INPUTS,

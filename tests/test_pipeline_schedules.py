@@ -1,0 +1,53 @@
+"""pipeline_schedules: the closed-form bubbles agree with a simulation of each schedule; 1F1B holds fewer
+activations than GPipe; bad input is named."""
+
+import pytest
+from pytest import approx
+
+from scalebook_utils import pipeline_schedules as ps
+
+
+@pytest.mark.parametrize("p,m", [(2, 2), (4, 4), (4, 8), (4, 12), (8, 16), (3, 9)])
+@pytest.mark.parametrize("kind,v", [("gpipe", 1), ("1f1b", 1), ("interleaved", 2), ("interleaved", 3)])
+def test_simulated_bubble_is_the_formula(kind, v, p, m):
+    t = ps.simulate(kind, p, m, v)
+    assert t.bubble == approx(ps.bubble(kind, p, m, v))
+    # every device runs each of its m·v forwards and backwards exactly once
+    for row in t.grid:
+        ops = [op for op in row if op is not None]
+        assert len(ops) == 2 * m * t.v == len(set(ops))
+
+
+def test_formulas_by_hand():
+    assert ps.gpipe_bubble(4, 8) == approx(3 / 11)
+    assert ps.one_f_one_b_bubble(4, 8) == ps.gpipe_bubble(4, 8)
+    assert ps.interleaved_bubble(4, 8, 2) == approx(3 / 19)
+    assert ps.interleaved_bubble(4, 8, 1) == ps.gpipe_bubble(4, 8)
+
+
+@pytest.mark.parametrize("p,m", [(4, 8), (8, 32)])
+def test_1f1b_holds_fewer_activations_than_gpipe(p, m):
+    assert ps.simulate("gpipe", p, m).peak_activations(0) == m
+    assert ps.simulate("1f1b", p, m).peak_activations(0) == min(p, m)
+    # interleaving keeps 1F1B's bound up to the extra warm-up chunks: ((p−1)·2 + (v−1)·p + 1)/v
+    assert ps.simulate("interleaved", p, m, 2).peak_activations(0) == approx(((p - 1) * 2 + p + 1) / 2)
+
+
+def test_dependencies_hold_in_the_timeline():
+    t = ps.simulate("interleaved", 4, 8, 2)
+    when = {(op.kind, op.mb, op.chunk * t.p + d): s for d, row in enumerate(t.grid) for s, op in enumerate(row) if op}
+    S = t.p * t.v
+    for (k, mb, s), time in when.items():
+        if k == "F" and s > 0:
+            assert when[("F", mb, s - 1)] < time
+        if k == "B":
+            assert when[("B", mb, s + 1) if s < S - 1 else ("F", mb, s)] < time
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match="multiple of p"):
+        ps.simulate("interleaved", 4, 6, 2)
+    with pytest.raises(ValueError, match="unknown schedule"):
+        ps.bubble("zero-bubble", 4, 8)
+    with pytest.raises(ValueError, match="m \\(microbatches\\) must be a positive integer"):
+        ps.gpipe_bubble(4, 0)

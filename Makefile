@@ -10,7 +10,7 @@ PROFILE_DIR ?= notebooks/profiles/ch09
 
 OLDJAX_VENV ?= .venv-oldjax
 OLDJAX_PY := $(OLDJAX_VENV)/bin/python
-OLDJAX_TESTS := tests/test_jaxlab.py tests/test_units.py tests/test_hardware.py tests/test_roofline.py \
+OLDJAX_TESTS := tests/test_jaxlab.py tests/test_jaxlab_runtime.py tests/test_units.py tests/test_hardware.py tests/test_roofline.py \
 	tests/test_book_numbers.py tests/test_questions_check.py tests/test_architecture.py \
 	tests/test_topology.py tests/test_collectives.py tests/test_sharding.py tests/test_sharding_jax.py \
 	tests/test_transformer.py tests/test_training.py tests/test_book_numbers_ch4.py tests/test_book_numbers_ch5_6.py \

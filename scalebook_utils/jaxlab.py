@@ -85,7 +85,8 @@ class RuntimeInfo:
 
     backend: 'cpu', 'gpu' or 'tpu' (JAX's default backend); device_kind: e.g. 'cpu', 'TPU v5 lite',
     'NVIDIA H100 80GB HBM3'; n_devices: devices of the default backend; chip: the scalebook chip name
-    (see `chip_from_device_kind`), None on CPU; n_cpu_devices: CPU devices (the simulated ones).
+    (see `chip_from_device_kind`), None on CPU; n_cpu_devices: CPU devices (the simulated ones);
+    where: 'Kaggle', 'Colab' or 'local' (on_colab is where == 'Colab').
     """
 
     backend: str
@@ -95,10 +96,26 @@ class RuntimeInfo:
     jax_version: str
     chip: str | None
     n_cpu_devices: int = 0
+    where: str = "local"
 
 
 def _on_colab() -> bool:
     return "google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ
+
+
+def _where() -> str:
+    """'Kaggle', 'Colab' or 'local'. Kaggle first: its CPU/GPU images are built from Colab's, so Colab's markers
+    may be present there too; Kaggle's own code tests KAGGLE_KERNEL_RUN_TYPE."""
+    if os.environ.get("KAGGLE_KERNEL_RUN_TYPE"):
+        return "Kaggle"
+    return "Colab" if _on_colab() else "local"
+
+
+def shards_on_accelerators(platform: str, n_accelerators: int, n: int = 8) -> bool:
+    """The one rule for where the sharding experiments run: on the accelerators when the default backend is one
+    and has at least `n` devices (Kaggle's TPU v5e-8, a TPU VM, a multi-GPU box), else on `n` simulated CPU devices
+    (a laptop; Colab's single TPU v5e chip or single GPU, which keep the timing and profiling experiments)."""
+    return platform != "cpu" and n_accelerators >= n
 
 
 def runtime() -> RuntimeInfo:
@@ -112,15 +129,17 @@ def runtime() -> RuntimeInfo:
         n_cpu = len(jax.devices("cpu"))
     except RuntimeError:  # pragma: no cover - CPU backend disabled via JAX_PLATFORMS
         n_cpu = 0
-    return RuntimeInfo(backend=backend, device_kind=kind, n_devices=len(devs), on_colab=_on_colab(),
+    where = _where()
+    return RuntimeInfo(backend=backend, device_kind=kind, n_devices=len(devs), on_colab=where == "Colab",
                        jax_version=jax.__version__, chip=None if backend == "cpu" else chip_from_device_kind(kind),
-                       n_cpu_devices=n_cpu)
+                       n_cpu_devices=n_cpu, where=where)
 
 
-def describe_runtime(info: RuntimeInfo | None = None) -> str:
-    """One line, e.g. 'JAX 0.10.2 · cpu · 8 × cpu devices · no accelerator (book chips are simulated) · local'."""
+def describe_runtime(info: RuntimeInfo | None = None, n_sharding: int = 8) -> str:
+    """One line: JAX, backend, devices, book chip, where, and what runs on which devices, e.g.
+    'JAX 0.7.2 · tpu · 1 × TPU v5 lite + 8 CPU devices · book chip 'tpu-v5e' · Colab · timing on the tpu;
+    sharding demos on 8 simulated CPU devices'."""
     r = info or runtime()
-    where = "Colab" if r.on_colab else "local"
     if r.backend == "cpu":
         chip = "no accelerator (book chips are modelled, not measured)"
     elif r.chip:
@@ -128,7 +147,13 @@ def describe_runtime(info: RuntimeInfo | None = None) -> str:
     else:
         chip = "a chip scalebook has no spec for"
     extra = f" + {r.n_cpu_devices} CPU devices" if r.backend != "cpu" and r.n_cpu_devices > 1 else ""
-    return f"JAX {r.jax_version} · {r.backend} · {r.n_devices} × {r.device_kind}{extra} · {chip} · {where}"
+    if shards_on_accelerators(r.backend, r.n_devices, n_sharding):
+        runs = f"timing and sharding demos on the {r.backend} ({n_sharding} of {r.n_devices} {r.device_kind})"
+    elif r.backend != "cpu":
+        runs = f"timing on the {r.backend}; sharding demos on {n_sharding} simulated CPU devices"
+    else:
+        runs = f"sharding demos on {n_sharding} simulated CPU devices"
+    return f"JAX {r.jax_version} · {r.backend} · {r.n_devices} × {r.device_kind}{extra} · {chip} · {r.where} · {runs}"
 
 
 # --- simulated devices and meshes -----------------------------------------------------------------
@@ -157,7 +182,7 @@ def sharding_devices(n: int = 8) -> list:
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive integer number of devices, got {n!r}")
     accelerators = jax.devices()
-    if accelerators[0].platform != "cpu" and len(accelerators) >= n:
+    if shards_on_accelerators(accelerators[0].platform, len(accelerators), n):
         return list(accelerators[:n])
     cpus = jax.devices("cpu")
     if len(cpus) < n:
@@ -175,7 +200,8 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *, cpu: boo
     """
     n = math.prod(axis_shapes)
     if cpu is None:
-        cpu = len(jax.devices()) < n
+        accelerators = jax.devices()
+        cpu = not shards_on_accelerators(accelerators[0].platform, len(accelerators), n)
     devices = None
     if cpu:
         cpus = jax.devices("cpu")
@@ -538,7 +564,7 @@ def format_rows(rows: Sequence[PredictionRow | tuple]) -> str:
 
 
 __all__ = [
-    "SUPPORTED_JAX", "RuntimeInfo", "runtime", "describe_runtime", "chip_from_device_kind", "use_simulated_devices",
+    "SUPPORTED_JAX", "RuntimeInfo", "runtime", "describe_runtime", "shards_on_accelerators", "chip_from_device_kind", "use_simulated_devices",
     "sharding_devices", "make_mesh", "shard_map", "use_mesh", "all_gather_invariant", "time_fn", "cost_analysis", "compiled_hlo_text",
     "hlo_collectives", "HLO_COLLECTIVES", "count_hlo_collectives", "BOOK_LETTER", "HloCollective",
     "parse_hlo_collectives", "replica_groups", "Calibration", "calibrate", "MatmulMeasurement", "measure_matmuls",

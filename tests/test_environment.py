@@ -20,9 +20,12 @@ def _split(req: str) -> tuple[str, str]:
 
 
 def _pyproject_requirements() -> dict[str, str]:
+    """The runtime set and every extra; an extra's bound replaces the runtime one (ipywidgets>=8.0 for JupyterLab)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    reqs = list(project["dependencies"]) + list(project["optional-dependencies"]["dev"])
-    return dict(_split(r) for r in reqs)
+    merged = dict(_split(r) for r in project["dependencies"])
+    for extra in ("lab", "grade", "profile", "dev"):
+        merged.update(_split(r) for r in project["optional-dependencies"][extra])
+    return merged
 
 
 def _pip_section() -> list[str]:
@@ -55,6 +58,15 @@ def test_environment_installs_the_package_itself():
     assert _pip_section()[-1] == "-e ."
 
 
-def test_profile_extra_is_in_the_dev_environment():
+def test_every_extra_is_in_the_dev_extra():
+    """`make test` / `make lab` install `.[dev]`: it must hold what lab, grade and profile need."""
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    assert extras["profile"] and set(extras["profile"]) <= set(extras["dev"])
+    runtime = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"])
+    for name in ("lab", "grade", "profile"):
+        assert extras[name] and set(extras[name]) <= set(extras["dev"]) | runtime, name
+
+
+def test_runtime_set_has_no_lab_or_grading_tools():
+    """pip install scalebook on Colab must not pull a notebook front-end, a kernel or the grader's tools."""
+    runtime = {_split(r)[0] for r in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]}
+    assert not runtime & {"jupyterlab", "voila", "nbval", "nbclient", "ipykernel", "tqdm", "xprof", "jupyter-server"}

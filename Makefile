@@ -90,7 +90,7 @@ $(COLAB_VENV)/.colab-pins: tests/colab_pins.py
 	touch $@
 
 test-colab: $(STAMP) $(COLAB_VENV)/.colab-pins
-	SCALEBOOK_COLAB_VENV=$(COLAB_VENV) SCALEBOOK_COLAB_CHAPTERS="$(COLAB_CHAPTERS)" $(PY) -m pytest -v -rs -s \
+	SCALEBOOK_COLAB_VENV=$(abspath $(COLAB_VENV)) SCALEBOOK_COLAB_CHAPTERS="$(COLAB_CHAPTERS)" $(PY) -m pytest -v -rs -s \
 		-n $(COLAB_JOBS) tests/test_colab_like.py tests/test_widgets_colab.py::test_every_widget_works_on_colabs_ipywidgets_7
 
 ## Speed and fidelity measurements, printed as tables.

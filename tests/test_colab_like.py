@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-VENV = Path(os.environ.get("SCALEBOOK_COLAB_VENV", ROOT / ".venv-colab"))
+VENV = (ROOT / os.environ.get("SCALEBOOK_COLAB_VENV", ".venv-colab")).absolute()   # relative: to the repository root
 BASE_PY = VENV / "bin" / "python"
 _CH = os.environ.get("SCALEBOOK_COLAB_CHAPTERS", "01 03 10").split()
 NOTEBOOKS = [p for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) if _CH == ["all"] or p.name[:2] in _CH]

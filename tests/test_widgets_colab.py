@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-VENV = Path(os.environ.get("SCALEBOOK_COLAB_VENV", ROOT / ".venv-colab"))
+VENV = (ROOT / os.environ.get("SCALEBOOK_COLAB_VENV", ".venv-colab")).absolute()   # relative: to the repository root
 
 
 def _drive(python: Path | str) -> dict:

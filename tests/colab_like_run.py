@@ -6,11 +6,13 @@ Used by tests/test_colab_like.py; needs only nbclient/nbformat (Colab has both),
 
 import json
 import sys
+import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
 
 import nbformat
+from jupyter_client import KernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
@@ -27,13 +29,18 @@ def _seconds(cell) -> float | None:
 
 def main(src: str, out: str) -> None:
     nb = nbformat.read(src, as_version=4)
-    client = NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=True,
-                            resources={"metadata": {"path": str(Path(src).parent)}})
+    # IPC sockets in a private folder, not TCP ports: notebooks run side by side (pytest -n 3), and kernels that
+    # start at the same moment on TCP have stalled a widget cell for the whole cell timeout (tools/execute_notebooks.py
+    # does the same)
     t0, error = time.perf_counter(), None
-    try:
-        client.execute()
-    except CellExecutionError as e:
-        error = str(e)[-3000:]
+    with tempfile.TemporaryDirectory(prefix="sb-colab-kernel-") as sockets:
+        km = KernelManager(kernel_name="python3", transport="ipc", ip=str(Path(sockets) / "k"))
+        client = NotebookClient(nb, km=km, timeout=600, kernel_name="python3", record_timing=True,
+                                resources={"metadata": {"path": str(Path(src).parent)}})
+        try:
+            client.execute()
+        except CellExecutionError as e:
+            error = str(e)[-3000:]
     total = time.perf_counter() - t0
     nbformat.write(nb, out)
     setup = next(c for c in nb.cells if c.cell_type == "code")

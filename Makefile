@@ -36,7 +36,7 @@ app: $(STAMP)
 
 ## XProf (the chapter-9 profiler UI) on 127.0.0.1 over the traces notebooks/09_profiling.ipynb wrote; Ctrl-C stops it.
 profile: $(STAMP)
-	$(PY) -m scalebook_utils.xprof_server $(PROFILE_DIR)
+	$(PY) -m scalebook_utils.lab.xprof_server $(PROFILE_DIR)
 
 ## Run the whole test suite: unit tests, book numbers, grader, browser, nbval over notebooks/ + solutions/,
 ## then the JAX layer and the core against the oldest supported JAX and against Colab's JAX, then the Colab-like run.

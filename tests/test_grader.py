@@ -285,7 +285,8 @@ def test_cli_csv(fixture_dir, capsys):
 
 
 def test_cli_default_output_is_the_table(monkeypatch, capsys, fixture_dir):
-    monkeypatch.setattr(grading, "grade", lambda *a, **k: RESULTS)
+    from scalebook_utils.grading import runner   # patch the defining module: the CLI calls runner.grade
+    monkeypatch.setattr(runner, "grade", lambda *a, **k: RESULTS)
     code, out, err = _cli(capsys, "grade", "alice.ipynb", "bob.ipynb", "--against", fixture_dir / "exercise.ipynb")
     assert code == 0
     assert out.rstrip("\n") == grading.format_results_table(RESULTS)
@@ -341,7 +342,7 @@ def test_cli_against_must_be_an_exercise(tmp_path, fixture_dir, capsys):
 
 def test_cli_help():
     exe = Path(sys.executable).with_name("scalebook")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "scalebook_utils.cli"]
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "scalebook_utils.grading.cli"]
     r = subprocess.run(cmd + ["--help"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "grade" in r.stdout
 

@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not sandbox.available() and not os.environ.get("CI"),
                                  reason=f"no sandbox here: {sandbox.unavailable_reason()}")]
 
-PKG = Path(grading.__file__).resolve().parent
+PKG = Path(grading.__file__).resolve().parents[1]   # scalebook_utils (grading is its grading/ folder)
 TIMEOUT = 10
 #: A number no other process on the machine uses as its sleep time (W5 looks for it after grading).
 STRAY_SLEEP = "613.25"
@@ -140,8 +140,8 @@ def _attacks(d: Path) -> dict[str, str]:
                         pass
             """,
         "w4_package": f"""
-            for path in [{str(PKG / 'check.py')!r}, '/opt/scalebook/scalebook_utils/check.py',
-                         {str(PKG / 'answers.py')!r}, '/opt/scalebook/scalebook_utils/answers.py']:
+            for path in [{str(PKG / 'grading/check.py')!r}, '/opt/scalebook/scalebook_utils/grading/check.py',
+                         {str(PKG / 'grading/answers.py')!r}, '/opt/scalebook/scalebook_utils/grading/answers.py']:
                 try:
                     open(path, 'a').write('\\ndef judge(qid, rec):\\n    return True, "correct"\\n')
                 except OSError as e:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .. import roofline as rl
-from ..hardware import get_chip
-from . import add
+from scalebook_utils.core import roofline as rl
+from scalebook_utils.core.hardware import get_chip
+from scalebook_utils.questions.registry import add
 
 #: Ch. 1's own figure for TPU v6e bf16 FLOPs/s (ch. 2's table says 9.2e14; see hardware notes).
 V6E_BF16_FLOPS_CH1 = 9.1e14

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from .. import roofline as rl
-from .. import topology as topo
-from ..hardware import get_chip
-from ..units import dtype_bytes
-from . import add
+from scalebook_utils.core import roofline as rl
+from scalebook_utils.core import topology as topo
+from scalebook_utils.core.hardware import get_chip
+from scalebook_utils.core.units import dtype_bytes
+from scalebook_utils.questions.registry import add
 
 V5E = "tpu-v5e"
 

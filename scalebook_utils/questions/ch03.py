@@ -12,12 +12,12 @@ import math
 
 import numpy as np
 
-from .. import collectives as col
-from .. import roofline as rl
-from .. import sharding as sh
-from .. import topology as topo
-from ..units import dtype_bytes
-from . import Compiled, add
+from scalebook_utils.core import collectives as col
+from scalebook_utils.core import roofline as rl
+from scalebook_utils.core import sharding as sh
+from scalebook_utils.core import topology as topo
+from scalebook_utils.core.units import dtype_bytes
+from scalebook_utils.questions.registry import Compiled, add
 
 V5E, V4P, V5P = "tpu-v5e", "tpu-v4p", "tpu-v5p"
 BF16 = dtype_bytes("bf16")
@@ -160,7 +160,7 @@ def _q10_ratio(num: str, den: str, D: float, num_bidi: bool, den_bidi: bool) -> 
 
 
 def _q8_reference():
-    from .. import jaxlab   # lazy: the registry must not import jax
+    from scalebook_utils.lab import runtime as jaxlab  # lazy: the registry must not import jax
     return jaxlab.simulate_collective
 
 

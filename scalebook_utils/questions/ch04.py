@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from .. import roofline as rl
-from .. import sharding as sh
-from .. import transformer as tf
-from ..hardware import ChipSpec, get_chip
-from . import add
+from scalebook_utils.core import roofline as rl
+from scalebook_utils.core import sharding as sh
+from scalebook_utils.core import transformer as tf
+from scalebook_utils.core.hardware import ChipSpec, get_chip
+from scalebook_utils.questions.registry import add
 
 V5E = "tpu-v5e"
 BOOK_CH4 = "book-ch4"

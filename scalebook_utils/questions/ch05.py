@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import math
 
-from .. import training as tr
-from .. import transformer as tf
-from ..hardware import get_chip
-from . import add
+from scalebook_utils.core.training import planner as tr
+from scalebook_utils.core import transformer as tf
+from scalebook_utils.core.hardware import get_chip
+from scalebook_utils.questions.registry import add
 
 V5P = "tpu-v5p"
 #: a full TPU v5p pod (16×20×28); the book's ch5.e9 also calls the maximum pod "8k chips"

@@ -18,11 +18,11 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from .. import training as tr
-from .. import transformer as tf
-from ..hardware import get_chip
-from . import add
-from .ch05 import fsdp_tp_degrees
+from scalebook_utils.core.training import planner as tr
+from scalebook_utils.core import transformer as tf
+from scalebook_utils.core.hardware import get_chip
+from scalebook_utils.questions.registry import add
+from scalebook_utils.questions.ch05 import fsdp_tp_degrees
 
 V5P = "tpu-v5p"
 POD = get_chip(V5P).pod_chips

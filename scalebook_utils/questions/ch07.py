@@ -27,11 +27,11 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from .. import inference as I
-from .. import transformer as tf
-from ..hardware import get_chip
-from ..serving import slice_shape
-from . import add
+from scalebook_utils.core.inference import costs as I
+from scalebook_utils.core import transformer as tf
+from scalebook_utils.core.hardware import get_chip
+from scalebook_utils.core.inference.serving import slice_shape
+from scalebook_utils.questions.registry import add
 
 V5E = "tpu-v5e"
 MODEL, MOE = "book-ch7", "book-ch7-moe"

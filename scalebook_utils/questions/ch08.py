@@ -41,12 +41,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .. import inference as I
-from .. import serving as sv
-from .. import transformer as tf
-from ..hardware import get_chip
-from ..units import dtype_bytes
-from . import add
+from scalebook_utils.core.inference import costs as I
+from scalebook_utils.core.inference import serving as sv
+from scalebook_utils.core import transformer as tf
+from scalebook_utils.core.hardware import get_chip
+from scalebook_utils.core.units import dtype_bytes
+from scalebook_utils.questions.registry import add
 
 V5E = "tpu-v5e"
 #: LLaMA 3-70B with the chapter's round parameter count

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..roofline import matmul_flops
-from ..units import dtype_bytes
-from . import add
+from scalebook_utils.core.roofline import matmul_flops
+from scalebook_utils.core.units import dtype_bytes
+from scalebook_utils.questions.registry import add
 
 #: TPU v2: bf16 FLOPs/s per core and cores in a v2-8 (ch. 9 "Looking at a real(ish) example profile")
 V2_CORE_FLOPS, V2_CORES = 23e12, 8

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import Compiled, add
+from scalebook_utils.questions.registry import Compiled, add
 
 
 def _ints(rng, shape, lo=-3, hi=4):

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import math
 
-from .. import capstone
-from .. import training as T
-from .. import transformer as tf
-from ..hardware import get_chip
-from . import add
+from scalebook_utils.core import capstone
+from scalebook_utils.core.training import planner as T
+from scalebook_utils.core import transformer as tf
+from scalebook_utils.core.hardware import get_chip
+from scalebook_utils.questions.registry import add
 
 MODEL = "llama3-70b"
 #: x1: train on H100s, 15T tokens at 45% MFU, within 30 days; whole DGX nodes of 8

@@ -21,12 +21,12 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from .. import gpus as G
-from .. import roofline as R
-from .. import training as tr
-from .. import transformer as tf
-from ..hardware import get_chip
-from . import add
+from scalebook_utils.core.gpu import chips as G
+from scalebook_utils.core import roofline as R
+from scalebook_utils.core.training import planner as tr
+from scalebook_utils.core import transformer as tf
+from scalebook_utils.core.hardware import get_chip
+from scalebook_utils.questions.registry import add
 
 H100, B200 = "h100", "b200"
 YES_NO = ("yes", "no")

@@ -1,0 +1,515 @@
+"""Training parallelism: the planner that ranks layouts of a whole training step (book ch. 5 and 6), and the
+chapters' front door to ch. 5's closed-form costs.
+
+Two layers of model:
+
+1. The chapter's own model — the hardware ratios (`alpha`, `ici_bandwidth`, …), the compute-bound thresholds
+   (`dp_min_batch_per_chip`, `tp_max_degree`, `mixed_min_batch_per_chip`, `fsdp_tp_degrees`, …), the per-layer
+   MLP costs (`layer_costs`, `comms_ratio`, `step_collectives`), `bubble_fraction` and Adam/ZeRO memory
+   (`training_memory`, `checkpoint_bytes`) — lives in `training_costs` (pure; the notation is in its
+   docstring: B tokens, D, F, L; X data, Y TP, Z pipeline degrees; N = X·Y·Z; C; W_ici; M_X, M_Y; α = C/W_ici).
+   Every public name of it, and `_tpu`, is re-exported here, so `training.alpha`, `training.layer_costs`, …
+   work as before.
+2. The planner (`plan`, `evaluate`, `Config`, `Estimate`, `Plan`), here: the same rules applied to a whole
+   `TransformerConfig` — attention and MLP blocks, embeddings, MoE experts, pipeline bubbles, DCN across
+   slices, Adam memory and activation checkpoints — to rank every configuration that fits a mesh and HBM by
+   estimated step time. Its FLOPs, validity rules and memory (`_flops`, `_reasons`, `_memory`, …) are shared
+   with the GPU planner (`gpu_training`, book ch. 12).
+
+Overlap: like the book, communication on different axes and compute are assumed to overlap, so a step
+takes max(T_math, T_comms on each axis) — a roofline (lower bound), not a simulation.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Iterable, Iterator, Sequence
+
+from scalebook_utils.core.gpu import chips as gpus
+from scalebook_utils.core import transformer as tf
+from scalebook_utils.core.hardware import ChipSpec, get_chip
+# book ch. 5's closed forms (training_costs), used below and re-exported for the chapters
+from scalebook_utils.core.training.costs import (ACT_BYTES, ADAM_BYTES_PER_PARAM, OPTIMIZER_BYTES, PARAM_BYTES, STRATEGIES, Collective, LayerCosts, Memory, _tpu, all_comm_bound_batch, alpha, alpha_dcn, bubble_fraction, checkpoint_bytes, comms_ratio, dcn_bandwidth, dp_min_batch_per_chip, fsdp_min_batch_per_chip, fsdp_tp_degrees, ici_bandwidth, layer_costs, max_params_pure_dp, min_chips_for_memory, mixed_min_batch_per_chip, optimal_fsdp_degree, round_pow2, step_collectives, tp_max_degree, tp_min_F, training_memory, training_time)
+from scalebook_utils.core.units import (format_bytes, format_si, format_time, is_int, require_bytes, require_choices, require_int, require_positive)
+
+CH5 = "book ch. 5 'How to Parallelize a Transformer for Training'"
+CH6 = "book ch. 6 'Training LLaMA 3 on TPUs'"
+
+__all__ = [
+    # the planner (this module)
+    "CH5", "CH6", "Config", "Estimate", "Plan", "REMAT_CHOICES", "evaluate", "ici_axes", "plan",
+    # re-exported from training_costs (book ch. 5's closed forms)
+    "STRATEGIES", "ADAM_BYTES_PER_PARAM", "PARAM_BYTES", "OPTIMIZER_BYTES", "ACT_BYTES",
+    "ici_bandwidth", "dcn_bandwidth", "alpha", "alpha_dcn",
+    "max_params_pure_dp", "dp_min_batch_per_chip", "fsdp_min_batch_per_chip", "tp_max_degree", "tp_min_F",
+    "mixed_min_batch_per_chip", "optimal_fsdp_degree", "all_comm_bound_batch", "fsdp_tp_degrees",
+    "min_chips_for_memory", "round_pow2", "training_time",
+    "LayerCosts", "layer_costs", "comms_ratio", "Collective", "step_collectives", "bubble_fraction",
+    "Memory", "checkpoint_bytes", "training_memory",
+]
+
+
+# --- the planner --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Config:
+    """One way to lay out a training step: `slices` ICI slices joined by DCN (pure DP across them); inside a
+    slice X data-parallel chips (ZeRO stage `zero`; 0 = plain DP, 3 = FSDP), Y-way TP, Z pipeline stages."""
+
+    X: int
+    Y: int = 1
+    Z: int = 1
+    slices: int = 1
+    zero: int = 3
+    remat: str = "block"
+    microbatches: int = 1
+
+    @property
+    def chips(self) -> int:
+        return self.X * self.Y * self.Z * self.slices
+
+    @property
+    def name(self) -> str:
+        data = ("FSDP" if self.zero == 3 else "DP" if self.zero == 0 else f"DP+ZeRO-{self.zero}")
+        parts = [f"{data} {self.X}"] if self.X > 1 else []
+        if self.Y > 1:
+            parts.append(f"TP {self.Y}")
+        if self.Z > 1:
+            parts.append(f"PP {self.Z}")
+        name = " × ".join(parts) or "1 chip"
+        return f"{name} × {self.slices} slices (DCN)" if self.slices > 1 else name
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A configuration's estimated step (seconds per step, per chip) and whether it is feasible."""
+
+    config: Config
+    feasible: bool
+    reason: str
+    t_math: float
+    t_fsdp: float
+    t_tp: float
+    t_pp: float
+    t_ep: float
+    t_dcn: float
+    bubble: float
+    memory: Memory
+    model_flops: float
+    tokens_per_chip: float
+    seq_shards: int
+    chip: str
+    peak_flops_per_s: float
+
+    @property
+    def times(self) -> dict[str, float]:
+        return {"compute": self.t_math, "DP/FSDP comms": self.t_fsdp, "TP comms": self.t_tp,
+                "pipeline transfers": self.t_pp, "expert AllToAlls": self.t_ep, "DCN": self.t_dcn}
+
+    @property
+    def step_time(self) -> float:
+        return max(self.times.values())
+
+    @property
+    def bound(self) -> str:
+        """What sets the step time: 'compute' (with a pipeline: 'compute + pipeline bubble', since the idle
+        stages are folded into T_math) or the name of the slowest communication."""
+        k = max(self.times, key=self.times.get)
+        return "compute + pipeline bubble" if k == "compute" and self.bubble > 0 else k
+
+    @property
+    def compute_bound(self) -> bool:
+        return self.bound.startswith("compute")
+
+    @property
+    def family(self) -> str:
+        """'dp' (ZeRO 0–2), 'fsdp' (ZeRO-3), 'tp', 'dp+tp', 'fsdp+tp', or 'pp' (any layout with stages)."""
+        c = self.config
+        if c.Z > 1:
+            return "pp"
+        data = "fsdp" if c.zero == 3 else "dp"
+        if c.Y > 1:
+            return f"{data}+tp" if c.X > 1 else "tp"
+        return data
+
+    @property
+    def mfu(self) -> float:
+        """Roofline MFU: model FLOPs (≈ 6·P·tokens, no remat recompute) / (chips · C · step time).
+
+        An upper bound: the step time assumes matmuls at peak and perfect overlap, so a compute-bound layout
+        without remat or bubble reads 100%; real runs reach about 40–60% (the book's exercises assume 40–50%).
+        """
+        return self.model_flops / (self.config.chips * self.peak_flops_per_s * self.step_time)
+
+    def summary(self) -> str:
+        if not self.feasible:
+            return f"{self.config.name}: infeasible — {self.reason}"
+        return (f"{self.config.name} (ZeRO-{self.config.zero}, {self.config.remat} remat): "
+                f"{format_time(self.step_time)}/step, MFU {self.mfu:.0%}, bound by {self.bound}, "
+                f"{format_bytes(self.memory.total)}/{'GPU' if get_chip(self.chip).kind == 'gpu' else 'chip'}")
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def ici_axes(chip, X: int, Y: int) -> tuple[int, int]:
+    """(M_X, M_Y): hardware axes spanned by the data and TP shardings. Book ch. 5's simplification: TP on one
+    axis (two if Y exceeds the longest axis), data parallelism on the rest; all axes when there is no TP.
+    X and Y are positive integers (the data and TP degrees)."""
+    spec = _tpu(chip)
+    X, Y = require_int("X", X), require_int("Y", Y)
+    n = spec.ici_torus_dims or 1
+    if Y == 1:
+        return n, 1
+    longest = max(spec.pod_shape or (Y,))
+    M_Y = 1 if Y <= longest else min(2, n)
+    return max(n - M_Y, 1), M_Y
+
+
+def _remat_policy(remat) -> tuple[str, float | None]:
+    """A policy name of transformer.REMAT_TENSORS_PER_LAYER, or a number of D-wide checkpoints per layer
+    (book ch. 6: 2, with the FLOPs of block remat)."""
+    if isinstance(remat, str):
+        tf._policy(remat)
+        return remat, None
+    require_positive(checkpoints_per_layer=remat)
+    return "block", float(remat)
+
+
+def evaluate(model, batch_tokens: float, config: Config, chip="tpu-v5p", *, seq_len: int = 4096,
+             n_chips: int | None = None, allow_sequence_sharding: bool = True, grad_bytes: float = 0.0,
+             dtype: str = "bf16") -> Estimate:
+    """Estimate one configuration for `model` (a preset name or TransformerConfig) and a global batch of
+    `batch_tokens` tokens in sequences of `seq_len`.
+
+    Raises ValueError when the degrees do not multiply to `n_chips` (if given); returns an infeasible
+    Estimate, with the reason, when the degrees do not divide the model (TP must divide N heads and F,
+    PP must divide L), when the batch cannot give every data shard a token (more data shards than
+    sequences needs sequence sharding, `seq_shards`; shards may be uneven, i.e. padded), or when the
+    memory exceeds HBM.
+
+    Per step and chip (L' = L/Z layers per stage, B_s = batch per slice, P parameters, P' = P/(Y·Z)):
+      T_math = tokens · FLOPs/token (with remat) / (chips · C) / (1 − bubble)
+      T_fsdp = 3 · 2P' / (W_ici · M_X) for FSDP (AllGather fwd + bwd, ReduceScatter), 2 · 2P' / (W M_X) for DP
+      T_tp   = L' · 2 blocks · 12 · (B_s/X) · D / (W_ici · M_Y)   (the table's FSDP+TP row: 4BD/X forward +
+               8BD/X backward per block, so backward/forward = 2 as for compute and the step's TP threshold is
+               the forward one the book derives, Y < M_Y·F/α)
+      T_dcn  = 2 · 2P / (chips per slice · W_dcn)                  (gradient AllReduce over DCN)
+      T_ep   = MoE layers' 4 AllToAlls of k·(B_s/X)·D bf16, each ¼ of an AllGather (book ch. 4)
+    """
+    cfg = tf.get_model(model)
+    spec = _tpu(chip)
+    c = config
+    _check_layout(c)
+    if n_chips is not None and c.chips != n_chips:
+        raise ValueError(f"degrees X·Y·Z·slices = {c.X}·{c.Y}·{c.Z}·{c.slices} = {c.chips} must equal the chip "
+                         f"count {n_chips}")
+    require_positive(batch_tokens=batch_tokens, seq_len=seq_len)
+    grad_bytes = require_bytes("grad_bytes", grad_bytes)
+    C, W = spec.peak_flops(dtype), ici_bandwidth(spec)
+    n_slice = c.X * c.Y * c.Z
+    M_X, M_Y = ici_axes(spec, c.X, c.Y)
+    pc = tf.param_count(cfg)
+    P = pc.total
+    expert = _routed_expert_params(cfg)
+    reasons, seq_shards, tokens_per_shard = _reasons(cfg, c, batch_tokens, seq_len, allow_sequence_sharding)
+    ep = _ep_degree(cfg, c.X)
+    t_math, model_flops, bubble = _flops(cfg, batch_tokens, c, seq_len, C)
+    # communication
+    P_gathered = (P - expert) / (c.Y * c.Z)  # expert weights stay on their EP shard
+    if c.X == 1:
+        t_fsdp = 0.0
+    else:
+        colls = 3 if c.zero == 3 else 2
+        t_fsdp = colls * PARAM_BYTES * P_gathered / (W * M_X)
+        if expert:  # expert gradients are reduced over the data chips that share an expert shard
+            t_fsdp += 2 * PARAM_BYTES * expert / (ep * c.Y * c.Z) / (W * M_X) * (c.X > ep)
+    layers_per_stage = _layers_per_stage(cfg, c.Z)
+    t_tp = 0.0 if c.Y == 1 else layers_per_stage * 2 * 12 * tokens_per_shard * cfg.D / (W * M_Y)
+    t_pp = 0.0 if c.Z == 1 else 2 * 2 * tokens_per_shard * cfg.D / spec.ici_link_bandwidth_oneway_bytes_per_s
+    t_ep = 0.0
+    if cfg.is_moe and ep > 1:
+        moe_per_stage = cfg.moe_layers / c.Z
+        t_ep = moe_per_stage * 4 * ACT_BYTES * cfg.k * tokens_per_shard * cfg.D * ep / (4 * W * M_X) / c.Y
+    t_dcn = 0.0 if c.slices == 1 else 2 * PARAM_BYTES * P / (n_slice * dcn_bandwidth(spec))
+    memory = _memory(cfg, c, batch_tokens, grad_bytes)
+    reasons += _hbm_reasons(memory, spec)
+    return Estimate(c, not reasons, "; ".join(reasons), t_math, t_fsdp, t_tp, t_pp, t_ep, t_dcn, bubble, memory,
+                    model_flops, batch_tokens / c.chips, seq_shards, spec.name, C)
+
+
+# The parts of an estimate that do not depend on the network: shared by this planner and the GPU one
+# (gpu_training.evaluate, book ch. 12), which differ only in their communication times.
+
+
+def _check_layout(c: Config) -> None:
+    """ValueError unless every degree of `c` (and its microbatch count) is a positive integer."""
+    for name in ("X", "Y", "Z", "slices", "microbatches"):
+        v = getattr(c, name)
+        if not is_int(v) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+
+
+def _reasons(cfg: tf.TransformerConfig, c: Config, batch_tokens: float, seq_len: float,
+             allow_sequence_sharding: bool) -> tuple[list[str], int, float]:
+    """(reasons the layout cannot run, sequence shards, tokens per data shard) for a batch of `batch_tokens`.
+
+    TP must divide the N heads and F, PP the L layers; each of the X data shards (a Y·Z group of chips) of a
+    slice needs at least one token, and more shards than sequences needs sequence sharding (uneven shards
+    are padded) into at most `seq_len` pieces. Book ch. 5–6.
+    """
+    B_s = batch_tokens / c.slices
+    tokens_per_shard = B_s / c.X  # tokens each data shard (a Y·Z group of chips) processes
+    sequences = B_s / seq_len
+    seq_shards = 1
+    reasons = []
+    if cfg.N % c.Y or cfg.F % c.Y:
+        reasons.append(f"TP degree {c.Y} must divide N={cfg.N} heads and F={cfg.F}")
+    if cfg.L % c.Z:
+        reasons.append(f"{c.Z} pipeline stages must divide L={cfg.L} layers")
+    if tokens_per_shard < 1:
+        reasons.append(f"{c.X}-way data parallelism leaves less than one token per shard (batch per slice {B_s:g})")
+    elif c.X > sequences:
+        seq_shards = math.ceil(c.X / max(sequences, 1))
+        if not allow_sequence_sharding:
+            reasons.append(f"{c.X}-way data parallelism exceeds the {sequences:g} sequences of the batch "
+                           "(sequence sharding not allowed)")
+        elif seq_shards > seq_len:
+            reasons.append(f"{c.X}-way data parallelism needs {seq_shards} shards per sequence of {seq_len} tokens")
+    return reasons, seq_shards, tokens_per_shard
+
+
+def _flops(cfg: tf.TransformerConfig, batch_tokens: float, c: Config, seq_len: float,
+           C: float) -> tuple[float, float, float]:
+    """(T_math, model FLOPs, bubble) of one step on `c.chips` chips of C FLOPs/s each:
+    T_math = tokens · FLOPs/token (with the remat recompute) / (chips · C) / (1 − bubble), the bubble of a
+    GPipe schedule of `c.microbatches` over Z stages; model FLOPs leave the recompute out (for MFU)."""
+    policy, _ = _remat_policy(c.remat)
+    flops_per_token = tf.training_flops_per_token(cfg, seq_len, causal=True, remat=policy)
+    model_flops = batch_tokens * tf.training_flops_per_token(cfg, seq_len, causal=True)
+    m = c.microbatches if c.Z > 1 else 1
+    bubble = bubble_fraction(c.Z, m) if c.Z > 1 else 0.0
+    t_math = batch_tokens * flops_per_token / (c.chips * C) / (1 - bubble)
+    return t_math, model_flops, bubble
+
+
+def _memory(cfg: tf.TransformerConfig, c: Config, batch_tokens: float, grad_bytes: float) -> Memory:
+    """Bytes per chip of layout `c`: `training_memory` of the dense parameters (ZeRO over X, TP × PP shards),
+    the routed experts sharded over ep·Y·Z chips, the activations of the remat policy (or checkpoints) spread
+    over all chips, and under FSDP the AllGathered layer being used (2 layers' worth, ÷ Y). Book ch. 5–6."""
+    policy, ckpt = _remat_policy(c.remat)
+    pc = tf.param_count(cfg)
+    P, expert = pc.total, _routed_expert_params(cfg)
+    if ckpt is None:
+        act_total = tf.activation_bytes(cfg, batch_tokens, policy)
+    else:
+        act_total = checkpoint_bytes(cfg.D, cfg.L, batch_tokens, ckpt)
+    layer_params = (P - pc.embedding - pc.unembedding) / cfg.L
+    gathered = 2 * PARAM_BYTES * layer_params / c.Y if (c.zero == 3 and c.X > 1) else 0.0
+    dense = training_memory(P - expert, zero=c.zero, X=c.X, model_shards=c.Y * c.Z,
+                            activation_bytes_total=act_total, n_chips=c.chips, grad_bytes=grad_bytes,
+                            gathered_bytes=gathered)
+    if expert:
+        ex = training_memory(expert, zero=0, model_shards=_ep_degree(cfg, c.X) * c.Y * c.Z, grad_bytes=grad_bytes)
+        dense = replace(dense, params=dense.params + ex.params, grads=dense.grads + ex.grads,
+                        optimizer=dense.optimizer + ex.optimizer)
+    return dense
+
+
+def _hbm_reasons(memory: Memory, spec: ChipSpec, unit: str = "chip") -> list[str]:
+    """[the reason] when `memory` exceeds the chip's HBM, else []."""
+    if memory.total > spec.hbm_bytes:
+        return [f"needs {format_bytes(memory.total)} per {unit} > {format_bytes(spec.hbm_bytes)} HBM"]
+    return []
+
+
+def _ep_degree(cfg: tf.TransformerConfig, X: int) -> int:
+    """Expert parallelism over the data axis: ep = gcd(X, E) ways (1 for a dense model)."""
+    return math.gcd(X, cfg.E) if cfg.is_moe else 1
+
+
+def _layers_per_stage(cfg: tf.TransformerConfig, Z: int) -> float:
+    return cfg.L // Z if cfg.L % Z == 0 else cfg.L / Z
+
+
+def _layouts(n: int, max_tp: int, max_pp: int) -> Iterator[tuple[int, int, int]]:
+    """Every (X, Y, Z) with X·Y·Z = n, Y ≤ max_tp, Z ≤ max_pp (Y, then Z ascending)."""
+    divs = _divisors(n)
+    for Y in (d for d in divs if d <= max_tp):
+        for Z in (d for d in divs if d <= max_pp and (n // Y) % d == 0):
+            yield n // (Y * Z), Y, Z
+
+
+def _microbatches(batch_tokens: float, seq_len: float, X: int, Z: int, per_stage: int) -> int:
+    """Microbatches of a Z-stage pipeline: per_stage·Z, capped by the sequences of a data shard (1 without PP)."""
+    if Z == 1:
+        return 1
+    return min(per_stage * Z, max(int(batch_tokens / seq_len / X), 1))
+
+
+def _rank_key(e: Estimate) -> tuple:
+    """The planners' order. Ties (several layouts compute-bound) go first to the higher ZeRO stage — same
+    speed, less memory, the book's "basically always use ZeRO-3" — then to the most communication headroom
+    (the book's X_opt, which balances the FSDP and TP times), then to less memory."""
+    return (not e.feasible, float(f"{e.step_time:.9g}"), -e.config.zero,
+            max(e.t_fsdp, e.t_tp, e.t_pp, e.t_ep, e.t_dcn), e.memory.total)
+
+
+def _routed_expert_params(cfg: tf.TransformerConfig) -> int:
+    if not cfg.is_moe:
+        return 0
+    width = cfg.F_expert or cfg.F
+    return cfg.moe_layers * cfg.E * cfg.mlp_matrices * cfg.D * width
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every configuration considered, fastest feasible first; `best` and `explain()` for the winner."""
+
+    model: tf.TransformerConfig
+    chip: str
+    n_chips: int
+    batch_tokens: float
+    seq_len: int
+    estimates: tuple[Estimate, ...]
+
+    @property
+    def feasible(self) -> list[Estimate]:
+        return [e for e in self.estimates if e.feasible]
+
+    @property
+    def best(self) -> Estimate:
+        if not self.feasible:
+            reasons = sorted({e.reason for e in self.estimates})[:3]
+            raise ValueError(f"no configuration of {self.model.name} fits {self.n_chips} {self.chip} chips with a batch "
+                             f"of {format_si(self.batch_tokens)} tokens; e.g. " + " | ".join(reasons))
+        return self.feasible[0]
+
+    def best_of(self, family: str) -> Estimate | None:
+        """The fastest feasible estimate of one family (see `Estimate.family`), or None."""
+        return next((e for e in self.feasible if e.family == family), None)
+
+    def table(self, n: int = 10) -> list[dict]:
+        rows = []
+        for e in self.feasible[:n]:
+            rows.append({"config": e.config.name, "zero": e.config.zero, "remat": e.config.remat,
+                         "step_s": e.step_time, "mfu": e.mfu, "bound": e.bound,
+                         "memory_per_chip_bytes": e.memory.total, "tokens_per_chip": e.tokens_per_chip})
+        return rows
+
+    def explain(self) -> str:
+        """Two or three sentences: the winner and what bounds it (the planner's own times), the chapter's
+        rules of thumb at this batch per chip, and the best pure-FSDP alternative."""
+        b = self.best
+        spec = get_chip(self.chip)
+        comms = {k: v for k, v in b.times.items() if k != "compute"}
+        slowest = max(comms, key=comms.get)
+        if b.compute_bound:
+            why = (f"compute-bound (its slowest communication, {slowest}, needs {comms[slowest] / b.t_math:.0%} "
+                   "of the compute time)" if comms[slowest] > 0 else "compute-bound (no communication)")
+        else:
+            why = f"bound by {b.bound} ({b.step_time / b.t_math:.2f}× the compute time)"
+        unit = "GPU" if spec.kind == "gpu" else "chip"
+        text = (f"{b.config.name} wins: {format_time(b.step_time)} per step at {b.mfu:.0%} MFU, {why}, "
+                f"{format_bytes(b.memory.total)} per {unit}.")
+        per_chip = self.batch_tokens / self.n_chips
+        if spec.kind == "gpu":
+            text += self._gpu_rules(b, per_chip)
+        else:
+            n_axes = spec.ici_torus_dims or 1
+            text += (f" Chapter 5's rules of thumb at {per_chip:.0f} tokens per chip: FSDP alone needs more than "
+                     f"α/M_X = {dp_min_batch_per_chip(spec, n_axes):.0f}, FSDP+TP more than α²/(M_X·M_Y·F) = "
+                     f"{mixed_min_batch_per_chip(self.model.F, spec, max(n_axes - 1, 1), 1):.0f}.")
+        alt = self.best_of("fsdp")
+        if alt is not None and alt is not b:
+            text += f" Best pure FSDP: {alt.config.name}, {alt.step_time / b.step_time:.2f}× slower (bound by {alt.bound})."
+        elif alt is None:
+            fs = [e for e in self.estimates if e.family == "fsdp"]
+            if fs:
+                text += f" Pure FSDP is not an option here: {fs[0].reason}."
+        return text
+
+    def _gpu_rules(self, b: Estimate, per_gpu: float) -> str:
+        """Book ch. 12's rules of thumb ("Rooflines for LLM Scaling on GPUs"): DP/ZeRO across nodes needs
+        B/X > C/W_node tokens per GPU (H100: 2475), ÷ M/D_node when M = Y·Z ways of model parallelism span
+        M/D_node nodes (`gpus.dp_critical_batch`); in one node C/W_gpu (2200). TP stays compute-bound up to
+        Y < F·W_gpu/C ways inside a node (`gpus.tp_max_degree`, ≈ F/2200 on H100)."""
+        spec = get_chip(self.chip)
+        node = spec.gpus_per_node
+        M = b.config.Y * b.config.Z
+        if self.n_chips <= node:
+            dp = (f"DP/ZeRO inside one node needs more than C/W_gpu = "
+                  f"{gpus.dp_critical_batch(spec, across_nodes=False):.0f}")
+        else:
+            dp = f"DP/ZeRO across nodes needs more than C/W_node = {gpus.dp_critical_batch(spec):.0f}"
+            if M > node:
+                dp += (f" (÷ {M / node:g} = {gpus.dp_critical_batch(spec, model_parallel=M):.0f} with the winner's "
+                       f"{M}-way model parallelism spanning {M / node:g} nodes)")
+        return (f" Chapter 12's rules of thumb at {per_gpu:.0f} tokens per GPU: {dp}; TP inside a node stays "
+                f"compute-bound up to F·W_gpu/C = {gpus.tp_max_degree(self.model.F, spec):.1f} ways.")
+
+
+REMAT_CHOICES = ("none", "big_matmuls", "block")
+
+
+def plan(model, batch_tokens: float, chip="tpu-v5p", *, n_chips: int | None = None, slices: int = 1,
+         seq_len: int = 4096, max_tp: int = 64, max_pp: int = 16, zero_stages: Sequence[int] = (0, 1, 3),
+         remat: Iterable = REMAT_CHOICES, microbatches_per_stage: int = 4, allow_sequence_sharding: bool = True,
+         grad_bytes: float = 0.0, dtype: str = "bf16") -> Plan:
+    """Enumerate the layouts of a training step and rank them by estimated step time (book ch. 5–6).
+
+    `n_chips` per slice (default: the chip's full pod, 8960 for v5p) and `slices` joined by DCN. Every
+    factorisation X·Y·Z = n_chips with Y ≤ max_tp, Z ≤ max_pp is tried with each ZeRO stage and remat policy;
+    pipelines get `microbatches_per_stage`·Z microbatches (capped by the sequences per data shard).
+    Infeasible layouts stay in the plan with their reason. ~10k estimates take well under a second.
+
+    Arguments are checked first, each error naming the argument: n_chips is one slice, at most the chip's pod
+    (more chips are `slices` joined by DCN); batch_tokens holds at least one sequence of seq_len tokens;
+    max_tp, max_pp, microbatches_per_stage are integers ≥ 1; zero_stages (a stage or several of 0–3) and
+    remat (a policy of REMAT_CHOICES, a number of checkpoints per layer, or several) must not be empty;
+    grad_bytes is ≥ 0.
+    """
+    cfg = tf.get_model(model)
+    spec = _tpu(chip)
+    if n_chips is None:
+        if spec.pod_chips is None:
+            raise ValueError(f"{spec.name} has no pod size; pass n_chips")
+        n_chips = spec.pod_chips
+    if not is_int(n_chips) or n_chips < 1:
+        raise ValueError(f"n_chips must be a positive integer, got {n_chips!r}")
+    if spec.pod_chips is not None and n_chips > spec.pod_chips:
+        raise ValueError(f"n_chips={n_chips} is more than one {spec.name} pod ({spec.pod_chips} chips); n_chips is "
+                         "the chips of one ICI slice — join pods with slices=… (DCN, book ch. 5 'Scaling Across "
+                         "Pods')")
+    if not is_int(slices) or slices < 1:
+        raise ValueError(f"slices must be a positive integer, got {slices!r}")
+    require_positive(batch_tokens=batch_tokens, seq_len=seq_len)
+    if batch_tokens < seq_len:
+        raise ValueError(f"batch_tokens={batch_tokens:g} is less than one sequence of seq_len={seq_len:g} tokens; "
+                         "a training batch is whole sequences (lower seq_len for short sequences)")
+    max_tp = require_int("max_tp", max_tp)
+    max_pp = require_int("max_pp", max_pp)
+    microbatches_per_stage = require_int("microbatches_per_stage", microbatches_per_stage)
+    grad_bytes = require_bytes("grad_bytes", grad_bytes)
+    zero_stages = require_choices("zero_stages", zero_stages, "ZeRO stages (0 plain DP, 1, 2, 3 FSDP)", is_int)
+    for z in zero_stages:
+        require_int("each of zero_stages", z, 0, 3)
+    remat = require_choices("remat", remat, f"remat policies ({', '.join(REMAT_CHOICES)}) or checkpoints per layer",
+                            lambda r: isinstance(r, (str, int, float)))
+    for r in remat:
+        _remat_policy(r)
+    estimates = []
+    for X, Y, Z in _layouts(n_chips, max_tp, max_pp):
+        mb = _microbatches(batch_tokens / slices, seq_len, X, Z, microbatches_per_stage)
+        for zero in (zero_stages if X > 1 else (0,)):
+            for r in remat:
+                cfgn = Config(X=X, Y=Y, Z=Z, slices=slices, zero=zero, remat=r, microbatches=mb)
+                estimates.append(evaluate(cfg, batch_tokens, cfgn, spec, seq_len=seq_len,
+                                          allow_sequence_sharding=allow_sequence_sharding,
+                                          grad_bytes=grad_bytes, dtype=dtype))
+    estimates.sort(key=_rank_key)
+    return Plan(cfg, spec.name, n_chips * slices, batch_tokens, seq_len, tuple(estimates))

@@ -1,0 +1,183 @@
+"""Pipeline schedules: GPipe, 1F1B and interleaved 1F1B — their bubble and the activations they hold.
+
+Standard results, not the book's (book ch. 12, "Pipeline Parallelism", and ch. 5 name pipelines and the bubble
+but derive neither schedule): with p stages, m microbatches and a forward and a backward pass of equal length per
+microbatch and stage,
+
+- GPipe (Huang et al. 2019: all forwards, then all backwards): bubble (p − 1)/(m + p − 1); stage 0 holds the
+  activations of all m microbatches at once;
+- 1F1B (PipeDream-Flush, Narayanan et al. 2021): the same bubble, (p − 1)/(m + p − 1), but a stage starts a
+  backward as soon as it can, so stage 0 holds at most min(m, p) microbatches' activations;
+- interleaved 1F1B (Megatron-LM, Narayanan et al. 2021): each device holds v non-adjacent chunks of layers
+  ("virtual stages"), so the fill and drain shrink by v: bubble (p − 1)/(v·m + p − 1), for v× the point-to-point
+  transfers.
+
+`simulate(kind, p, m, v)` *runs* each schedule — every device executes its list of forward/backward chunks in
+order, each starting when its device is free and its input has arrived — and returns the timeline, so the
+formulas above are checked against a simulation (tests/test_pipeline_schedules.py), not asserted.
+
+Time unit: one chunk's forward (= one chunk's backward); a full stage's forward takes v units. Pure Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scalebook_utils.core.units import is_int
+
+__all__ = ["SCHEDULES", "gpipe_bubble", "one_f_one_b_bubble", "interleaved_bubble", "bubble", "Op", "Timeline",
+           "device_order", "simulate"]
+
+#: schedule names `simulate` and `bubble` accept
+SCHEDULES = ("gpipe", "1f1b", "interleaved")
+
+
+def _check(p, m, v=1) -> None:
+    for name, x in (("p (stages)", p), ("m (microbatches)", m), ("v (chunks per device)", v)):
+        if not is_int(x) or x < 1:
+            raise ValueError(f"{name} must be a positive integer, got {x!r}")
+
+
+def gpipe_bubble(p: int, m: int) -> float:
+    """Idle fraction of a GPipe step: (p − 1)/(m + p − 1) (Huang et al. 2019)."""
+    _check(p, m)
+    return (p - 1) / (m + p - 1)
+
+
+def one_f_one_b_bubble(p: int, m: int) -> float:
+    """Idle fraction of 1F1B: the same (p − 1)/(m + p − 1) as GPipe (Narayanan et al. 2021); it saves memory,
+    not time."""
+    _check(p, m)
+    return (p - 1) / (m + p - 1)
+
+
+def interleaved_bubble(p: int, m: int, v: int) -> float:
+    """Idle fraction of interleaved 1F1B with v chunks per device: (p − 1)/(v·m + p − 1) (Megatron-LM,
+    Narayanan et al. 2021). v = 1 is plain 1F1B."""
+    _check(p, m, v)
+    return (p - 1) / (v * m + p - 1)
+
+
+def bubble(kind: str, p: int, m: int, v: int = 1) -> float:
+    """The closed-form bubble of schedule `kind` ("gpipe", "1f1b", "interleaved")."""
+    if kind == "gpipe":
+        return gpipe_bubble(p, m)
+    if kind == "1f1b":
+        return one_f_one_b_bubble(p, m)
+    if kind == "interleaved":
+        return interleaved_bubble(p, m, v)
+    raise ValueError(f"unknown schedule {kind!r}; known: {', '.join(SCHEDULES)}")
+
+
+@dataclass(frozen=True)
+class Op:
+    """One unit of work: the forward ("F") or backward ("B") of microbatch `mb` through chunk `chunk` of a device
+    (virtual stage chunk·p + device)."""
+
+    kind: str
+    mb: int
+    chunk: int = 0
+
+
+def device_order(kind: str, p: int, m: int, v: int = 1, device: int = 0) -> list[Op]:
+    """The order in which `device` runs its forwards and backwards under schedule `kind`.
+
+    GPipe: F0 … F(m−1), then B0 … B(m−1). 1F1B: p − device − 1 warm-up forwards, then one forward and one backward
+    in turn, then the remaining backwards. Interleaved (m a multiple of p): microbatches go through the chunks in
+    groups of p (Megatron-LM's order), warm-up (p − device − 1)·2 + (v − 1)·p forwards, then 1F1B.
+    """
+    _check(p, m, v)
+    if kind == "gpipe":
+        return [Op("F", i) for i in range(m)] + [Op("B", i) for i in range(m)]
+    if kind == "1f1b":
+        v = 1
+    elif kind != "interleaved":
+        raise ValueError(f"unknown schedule {kind!r}; known: {', '.join(SCHEDULES)}")
+    elif m % p:
+        raise ValueError(f"interleaved 1F1B needs m to be a multiple of p; got m = {m}, p = {p}")
+    total = m * v
+
+    def fwd(k):   # k-th forward of this device: groups of p microbatches, chunk by chunk
+        group, r = divmod(k, p * v)
+        return Op("F", group * p + r % p, r // p)
+
+    def bwd(k):   # backwards visit the chunks in reverse
+        group, r = divmod(k, p * v)
+        return Op("B", group * p + r % p, v - 1 - r // p)
+
+    warm = min(total, (p - device - 1) * 2 + (v - 1) * p if v > 1 else p - device - 1)
+    order = [fwd(k) for k in range(warm)]
+    f, b = warm, 0
+    while b < total:
+        if f < total:
+            order.append(fwd(f))
+            f += 1
+        order.append(bwd(b))
+        b += 1
+    return order
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """A simulated schedule: `grid[d][t]` = the Op device d runs in time unit t, or None (idle)."""
+
+    kind: str
+    p: int
+    m: int
+    v: int
+    grid: tuple[tuple[Op | None, ...], ...]
+
+    @property
+    def makespan(self) -> int:
+        return len(self.grid[0])
+
+    @property
+    def bubble(self) -> float:
+        """Idle fraction of all (device, time unit) slots."""
+        idle = sum(op is None for row in self.grid for op in row)
+        return idle / (self.p * self.makespan)
+
+    def peak_activations(self, device: int = 0) -> float:
+        """Most activations device `device` holds at once, in full-stage microbatches (a chunk's forward
+        leaves 1/v of one until its backward runs)."""
+        held = peak = 0
+        for op in self.grid[device]:
+            if op is not None:
+                held += 1 if op.kind == "F" else -1
+                peak = max(peak, held)
+        return peak / self.v
+
+
+def simulate(kind: str, p: int, m: int, v: int = 1) -> Timeline:
+    """Run schedule `kind` on p devices: each device takes its `device_order` ops in turn; an op starts when its
+    device is free and its input is ready (F of virtual stage s after F of s − 1; B of s after B of s + 1, the
+    last stage's B after its own F). Every op takes one time unit."""
+    v = v if kind == "interleaved" else 1
+    orders = [device_order(kind, p, m, v, d) for d in range(p)]
+    S = p * v
+    done: dict[tuple[str, int, int], int] = {}   # (kind, mb, virtual stage) -> finish time
+    pos, free = [0] * p, [0] * p
+    rows: list[list[Op | None]] = [[] for _ in range(p)]
+    remaining = sum(len(o) for o in orders)
+    t = 0
+    while remaining:
+        for d in range(p):
+            if pos[d] == len(orders[d]) or free[d] > t:
+                continue
+            op = orders[d][pos[d]]
+            s = op.chunk * p + d
+            dep = (("F", op.mb, s - 1) if s > 0 else None) if op.kind == "F" else \
+                  (("B", op.mb, s + 1) if s < S - 1 else ("F", op.mb, s))
+            if dep is not None and done.get(dep, t + 1) > t:
+                continue
+            rows[d].extend([None] * (t - len(rows[d])))
+            rows[d].append(op)
+            done[(op.kind, op.mb, s)] = t + 1
+            free[d], pos[d] = t + 1, pos[d] + 1
+            remaining -= 1
+        t += 1
+        if t > 4 * S * m + 4 * S:
+            raise RuntimeError(f"{kind} schedule deadlocked (p = {p}, m = {m}, v = {v})")
+    end = max(len(r) for r in rows)
+    grid = tuple(tuple(r + [None] * (end - len(r))) for r in rows)
+    return Timeline(kind, p, m, v, grid)

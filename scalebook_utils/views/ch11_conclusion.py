@@ -1,0 +1,411 @@
+"""Views for chapter 11 (the capstone): "plan your model" as one readout, one figure and one self-contained app.
+
+The same layers as `training_views` (DESIGN §3) over the pure `capstone` core: `capstone_readout` returns one
+deterministic line starting with ``capstone: `` (tests and the browser test wait for it), `capstone_figure` draws
+the training step's time budget next to the serving frontier, and `plan_app` wires every control into ONE widget
+(a VBox: title, controls, a "Training plan" | "Serving plan" pair of panes with their reasons, the readout line
+and the figure), so the notebook also renders in Voilà with no code visible. Bad input (an unknown name, a zero
+size, an MFU above 1, a chip count beyond a pod) shows as text in the panes and the readout, never a traceback.
+
+Browser hooks: the panes carry the CSS classes ``scalebook-train-pane`` and ``scalebook-serve-pane``, the readout
+``scalebook-capstone-readout``.
+
+Book ch. 11 "Conclusions and Further Reading" over ch. 5–8 and ch. 12.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import html
+import time
+
+import ipywidgets as W
+import numpy as np
+from IPython.display import Image
+from matplotlib import colormaps
+from matplotlib.figure import Figure
+from matplotlib.ticker import LogLocator, NullFormatter, NullLocator
+
+from scalebook_utils.core import capstone as cap
+from scalebook_utils.core.inference import costs as inf
+from scalebook_utils.core import transformer as tf
+from scalebook_utils.core.hardware import chip_names, get_chip
+from scalebook_utils.core.units import format_time
+from scalebook_utils.views.live_figure import LiveFigure
+from scalebook_utils.views.widgets import INPUT_ERRORS, _message_figure, error_text, plain_formatter
+
+__all__ = ["CAPSTONE_PREFIX", "CUSTOM", "MODEL_LABEL", "TRAIN_CHIP_LABEL", "SERVE_CHIP_LABEL", "capstone_readout", "capstone_figure", "pane_html", "layouts_html", "plan_app"]
+
+#: The browser test waits for this prefix; do not change it.
+CAPSTONE_PREFIX = "capstone: "
+#: The model dropdown's entry that reveals the L, D, F, N, K, H, V fields.
+CUSTOM = "custom…"
+#: CSS classes the browser test looks for.
+TRAIN_PANE_CLASS, SERVE_PANE_CLASS, READOUT_CLASS = "scalebook-train-pane", "scalebook-serve-pane", \
+    "scalebook-capstone-readout"
+#: Descriptions of the chip dropdowns (the browser test picks them by these labels).
+MODEL_LABEL, TRAIN_CHIP_LABEL, SERVE_CHIP_LABEL = "model", "training chip", "serving chip"
+
+_DIMS = ("L", "D", "F", "N", "K", "H", "V")
+_BATCHES = [(f"{2.0 ** k / 1e6:.3g}M (2^{k})", 2 ** k) for k in range(17, 27)]
+_SEQS = (1024, 2048, 4096, 8192, 16384, 32768)
+_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+
+
+# --- the pure parts: budget, sides, readout -------------------------------------------------------------------
+
+
+def _budget(budget: cap.Budget | None, fields: dict) -> cap.Budget:
+    """`budget` with `fields` replaced (or a new Budget from `fields`); raises for bad values."""
+    if budget is None:
+        return cap.Budget(**fields)
+    if not isinstance(budget, cap.Budget):
+        raise TypeError(f"budget must be a capstone.Budget, got {type(budget).__name__}")
+    return dataclasses.replace(budget, **fields) if fields else budget
+
+
+def _key(model):
+    """A hashable stand-in for the model (a name, or a TransformerConfig, which is frozen)."""
+    return model if isinstance(model, (str, tf.TransformerConfig)) else str(model)
+
+
+@functools.lru_cache(maxsize=64)
+def _train(model, chip, budget: cap.Budget) -> cap.TrainingSide:
+    return cap.plan_training(model, chip, budget)
+
+
+@functools.lru_cache(maxsize=64)
+def _serve(model, chip, budget: cap.Budget) -> cap.ServingSide:
+    return cap.plan_serving_side(model, chip, budget)
+
+
+def _sides(model, train_chip, serve_chip, budget):
+    """(training side or the exception, serving side or the exception): one half failing leaves the other."""
+    out = []
+    for fn, chip in ((_train, train_chip), (_serve, serve_chip)):
+        try:
+            out.append(fn(_key(model), chip, budget))
+        except INPUT_ERRORS as exc:
+            out.append(exc)
+    return tuple(out)
+
+
+def _name(x) -> str:
+    return getattr(x, "name", str(x))
+
+
+def capstone_readout(model="llama3-70b", train_chip="tpu-v5p", serve_chip="tpu-v5e", budget: cap.Budget | None = None,
+                     **budget_fields) -> str:
+    """``capstone: llama3-70b | train tpu-v5p×8960: FSDP 2240 × TP 4, 44.7 days at 40% MFU, $40.3M, compute-bound
+    | serve tpu-v5e int8: 4x2 (8 chips), B≤42, best ≤ 20 ms: B=256 on 128 chips, 501 tokens/s/chip``.
+
+    `budget_fields` override fields of `budget` (e.g. ``train_chips=4096, mfu=0.45``). A side that cannot be
+    planned says so in its part of the line (``train h100: error — …``); nothing raises."""
+    try:
+        b = _budget(budget, budget_fields)
+        name = tf.get_model(model).name
+    except INPUT_ERRORS as exc:
+        return f"{CAPSTONE_PREFIX}{_name(model)} → cannot plan: {error_text(exc)}"
+    parts = []
+    for side, chip, what in zip(_sides(model, train_chip, serve_chip, b), (train_chip, serve_chip), ("train", "serve")):
+        parts.append(f"{what} {_name(chip)}: error — {error_text(side)}" if isinstance(side, Exception)
+                     else side.headline())
+    return f"{CAPSTONE_PREFIX}{name} | " + " | ".join(parts)
+
+
+# --- panes ----------------------------------------------------------------------------------------------------------
+
+
+def pane_html(side, title: str) -> str:
+    """One side as HTML: a heading, its headline numbers as a list, then "Why" and its reasons as bullets; an
+    exception (bad input) as a red line."""
+    h = f"<h4 style='margin:4px 0'>{html.escape(title)}</h4>"
+    if isinstance(side, Exception):
+        return f"<div style='line-height:1.4'>{h}<p style='color:#b00020'>cannot plan: " \
+               f"{html.escape(error_text(side))}</p></div>"
+    lines = side.lines()
+    items = "".join(f"<li>{html.escape(x)}</li>" for x in lines[1:])
+    why = "".join(f"<li>{html.escape(r)}</li>" for r in side.reasons)
+    verdict = ""
+    if not side.feasible:
+        verdict = f"<p style='color:#b00020'>{html.escape(side.reason)}</p>"
+    return (f"<div style='line-height:1.4'>{h}<p style='margin:2px 0'><i>{html.escape(lines[0])}</i></p>{verdict}" +
+            (f"<ul style='margin:2px 0'>{items}</ul>" if items and side.feasible else "") +
+            f"<p style='margin:6px 0 2px'><b>Why</b></p><ul style='margin:2px 0'>{why}</ul>" +
+            layouts_html(getattr(side, "layouts", ())) + "</div>")
+
+
+def layouts_html(rows) -> str:
+    """The training planner's layout kinds as a small table: the chosen one, ties, slower ones and those that do
+    not fit, each with its reason (`capstone.layout_rows`); empty for none."""
+    if not rows:
+        return ""
+    color = {"chosen": "#1b7837", "tie": "#1f4e9c", "slower": "#555", "does not fit": "#b00020"}
+    body = "".join(f"<tr><td>{html.escape(r.kind)}</td><td>{html.escape(r.layout)}</td>"
+                   f"<td style='color:{color.get(r.verdict, '#555')}'>{html.escape(r.verdict)}</td>"
+                   f"<td>{html.escape(r.why)}</td></tr>" for r in rows)
+    return ("<p style='margin:6px 0 2px'><b>Layouts considered</b></p>"
+            "<table style='font-size:90%;border-collapse:collapse'><tr><th align='left'>kind</th>"
+            "<th align='left'>fastest of its kind</th><th align='left'>verdict</th><th align='left'>why</th></tr>"
+            f"{body}</table>")
+
+
+# --- the figure -------------------------------------------------------------------------------------------------------
+
+
+def _message(ax, text: str) -> None:
+    ax.set_axis_off()
+    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=9, wrap=True, transform=ax.transAxes)
+
+
+def _draw_training(ax, side) -> None:
+    if isinstance(side, Exception):
+        return _message(ax, f"training: cannot plan\n{error_text(side)}")
+    if not side.feasible:
+        return _message(ax, f"training: no feasible layout on {side.n_chips:,} × {side.chip}")
+    e = side.estimate
+    times = {k: v for k, v in e.times.items() if v > 0 or k == "compute"}
+    names = list(times)[::-1]
+    vals = np.array([times[k] for k in names]) * 1e3
+    slowest = max(times, key=times.get)
+    colors = ["#54a24b" if k == "compute" else "#e45756" if k == slowest else "#9ecae1" for k in names]
+    ax.barh(names, vals, color=colors)
+    for y, v in enumerate(vals):
+        ax.text(v, y, " " + format_time(v / 1e3).replace(" u", " µ"), va="center", fontsize=8)
+    ax.set_xlim(0, vals.max() * 1.35)
+    ax.set_xlabel("time per training step (ms); they overlap, the longest sets the step")
+    ax.set_ylabel("part of the step")
+    ax.set_title(f"training {side.model} on {side.n_chips:,} × {side.chip}: {side.layout}\n"
+                 f"{format_time(side.step_time)}/step, {side.bound}, roofline MFU {side.roofline_mfu:.0%} "
+                 f"(upper bound; the days use {side.mfu:.0%})",
+                 fontsize=9)
+    ax.tick_params(axis="y", labelsize=8)
+    ax.grid(True, axis="x", alpha=0.3)
+
+
+def _draw_serving(ax, side) -> None:
+    if isinstance(side, Exception):
+        return _message(ax, f"serving: cannot plan\n{error_text(side)}")
+    if not side.feasible:
+        return _message(ax, f"serving: {side.reason}")
+    f = side.frontier
+    gpu = get_chip(side.chip).kind == "gpu"
+    cmap = colormaps["viridis"]
+    for i, pl in enumerate(f.plans):
+        ax.scatter([p.latency * 1e3 for p in pl.points], [p.tokens_per_s_per_chip for p in pl.points], s=9,
+                   color=cmap(i / max(len(f.plans) - 1, 1)), alpha=0.75, zorder=3,
+                   label=cap._slice(pl.n_chips, pl.shape, gpu))
+    ax.plot([p.latency * 1e3 for p in f.pareto], [p.tokens_per_s_per_chip for p in f.pareto], color="black", lw=1.6,
+            drawstyle="steps-post", zorder=4, label="Pareto frontier")
+    ax.axvline(side.max_latency * 1e3, color="#d62728", lw=1.1, ls="--",
+               label=f"latency cap {side.max_latency * 1e3:.3g} ms")
+    top = side.max_throughput
+    ax.plot([top.latency * 1e3], [top.tokens_per_s_per_chip], "D", color="#ff7f0e", ms=8, mec="black", zorder=6,
+            label=f"smallest slice's best:\nB={top.B:g} on {cap._chips(top.n_chips, gpu)}")
+    if side.best is not None:
+        b = side.best
+        ax.plot([b.latency * 1e3], [b.tokens_per_s_per_chip], "*", color="#d62728", ms=15, mec="black", zorder=7,
+                label=f"chosen (best under the cap):\nB={b.B:g} on {cap._chips(b.n_chips, gpu)}, "
+                      f"{cap._tps(b.tokens_per_s_per_chip)} tokens/s/chip")
+    for axis, scale in ((ax.xaxis, ax.set_xscale), (ax.yaxis, ax.set_yscale)):
+        scale("log")
+        axis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
+        axis.set_major_formatter(plain_formatter())
+        axis.set_minor_locator(NullLocator())
+        axis.set_minor_formatter(NullFormatter())
+    lat = [p.latency * 1e3 for p in f.points] + [side.max_latency * 1e3]
+    thr = [p.tokens_per_s_per_chip for p in f.points]
+    ax.set_xlim(min(lat) / 1.3, max(lat) * 1.3)
+    ax.set_ylim(min(thr) / 1.5, max(thr) * 1.8)
+    ax.set_xlabel("latency: time per decode step (ms)")
+    ax.set_ylabel("throughput (tokens/s per chip)")
+    ax.set_title(f"serving {side.model} in {side._prec()} on {side.chip}, {side.S:g}-token context\n"
+                 "every batch on every slice size", fontsize=9)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)
+
+
+def capstone_figure(model="llama3-70b", train_chip="tpu-v5p", serve_chip="tpu-v5e", budget: cap.Budget | None = None,
+                    **budget_fields) -> Figure:
+    """Left: the training step's time budget of the best layout (compute and each communication, ms; the longest
+    sets the step). Right: the serving frontier — tokens/s per chip against ms per decode step for every batch and
+    slice, the latency cap, the smallest slice's best point (◆) and the chosen point under the cap (★)."""
+    fig = Figure(figsize=(13.0, 4.6))  # fixed margins: constrained layout would double the app's redraw time
+    ax1, ax2 = fig.subplots(1, 2, width_ratios=[1, 1.15])
+    fig.subplots_adjust(left=0.11, right=0.80, bottom=0.12, top=0.86, wspace=0.3)
+    try:
+        b = _budget(budget, budget_fields)
+        tf.get_model(model)
+    except INPUT_ERRORS as exc:
+        _message(ax1, f"cannot plan: {error_text(exc)}")
+        ax2.set_axis_off()
+        return fig
+    train, serve = _sides(model, train_chip, serve_chip, b)
+    _draw_training(ax1, train)
+    _draw_serving(ax2, serve)
+    return fig
+
+
+def _picture_budget(b: cap.Budget) -> cap.Budget:
+    """`b` without the fields the figure does not draw (tokens, MFU, deadline, money): those change only text."""
+    return dataclasses.replace(b, train_tokens=15e12, mfu=0.4, max_days=None, max_usd=None)
+
+
+def _figure_png(model, train_chip, serve_chip, budget: cap.Budget, live: LiveFigure | None = None) -> bytes:
+    return _figure_png_cached(model, train_chip, serve_chip, _picture_budget(budget), live)
+
+
+@functools.lru_cache(maxsize=32)
+def _figure_png_cached(model, train_chip, serve_chip, budget: cap.Budget, live: LiveFigure | None = None) -> bytes:
+    """`capstone_figure` as PNG bytes (`widgets.SCREEN_DPI`), cached: drawing is most of an app update. On the app's
+    `LiveFigure` (`live`) a change redraws only the side that changed (fixed margins: one layout for every plan)."""
+    live = live or LiveFigure()
+    try:
+        return live.png(lambda: capstone_figure(model, train_chip, serve_chip, budget), key="capstone")
+    except Exception as exc:  # noqa: BLE001 - an app never shows a traceback
+        return live.png(lambda: _message_figure(f"cannot draw: {type(exc).__name__}: {exc}"))
+
+
+# --- the app ------------------------------------------------------------------------------------------------------------
+
+
+def _label(text: str) -> W.HTML:
+    return W.HTML(f"<span style='color:#555;font-size:90%'>{html.escape(text)}</span>")
+
+
+def plan_app(model: str | tf.TransformerConfig = "llama3-70b", train_chip: str = "tpu-v5p", serve_chip: str = "tpu-v5e",
+             budget: cap.Budget | None = None) -> W.VBox:
+    """The chapter-11 app as ONE widget: model (presets or "custom…" with L, D, F, N, K, H, V), training chip, chip
+    count (0 = the default: a TPU's pod, 1024 GPUs), tokens, batch, sequence length, achieved MFU, an optional
+    deadline and money cap; serving chip, precision, context and latency cap. Below: the training and serving plans
+    side by side with their reasons, the `capstone_readout` line and `capstone_figure`.
+
+    The returned VBox carries ``.controls`` (name → widget), ``.panes`` (training, serving HTML), ``.readout()``
+    (the line for the current values), ``.last_readout``, ``.last_update_s`` (seconds the last update took) and
+    ``.snapshot()`` (the current figure as a PNG Image)."""
+    b = budget or cap.Budget()
+    models = list(tf.MODELS)
+    style = {"description_width": "130px"}
+    wide = W.Layout(width="320px")
+    model_dd = W.Dropdown(options=models + [CUSTOM], value=model if model in models else CUSTOM,
+                          description=MODEL_LABEL, style=style, layout=wide)
+    base = model if isinstance(model, tf.TransformerConfig) else tf.get_model(model if model in models else "llama3-8b")
+    dims = {d: W.IntText(value=getattr(base, d), description=d, layout=W.Layout(width="150px"),
+                         style={"description_width": "20px"}) for d in _DIMS}
+    custom_box = W.HBox(list(dims.values()))
+    custom_box.layout.display = "" if model_dd.value == CUSTOM else "none"
+    chips_all = chip_names()
+    train_dd = W.Dropdown(options=chips_all, value=get_chip(train_chip).name, description=TRAIN_CHIP_LABEL,
+                          style=style, layout=wide)
+    n_box = W.IntText(value=b.train_chips or 0, description="training chips", style=style, layout=wide)
+    tokens_box = W.FloatText(value=b.train_tokens / 1e12, description="tokens (T)", style=style, layout=wide)
+    batches = dict(_BATCHES)
+    if b.batch_tokens not in batches.values():
+        batches = {f"{b.batch_tokens:g}": b.batch_tokens} | batches
+    batch_dd = W.Dropdown(options=list(batches.items()), value=b.batch_tokens, description="batch (tokens)",
+                          style=style, layout=wide)
+    seq_dd = W.Dropdown(options=sorted({*_SEQS, b.seq_len}), value=b.seq_len, description="sequence length",
+                        style=style, layout=wide)
+    mfu_sl = W.FloatSlider(value=b.mfu, min=0.05, max=1.0, step=0.01, readout_format=".0%", continuous_update=False,
+                           description="achieved MFU", style=style, layout=wide)
+    days_box = W.FloatText(value=b.max_days or 0, description="deadline (days)", style=style, layout=wide)
+    usd_box = W.FloatText(value=(b.max_usd or 0) / 1e6, description="money cap (M USD)", style=style, layout=wide)
+    serve_dd = W.Dropdown(options=chips_all, value=get_chip(serve_chip).name, description=SERVE_CHIP_LABEL,
+                          style=style, layout=wide)
+    prec_dd = W.Dropdown(options=list(dict.fromkeys([b.serve_precision, *inf.PRECISIONS])), value=b.serve_precision,
+                         description="precision", style=style, layout=wide)
+    ctx_dd = W.Dropdown(options=sorted({*_CONTEXTS, int(b.serve_context)}), value=int(b.serve_context),
+                        description="context (tokens)", style=style, layout=wide)
+    lat_box = W.FloatText(value=b.max_latency * 1e3, description="latency cap (ms)", style=style, layout=wide)
+
+    controls = {"model": model_dd, **dims, "train_chip": train_dd, "train_chips": n_box, "tokens": tokens_box,
+                "batch": batch_dd, "seq_len": seq_dd, "mfu": mfu_sl, "max_days": days_box, "max_usd": usd_box,
+                "serve_chip": serve_dd, "precision": prec_dd, "context": ctx_dd, "max_latency": lat_box}
+
+    train_pane = W.HTML(layout=W.Layout(width="50%", padding="0 8px 0 0"))
+    serve_pane = W.HTML(layout=W.Layout(width="50%", padding="0 0 0 8px"))
+    train_pane.add_class(TRAIN_PANE_CLASS)
+    serve_pane.add_class(SERVE_PANE_CLASS)
+    readout = W.HTML()
+    readout.add_class(READOUT_CLASS)
+    image = W.Image(format="png", layout=W.Layout(max_width="100%", align_self="flex-start"))  # never upscaled
+
+    def current():
+        """(model, train chip, serve chip, budget) from the controls; raises for bad values."""
+        if model_dd.value == CUSTOM:
+            m = tf.TransformerConfig("custom", **{d: dims[d].value for d in _DIMS})
+        else:
+            m = model_dd.value
+        bud = cap.Budget(train_chips=n_box.value or None, train_tokens=tokens_box.value * 1e12,
+                         batch_tokens=batch_dd.value, seq_len=seq_dd.value, mfu=mfu_sl.value,
+                         max_days=days_box.value or None, max_usd=usd_box.value * 1e6 or None,
+                         serve_precision=prec_dd.value, serve_context=ctx_dd.value,
+                         max_latency=lat_box.value * 1e-3)
+        return m, train_dd.value, serve_dd.value, bud
+
+    def line_now() -> str:
+        try:
+            m, tc, sc, bud = current()
+        except INPUT_ERRORS as exc:
+            return f"{CAPSTONE_PREFIX}{model_dd.value} → cannot plan: {error_text(exc)}"
+        return capstone_readout(m, tc, sc, bud)
+
+    box = W.VBox()
+    box.quiet = False
+    box.live_figure = LiveFigure()
+
+    def update(_change=None):
+        if box.quiet:
+            return
+        t0 = time.perf_counter()
+        custom_box.layout.display = "" if model_dd.value == CUSTOM else "none"
+        try:
+            m, tc, sc, bud = current()
+        except INPUT_ERRORS as exc:
+            err = f"<p style='color:#b00020'>cannot plan: {html.escape(error_text(exc))}</p>"
+            train_pane.value = "<h4 style='margin:4px 0'>Training plan</h4>" + err
+            serve_pane.value = "<h4 style='margin:4px 0'>Serving plan</h4>" + err
+            line = f"{CAPSTONE_PREFIX}{model_dd.value} → cannot plan: {error_text(exc)}"
+        else:
+            train, serve = _sides(m, tc, sc, bud)
+            train_pane.value = pane_html(train, "Training plan")
+            serve_pane.value = pane_html(serve, "Serving plan")
+            line = capstone_readout(m, tc, sc, bud)
+        # the text first (the browser shows it at once), then the picture
+        readout.value = f"<code style='white-space:pre-wrap'>{html.escape(line)}</code>"
+        box.last_readout = line
+        if line.startswith(CAPSTONE_PREFIX) and " → cannot plan" not in line:
+            image.value = box.last_png = _figure_png(_key(m), tc, sc, bud, box.live_figure)
+        box.last_update_s = time.perf_counter() - t0
+
+    def on_model(change):
+        # choosing "custom…" starts from the preset that was selected, so the fields hold a sensible model
+        if change["new"] == CUSTOM and change["old"] in tf.MODELS:
+            src = tf.MODELS[change["old"]]
+            box.quiet = True
+            try:
+                for d in _DIMS:
+                    dims[d].value = getattr(src, d)
+            finally:
+                box.quiet = False
+
+    model_dd.observe(on_model, names="value")  # before `update`, so the fields are filled when it runs
+    for w in controls.values():
+        w.observe(update, names="value")
+
+    title = W.HTML("<h3 style='margin:4px 0'>Plan your model — training and serving side by side</h3>"
+                   "<p style='margin:0 0 6px;color:#555'>Book ch. 11: the planners of ch. 5–6 (TPU training), ch. 12 "
+                   "(GPU training) and ch. 7–8 (serving). Step times are rooflines; the days use the MFU you expect "
+                   "to achieve.</p>")
+    train_col = W.VBox([_label("Training"), train_dd, n_box, _label("0 = a TPU's full pod, 1024 GPUs (576 GB200s)"),
+                        tokens_box, batch_dd, seq_dd, mfu_sl, days_box, usd_box, _label("0 = no deadline / no cap")])
+    serve_col = W.VBox([_label("Serving"), serve_dd, prec_dd, ctx_dd, lat_box])
+    box.children = [title, W.HBox([model_dd]), custom_box, W.HBox([train_col, serve_col]),
+                    W.HBox([train_pane, serve_pane], layout=W.Layout(width="100%")), readout, image]
+    box.controls, box.panes, box.image = controls, (train_pane, serve_pane), image
+    box.readout = line_now
+    box.snapshot = lambda: Image(data=box.last_png, format="png")
+    update()
+    return box
+

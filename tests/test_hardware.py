@@ -73,3 +73,27 @@ def test_chip_names_by_kind():
     assert set(hardware.chip_names("gpu")) == set(DESIGN_NAMES[6:])
     with pytest.raises(ValueError, match="kind"):
         hardware.chip_names("fpga")
+
+
+# --- the registry is immutable (issue 16 item 6) ------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(hardware.ALL_CHIPS))
+def test_a_chip_spec_cannot_be_changed_and_is_hashable(name):
+    import dataclasses
+
+    spec = hardware.get_chip(name)
+    before = spec.peak_flops("bf16") if "bf16" in spec.supported_dtypes else None
+    attempts = [lambda: spec.peak_flops_per_s.__setitem__("bf16", 1.0),   # spec.peak_flops_per_s["bf16"] = 1
+                lambda: spec.sources.__setitem__("hbm_bytes", "mine"),
+                lambda: spec.peak_flops_per_s.update(bf16=1.0),
+                lambda: setattr(spec, "hbm_bytes", 1.0),
+                lambda: spec.peak_flops_per_s.__delitem__("bf16")]
+    for attempt in attempts:
+        with pytest.raises((TypeError, AttributeError, dataclasses.FrozenInstanceError)):
+            attempt()
+    assert hardware.get_chip(name) == spec and {spec: 1}[hardware.get_chip(name)] == 1   # hashable, stable
+    if before is not None:
+        assert hardware.get_chip(name).peak_flops("bf16") == before
+    variant = dataclasses.replace(spec, peak_flops_per_s={"bf16": 1.0})      # the way to derive a variant
+    assert variant.peak_flops("bf16") == 1.0 and variant != spec and hash(variant) != hash(spec)

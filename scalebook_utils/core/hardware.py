@@ -15,6 +15,7 @@ Where versions of the book disagree, `ChipSpec.notes` records the alternatives a
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from scalebook_utils.core.errors import name_index, resolve_name
@@ -34,6 +35,41 @@ H100_DS = "NVIDIA H100 Tensor Core GPU datasheet (2022, H100 PCIe column; sparse
 MI300X_DS = "AMD Instinct MI300X accelerator datasheet (dense figures, 'with structured sparsity' / 2)"
 
 
+class FrozenMap(Mapping):
+    """A read-only, hashable mapping (a ChipSpec's dtype → FLOPs/s table, its sources): assignment raises.
+
+    >>> m = FrozenMap({"bf16": 1.97e14}); m["bf16"] = 0
+    Traceback (most recent call last):
+    TypeError: 'FrozenMap' object does not support item assignment
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items=()):
+        object.__setattr__(self, "_items", dict(items))
+
+    def __getitem__(self, key):
+        return self._items[key]
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._items.items()))
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    def __repr__(self) -> str:
+        return repr(self._items)
+
+    def __reduce__(self):
+        return FrozenMap, (self._items,)
+
+
 @dataclass(frozen=True)
 class ChipSpec:
     """One accelerator chip (a TPU chip or one GPU), all quantities in SI units.
@@ -41,15 +77,19 @@ class ChipSpec:
     `peak_flops_per_s` maps a compute dtype ("bf16", "int8", "fp8", "fp16", "fp4") to dense peak
     FLOPs/s (OPs/s for integers). A dtype the chip has no fast path for is absent; `peak_flops`
     raises a clear error for it.
+
+    Read-only all the way down: the dataclass is frozen, its mappings are `FrozenMap`s (a dict given
+    is copied into one), so no assignment can change a chip under every later calculation; specs are
+    hashable. Derive a variant with `dataclasses.replace(spec, peak_flops_per_s={...})`.
     """
 
     name: str
     vendor: str  # "google", "nvidia" or "amd"
     generation: str
-    peak_flops_per_s: dict[str, float]
+    peak_flops_per_s: Mapping[str, float]
     hbm_bytes: float
     hbm_bandwidth_bytes_per_s: float
-    sources: dict[str, str]
+    sources: Mapping[str, str]
     # TPU interconnect
     ici_link_bandwidth_oneway_bytes_per_s: float | None = None
     ici_torus_dims: int | None = None  # 2 (2D torus) or 3 (3D torus)
@@ -72,6 +112,13 @@ class ChipSpec:
     # money
     price_per_hour_usd: float | None = None
     notes: tuple[str, ...] = field(default=())
+
+    def __post_init__(self):
+        for name in ("peak_flops_per_s", "sources"):
+            object.__setattr__(self, name, FrozenMap(getattr(self, name)))
+        for name in ("pod_shape", "host_shape", "notes"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, tuple(getattr(self, name)))
 
     # --- derived quantities ------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ on simulated CPU devices:
 `hlo_schedule` the order XLA put them in; `collective_matmul_check` runs AG against the plain one.
 
 `jaxprog` (the rest of chapter 10) re-exports these names and imports the small helpers it shares with
-this module (`P`, `NS`, `_put`, `_hlo`, `_axis_size`) from here, so they are defined in one place.
+this module (`P`, `NS`, `put`, `hlo_text`, `axis_size`) from here, so they are defined in one place.
 
 Setup (before JAX runs anything)::
 
@@ -34,25 +34,25 @@ P = jax.sharding.PartitionSpec
 NS = jax.sharding.NamedSharding
 
 
-def _put(x, mesh, spec):
+def put(x, mesh, spec):
     return jax.device_put(jnp.asarray(x), NS(mesh, spec))
 
 
-def _hlo(f, *args) -> str:
+def hlo_text(f, *args) -> str:
     return f.lower(*args).compile().as_text()
 
 
 # --- collective matmuls (C10.7, ch10.q3, ch10.q4) ---------------------------------------------------
 
 
-def _axis_size(axis: str) -> int:
+def axis_size(axis: str) -> int:
     """Devices along a mesh axis inside shard_map: lax.axis_size (new JAX) or psum(1) (old JAX)."""
     return int(lax.axis_size(axis)) if hasattr(lax, "axis_size") else int(lax.psum(1, axis))
 
 
 def _ring(axis: str, step: int):
     """ppermute pairs that send device j's block to j + step (mod the axis size)."""
-    n = _axis_size(axis)
+    n = axis_size(axis)
     return [(j, (j + step) % n) for j in range(n)], n
 
 
@@ -81,7 +81,7 @@ def plain_matmul_fn(mesh, out_spec=("X", "Y")):
     return jax.jit(lambda a, w: a @ w, out_shardings=NS(mesh, P(*out_spec)))
 
 
-def _rs_chunks(x, w, axis, step, cols):
+def rs_chunks(x, w, axis, step, cols):
     """Ring reduce-scatter fused with the matmul, for output columns `cols` (a slice of w's columns).
 
     Device m adds its partial for output block (m + step·(n−1−s)) mod n at step s and passes the running
@@ -102,11 +102,11 @@ def _rs_chunks(x, w, axis, step, cols):
 
 def _rs_body(x, w, *, axis="Y", bidirectional=False):
     """x: [b, k/Y] (contraction block), w: [k/Y, n] → this device's reduced block [b, n/Y]."""
-    blk = w.shape[1] // _axis_size(axis)
+    blk = w.shape[1] // axis_size(axis)
     if not bidirectional:
-        return _rs_chunks(x, w, axis, 1, slice(0, blk))
+        return rs_chunks(x, w, axis, 1, slice(0, blk))
     h = blk // 2   # half of each block goes clockwise, half counter-clockwise: both links busy
-    return jnp.concatenate([_rs_chunks(x, w, axis, 1, slice(0, h)), _rs_chunks(x, w, axis, -1, slice(h, blk))], axis=1)
+    return jnp.concatenate([rs_chunks(x, w, axis, 1, slice(0, h)), rs_chunks(x, w, axis, -1, slice(h, blk))], axis=1)
 
 
 def rs_matmul_fn(mesh, axis: str = "Y", bidirectional: bool = False):
@@ -119,7 +119,7 @@ def rs_matmul_fn(mesh, axis: str = "Y", bidirectional: bool = False):
 def _ar_body(x, w, *, axis="Y", bidirectional=False):
     if bidirectional:   # a bidirectional reduce-scatter matmul, then AllGather the reduced blocks
         return _compat.all_gather_invariant(_rs_body(x, w, axis=axis, bidirectional=True), axis, axis=1, tiled=True)
-    n = _axis_size(axis)
+    n = axis_size(axis)
     blk = w.shape[1] // n   # tile the output: the psum of tile t can run while tile t + 1 is multiplied
     return jnp.concatenate([lax.psum(x @ w[:, t * blk:(t + 1) * blk], axis) for t in range(n)], axis=1)
 
@@ -221,10 +221,10 @@ def collective_matmul_check(B: int = 64, D: int = 256, F: int = 512, mesh_shape=
     mesh = jaxlab.make_mesh(mesh_shape, ("X", "Y"), cpu=True)
     rng = np.random.default_rng(2)
     a, w = rng.integers(-3, 4, (B, D)).astype(np.float32), rng.integers(-3, 4, (D, F)).astype(np.float32)
-    A, W = _put(a, mesh, P("X", "Y")), _put(w, mesh, P(None, "Y"))
+    A, W = put(a, mesh, P("X", "Y")), put(w, mesh, P(None, "Y"))
     res = {}
     for name, f in (("collective", ag_matmul_fn(mesh)), ("plain", plain_matmul_fn(mesh))):
-        hlo = _hlo(f, A, W)
+        hlo = hlo_text(f, A, W)
         res[name] = {"out": np.asarray(f(A, W)), "hlo": dict(jaxlab.count_hlo_collectives(hlo)),
                      "overlap": overlap_summary(hlo), "fn": f}
     res["equal"] = bool(np.array_equal(res["collective"]["out"], res["plain"]["out"]))

@@ -34,7 +34,7 @@ from scalebook_utils.lab import runtime as jaxlab
 from scalebook_utils.lab import tinymodel
 from scalebook_utils.lab._compat import block_until_ready
 from scalebook_utils.core.roofline import lower_bound, upper_bound
-from scalebook_utils.lab.tinymodel import _check_tokens, _is_tracer, check_config, rms_norm
+from scalebook_utils.lab.tinymodel import check_tokens, is_tracer, check_config, rms_norm
 from scalebook_utils.core.transformer import TransformerConfig, kv_cache_bytes_per_token, matmul_params, param_count
 from scalebook_utils.core.units import canonical_dtype, dtype_bytes, is_int, require_positive
 
@@ -104,7 +104,7 @@ def serving_params(params, cfg: TransformerConfig) -> dict:
     check_config(cfg)
     if "unembedding_t" in params:
         return params
-    traced = any(_is_tracer(x) for x in jax.tree_util.tree_leaves(params))
+    traced = any(is_tracer(x) for x in jax.tree_util.tree_leaves(params))
     xp = jnp if traced else np  # NumPy for concrete arrays: no XLA compilation per matrix shape
 
     def t(*ws):  # [in, out…] matrices → one [Σ out, in] matrix, stored contiguously
@@ -199,7 +199,7 @@ def prefill(params, tokens, cfg: TransformerConfig, max_len: int, *, dtype=None)
     attention scores every slot. params: `tinymodel` or `serving_params`; dtype: the cache's (default the
     parameters'). ValueError unless 1 ≤ T ≤ max_len and every id is in [0, V)."""
     check_config(cfg)
-    tokens = _check_tokens(tokens, cfg)
+    tokens = check_tokens(tokens, cfg)
     if tokens.shape[1] > _positive("max_len", max_len):
         raise ValueError(f"prompt length T={tokens.shape[1]} exceeds the cache: max_len={max_len}")
     logits, cache = _prefill_jit(params, tokens, cfg=cfg, max_len=max_len,
@@ -208,7 +208,7 @@ def prefill(params, tokens, cfg: TransformerConfig, max_len: int, *, dtype=None)
 
 
 def _check_pos(pos, max_len: int):
-    if _is_tracer(pos):
+    if is_tracer(pos):
         return pos  # unchecked: XLA would clamp an out-of-range traced pos
     if not (is_int(pos) or (np.ndim(pos) == 0 and np.issubdtype(np.asarray(pos).dtype, np.integer))):
         raise ValueError(f"pos must be an integer position, got {pos!r}")
@@ -230,7 +230,7 @@ def decode_step(params, token, cache: dict, pos, cfg: TransformerConfig):
     token = token if hasattr(token, "shape") else np.asarray(token)
     if token.ndim != 1 or token.shape[0] != B:
         raise ValueError(f"token must be [B] = [{B}] ids (one per cached sequence), got shape {tuple(token.shape)}")
-    token = _check_tokens(token[:, None], cfg)[:, 0]
+    token = check_tokens(token[:, None], cfg)[:, 0]
     logits, cache = _decode_jit(params, token, cache, _check_pos(pos, max_len), cfg=cfg)
     return logits.T, cache
 
@@ -250,7 +250,7 @@ def generate(params, prompt, cfg: TransformerConfig, steps: int, *, use_cache: b
     compilation serves every step). return_logits: also the logits float[B, steps, V] behind each token.
     """
     check_config(cfg)
-    tokens = _check_tokens(prompt, cfg)
+    tokens = check_tokens(prompt, cfg)
     steps = _positive("steps", steps)
     (B, T), n = tokens.shape, tokens.shape[1] + steps - 1
     if not use_cache and "unembedding_t" in params:

@@ -44,9 +44,9 @@ from scalebook_utils.lab import collective_matmul
 from scalebook_utils.lab import runtime as jaxlab
 # The collective-matmul section (C10.7, ch10.q3, ch10.q4) lives in `collective_matmul`; its public names are
 # re-exported here (jaxprog.ag_matmul_fn, …) and the helpers this module shares with it are imported from it.
-from scalebook_utils.lab.collective_matmul import (NS, P, _axis_size, _hlo, _put, ag_matmul_fn, ar_matmul_fn, collective_matmul_check, hlo_dependencies, hlo_schedule, mlp_block_fn, overlap_summary, plain_matmul_fn, rs_matmul_fn)
+from scalebook_utils.lab.collective_matmul import (NS, P, axis_size, hlo_text, put, ag_matmul_fn, ar_matmul_fn, collective_matmul_check, hlo_dependencies, hlo_schedule, mlp_block_fn, overlap_summary, plain_matmul_fn, rs_matmul_fn)
 
-_rs_chunks = collective_matmul._rs_chunks   # jaxprog._rs_chunks: solutions/10_jax.ipynb prints its source
+rs_chunks = collective_matmul._rs_chunks   # jaxprog._rs_chunks: solutions/10_jax.ipynb prints its source
 
 
 def _mesh(X: int, Y: int | None = None):
@@ -70,9 +70,9 @@ def auto_matmul(B: int = 8, D: int = 512, F: int = 1024, mesh_shape=(4, 2), out_
     rng = np.random.default_rng(0)
     a = rng.integers(-2, 3, (B, D)).astype(np.float32)
     w = rng.integers(-2, 3, (D, F)).astype(np.float32)
-    A, W = _put(a, mesh, P("X", "Y")), _put(w, mesh, P("Y", None))
+    A, W = put(a, mesh, P("X", "Y")), put(w, mesh, P("Y", None))
     f = jax.jit(lambda x, y: x @ y, out_shardings=NS(mesh, P(*out_spec)))
-    hlo = _hlo(f, A, W)
+    hlo = hlo_text(f, A, W)
     out = f(A, W)
     return {"correct": bool(np.array_equal(np.asarray(out), a @ w)),
             "collectives": jaxlab.parse_hlo_collectives(hlo, mesh_shape, ("X", "Y")),
@@ -155,7 +155,7 @@ def explicit_contraction(B: int = 8, D: int = 64, F: int = 128) -> dict:
             f = jax.jit(lambda x, y, s=spec: jnp.einsum("bd,df->bf", x, y, out_sharding=s))
             out = f(A, W)
             res["types"][name] = str(jax.typeof(out))
-            res["collectives"][name] = dict(jaxlab.count_hlo_collectives(_hlo(f, A, W)))
+            res["collectives"][name] = dict(jaxlab.count_hlo_collectives(hlo_text(f, A, W)))
             res["correct"] &= bool(np.array_equal(np.asarray(out), a @ w))
     return res
 
@@ -175,7 +175,7 @@ def reshard_demo() -> dict:
         out["types"].append(str(jax.typeof(x)))
         for spec in (P(None, "Y"), P("Y", "X")):
             f = jax.jit(lambda v, s=spec: jax.sharding.reshard(v, s))
-            out["collectives"].append(dict(jaxlab.count_hlo_collectives(_hlo(f, x))))
+            out["collectives"].append(dict(jaxlab.count_hlo_collectives(hlo_text(f, x))))
             y = f(x)
             out["types"].append(str(jax.typeof(y)))
             out["equal"] = out.get("equal", True) and bool(np.array_equal(np.asarray(y), np.asarray(x)))
@@ -189,7 +189,7 @@ def slice_and_average(n: int = 512, mesh_shape=(2, 4)) -> np.ndarray:
     """The chapter's shard_map example: each of the 8 devices keeps x[:4] of its 64-element block, and
     `pmean` over both axes averages them → [224, 225, 226, 227] for arange(512)."""
     mesh = jaxlab.make_mesh(mesh_shape, ("x", "y"), cpu=True)
-    x = _put(np.arange(n, dtype=np.int32), mesh, P(("x", "y")))
+    x = put(np.arange(n, dtype=np.int32), mesh, P(("x", "y")))
     f = _compat.shard_map(lambda b: lax.pmean(b[:4].astype(jnp.float32), ("x", "y")), mesh=mesh,
                           in_specs=P(("x", "y")), out_specs=P())
     return np.asarray(jax.jit(f)(x))
@@ -214,7 +214,7 @@ def q1a_jit(x, X: int, Y: int) -> jax.Array:
     mesh = _mesh(X, Y)
     S, D = np.shape(x)
     f = jax.jit(lambda v: v.reshape(X, S // X, Y, D // Y).mean(axis=(1, 3)), out_shardings=NS(mesh, P("X", "Y")))
-    return f(_put(jnp.asarray(x, jnp.float32), mesh, P("X", "Y")))
+    return f(put(jnp.asarray(x, jnp.float32), mesh, P("X", "Y")))
 
 
 def _q1a_sm(mesh):
@@ -225,16 +225,16 @@ def _q1a_sm(mesh):
 def q1a_shard_map(x, X: int, Y: int) -> jax.Array:
     """The same with shard_map: each device averages its own block (no communication at all)."""
     mesh = _mesh(X, Y)
-    return _q1a_sm(mesh)(_put(jnp.asarray(x, jnp.float32), mesh, P("X", "Y")))
+    return _q1a_sm(mesh)(put(jnp.asarray(x, jnp.float32), mesh, P("X", "Y")))
 
 
 def q1a_collectives(S: int = 64, D: int = 64, X: int = 2, Y: int = 4) -> dict:
     """HLO collective counts of the jit and the shard_map versions of ch10.q1a (both should be {})."""
     mesh = _mesh(X, Y)
-    xs = _put(np.ones((S, D), np.float32), mesh, P("X", "Y"))
+    xs = put(np.ones((S, D), np.float32), mesh, P("X", "Y"))
     jit_f = jax.jit(lambda v: v.reshape(X, S // X, Y, D // Y).mean(axis=(1, 3)), out_shardings=NS(mesh, P("X", "Y")))
-    return {"jit": dict(jaxlab.count_hlo_collectives(_hlo(jit_f, xs))),
-            "shard_map": dict(jaxlab.count_hlo_collectives(_hlo(_q1a_sm(mesh), xs)))}
+    return {"jit": dict(jaxlab.count_hlo_collectives(hlo_text(jit_f, xs))),
+            "shard_map": dict(jaxlab.count_hlo_collectives(hlo_text(_q1a_sm(mesh), xs)))}
 
 
 def q1b(x, X: int, Y: int, shift: int) -> jax.Array:
@@ -242,7 +242,7 @@ def q1b(x, X: int, Y: int, shift: int) -> jax.Array:
     mesh = _mesh(X, Y)
     f = jax.jit(_compat.shard_map(lambda b: jnp.roll(b, shift, axis=0) - b, mesh=mesh,
                                   in_specs=P("X", "Y"), out_specs=P("X", "Y")))
-    return f(_put(jnp.asarray(x, jnp.float32), mesh, P("X", "Y")))
+    return f(put(jnp.asarray(x, jnp.float32), mesh, P("X", "Y")))
 
 
 def _moe_masked(a, w, b, e0=0):
@@ -276,9 +276,9 @@ def moe_ragged(A, W, B) -> jax.Array:
 
 
 def _moe_inputs(A, W, B, mesh):
-    return (_put(jnp.asarray(A, jnp.float32), mesh, P("X", None)),
-            _put(jnp.asarray(W, jnp.float32), mesh, P("X", None, None)),
-            _put(jnp.asarray(B, jnp.int32), mesh, P("X")))
+    return (put(jnp.asarray(A, jnp.float32), mesh, P("X", None)),
+            put(jnp.asarray(W, jnp.float32), mesh, P("X", None, None)),
+            put(jnp.asarray(B, jnp.int32), mesh, P("X")))
 
 
 def moe_jit_fn(mesh):
@@ -319,7 +319,7 @@ def _a2a_body(a, w, b):
     The send buffer is [X, S_loc, D]: slot (dest, i) holds token i if its expert lives on dest — a
     capacity of S_loc per destination, so no token is ever dropped (a ragged all-to-all would send only
     the real tokens; the book's version loops with `ragged` sizes)."""
-    n, e_loc, s = _axis_size("X"), w.shape[0], a.shape[0]
+    n, e_loc, s = axis_size("X"), w.shape[0], a.shape[0]
     dest = b // e_loc                                             # [S_loc] owner of each token's expert
     hit = jnp.arange(n)[:, None] == dest[None, :]                  # [X, S_loc]
     send_a = jnp.where(hit[..., None], a[None], 0)                 # [X, S_loc, D]
@@ -353,7 +353,7 @@ def moe_topk(A, W, B, X: int) -> jax.Array:
 
 def _mm_inputs(x, w, X, Y, xspec, wspec):
     mesh = _mesh(X, Y)
-    return mesh, _put(jnp.asarray(x, jnp.float32), mesh, xspec), _put(jnp.asarray(w, jnp.float32), mesh, wspec)
+    return mesh, put(jnp.asarray(x, jnp.float32), mesh, xspec), put(jnp.asarray(w, jnp.float32), mesh, wspec)
 
 
 def q3a(A, W, X: int, Y: int, bidirectional: bool = False) -> jax.Array:
@@ -371,7 +371,7 @@ def q3b(T, W2, X: int, Y: int, bidirectional: bool = False) -> jax.Array:
 def q3c(In, W_in, W_out, X: int, Y: int) -> jax.Array:
     """ch10.q3c: In[B_X, D_Y] · W_in[D, F_Y] · W_out[F_Y, D] → Out[B_X, D_Y] with `mlp_block_fn`."""
     mesh, a, wi = _mm_inputs(In, W_in, X, Y, P("X", "Y"), P(None, "Y"))
-    wo = _put(jnp.asarray(W_out, jnp.float32), mesh, P("Y", None))
+    wo = put(jnp.asarray(W_out, jnp.float32), mesh, P("Y", None))
     return mlp_block_fn(mesh)(a, wi, wo)
 
 

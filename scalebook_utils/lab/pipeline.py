@@ -38,7 +38,8 @@ import numpy as np
 
 from scalebook_utils.lab import _compat
 from scalebook_utils.lab.runtime import HloCollective, make_mesh, parse_hlo_collectives
-from scalebook_utils.lab.train import _key, _positive_int
+from scalebook_utils.core.units import require_int
+from scalebook_utils.lab.train import prng_key
 
 _P = jax.sharding.PartitionSpec
 _NS = jax.sharding.NamedSharding
@@ -50,8 +51,8 @@ def init_pipeline_weights(n_layers: int, d_model: int, key=0, dtype="float32"):
     Normal with std 1/√d_model: the chapter's snippet draws unscaled normals, which grow the
     activations by ~√d_model per layer; the scaling keeps them O(1) so an SGD step stays small.
     """
-    n_layers, d_model = _positive_int("n_layers", n_layers), _positive_int("d_model", d_model)
-    w = jax.random.normal(_key(key), (n_layers, d_model, d_model), jnp.float32) / math.sqrt(d_model)
+    n_layers, d_model = require_int("n_layers", n_layers), require_int("d_model", d_model)
+    w = jax.random.normal(prng_key(key), (n_layers, d_model, d_model), jnp.float32) / math.sqrt(d_model)
     return w.astype(jnp.dtype(dtype))
 
 
@@ -128,8 +129,8 @@ def pipeline_schedule(stages: int, microbatches: int) -> np.ndarray:
     P × (M + P − 1) and its idle fraction is (P − 1)/(M + P − 1) = `training.bubble_fraction(P, M)`
     (GPipe, Huang et al. 2019; the book describes the bubble only in words).
     """
-    P = _positive_int("stages", stages)
-    M = _positive_int("microbatches", microbatches)
+    P = require_int("stages", stages)
+    M = require_int("microbatches", microbatches)
     t = np.arange(M + P - 1)[None, :]
     s = np.arange(P)[:, None]
     m = t - s
@@ -164,7 +165,7 @@ def gpipe_forward(weights, x, microbatches: int, *, axis: str = "stage") -> GPip
     """
     W = jnp.asarray(weights)
     P = W.shape[0]
-    M = _positive_int("microbatches", microbatches)
+    M = require_int("microbatches", microbatches)
     B, D = x.shape
     if B % M:
         raise ValueError(f"batch B = {B} is not divisible into M = {M} microbatches")

@@ -46,7 +46,7 @@ import jax
 from scalebook_utils.lab import _compat
 from scalebook_utils.lab import runtime as jaxlab
 from scalebook_utils.core.hardware import ChipSpec
-from scalebook_utils.core.hlo.text import (CATEGORIES, HLO_ITEMSIZE, HloOp, HloShape, MemoryReport, _CONTAINER_OPS, _MATMUL_OPS, categorize, memory_report, padding_overhead, parse_hlo_ops, parse_hlo_shape, tiled_shape)
+from scalebook_utils.core.hlo.text import (CATEGORIES, HLO_ITEMSIZE, HloOp, HloShape, MemoryReport, CONTAINER_OPS, MATMUL_OPS, categorize, memory_report, padding_overhead, parse_hlo_ops, parse_hlo_shape, tiled_shape)
 from scalebook_utils.core.roofline import MatmulRoofline, matmul_roofline
 
 
@@ -215,7 +215,7 @@ def _op_events(trace: Trace, module: str | None, ops: dict[str, HloOp] | None) -
     """XLA op events without container ops (a `call` that runs a computation in parallel tasks, `while`,
     `conditional`): they enclose the events of the ops they run, so counting both would count that time twice."""
     events = trace.xla_ops(module)
-    containers = {n for n, op in (ops or {}).items() if op.opcode in _CONTAINER_OPS}
+    containers = {n for n, op in (ops or {}).items() if op.opcode in CONTAINER_OPS}
     if containers and any(e.hlo_op not in containers for e in events):
         events = [e for e in events if e.hlo_op not in containers]
     return events
@@ -493,11 +493,11 @@ def hlo_listing(hlo: str, mesh_shape: Sequence[int] = (1,), axis_names: Sequence
         if op.computation in called:
             continue
         if op.opcode == "fusion":
-            is_mm = any(o in _MATMUL_OPS for o in op.inner)
+            is_mm = any(o in MATMUL_OPS for o in op.inner)
             fusions.append((op.name, op.fusion_kind, str(op.shape) if op.shape else "", is_mm))
             if is_mm:
                 matmuls.append((op.name, str(op.shape)))
-        elif op.opcode in _MATMUL_OPS:
+        elif op.opcode in MATMUL_OPS:
             matmuls.append((op.name, str(op.shape)))
     return HloListing(fusions, matmuls, jaxlab.parse_hlo_collectives(hlo, mesh_shape, axis_names))
 

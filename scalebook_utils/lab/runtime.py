@@ -822,36 +822,3 @@ def collective_matmul(x, w, mesh, axis: str | None = None):
     ws = jax.device_put(jnp.asarray(w), NS(mesh, P(None, axis)))
     return collective_matmul_fn(mesh, axis)(xs, ws)
 
-
-# --- a code answer as jax.jit compiles it (check.py's code questions) -----------------------------------
-
-#: At most this many characters of a compiled program's HLO text go into a record.
-MAX_HLO_CHARS = 400_000
-
-
-def compiled_call(answer: Callable, args: tuple) -> dict:
-    """Run `answer(*args)` as `jax.jit(answer)` with the non-array arguments static, for `answers.probe`.
-
-    Returns {"value": encoded result, "hlo": compiled HLO text, "out_spec": the result's PartitionSpec as a list
-    (None when the result has no named sharding)}, {"untraceable": message} when JAX cannot
-    trace the function (numpy on traced values, say), or {"raised": message}.
-    """
-    from scalebook_utils.grading.answers import _short, encode_value
-    static = tuple(i for i, a in enumerate(args) if not isinstance(a, np.ndarray))
-    jitted = jax.jit(answer, static_argnums=static)
-    try:
-        compiled = jitted.lower(*args).compile()
-    except Exception as exc:  # noqa: BLE001 - e.g. TracerArrayConversionError for a numpy answer
-        first = (str(exc).strip().splitlines() or [""])[0]
-        return {"untraceable": _short(f"{type(exc).__name__}: {first}")}
-    try:
-        got = jitted(*args)
-    except Exception as exc:  # noqa: BLE001
-        return {"raised": _short(f"{type(exc).__name__}: {exc}")}
-    spec = getattr(getattr(got, "sharding", None), "spec", None)
-    out_spec = None
-    if spec is not None:  # P('X', None) → ["X"]: one entry per dim (a tuple of axes joined), trailing Nones dropped
-        out_spec = [None if d is None else "".join(d) if isinstance(d, tuple) else str(d) for d in spec]
-        while out_spec and out_spec[-1] is None:
-            out_spec.pop()
-    return {"value": encode_value(got), "hlo": compiled.as_text()[:MAX_HLO_CHARS], "out_spec": out_spec}

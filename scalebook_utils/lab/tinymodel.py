@@ -386,11 +386,11 @@ def softmax_row(q_row, k, v) -> np.ndarray:
 # --- the model -------------------------------------------------------------------------------------
 
 
-def _is_tracer(x) -> bool:
+def is_tracer(x) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
-def _check_tokens(tokens, cfg: TransformerConfig, min_len: int = 1):
+def check_tokens(tokens, cfg: TransformerConfig, min_len: int = 1):
     """Shape and dtype always; the id range only for concrete arrays (a traced value has no numbers yet;
     out-of-range ids would otherwise be clamped silently by the embedding gather)."""
     if not hasattr(tokens, "dtype"):
@@ -400,7 +400,7 @@ def _check_tokens(tokens, cfg: TransformerConfig, min_len: int = 1):
         raise ValueError(f"tokens must be [B, T] with T ≥ {min_len}, got shape {tuple(shape)}")
     if not jnp.issubdtype(dtype, jnp.integer):
         raise ValueError(f"tokens must be integer ids, got dtype {dtype}")
-    if _is_tracer(tokens):
+    if is_tracer(tokens):
         return tokens
     ids = np.asarray(tokens)
     if ids.size and (ids.min() < 0 or ids.max() >= cfg.V):
@@ -483,7 +483,7 @@ def forward(params, tokens, cfg: TransformerConfig, *, attention: str = "naive",
     check_config(cfg)
     _check_attention(attention, chunk)
     _remat_policy(remat)
-    tokens = _check_tokens(tokens, cfg)
+    tokens = check_tokens(tokens, cfg)
     return _logits(params, _hidden(params, tokens, cfg, attention, chunk, causal, remat), cfg)
 
 
@@ -504,7 +504,7 @@ def loss(params, tokens, cfg: TransformerConfig, *, attention: str = "naive", ch
     check_config(cfg)
     _check_attention(attention, chunk)
     _remat_policy(remat)
-    tokens = _check_tokens(tokens, cfg, min_len=2)
+    tokens = check_tokens(tokens, cfg, min_len=2)
     x = _hidden(params, tokens[:, :-1], cfg, attention, chunk, causal, remat)
     head = lambda p, x, t: _cross_entropy(_logits(p, x, cfg), t)  # noqa: E731
     if remat == "block":

@@ -45,6 +45,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from scalebook_utils.core.units import require_int
 from scalebook_utils.core.training import planner as training
 from scalebook_utils.lab.runtime import HloCollective, make_mesh, parse_hlo_collectives
 
@@ -68,16 +69,10 @@ def _dtype(dtype):
     return jnp.dtype(dtype)
 
 
-def _key(key):
+def prng_key(key):
     if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
         return jax.random.PRNGKey(int(key))
     return key
-
-
-def _positive_int(name, v):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-        raise ValueError(f"{name} must be a positive integer, got {v!r}")
-    return int(v)
 
 
 # --- the chapter's model: a stack of MLP blocks ---------------------------------------------------
@@ -90,9 +85,9 @@ def init_mlp_stack(L: int, D: int, F: int, key=0, dtype="float32") -> dict:
     1/√fan_in (D for W_in, F for W_out), so activations stay O(1) through the residual stack.
     `key`: an int seed or a jax.random key. Book ch. 5, "the simplified layer".
     """
-    L, D, F = (_positive_int(n, v) for n, v in (("L", L), ("D", D), ("F", F)))
+    L, D, F = (require_int(n, v) for n, v in (("L", L), ("D", D), ("F", F)))
     dt = _dtype(dtype)
-    keys = jax.random.split(_key(key), 2 * L)
+    keys = jax.random.split(prng_key(key), 2 * L)
     layers = []
     for i in range(L):
         w_in = jax.random.normal(keys[2 * i], (D, F), jnp.float32) / math.sqrt(D)
@@ -333,7 +328,7 @@ def check_strategy(strategy: str) -> str:
 def default_mesh_shape(strategy: str, n_devices: int | None = None) -> tuple[int, int]:
     """(X, Y) for a strategy on all devices: dp/fsdp (N, 1), tp (1, N), fsdp+tp (N/2, 2)."""
     check_strategy(strategy)
-    n = len(jax.devices("cpu")) if n_devices is None else _positive_int("n_devices", n_devices)
+    n = len(jax.devices("cpu")) if n_devices is None else require_int("n_devices", n_devices)
     if strategy in ("dp", "fsdp"):
         return (n, 1)
     if strategy == "tp":
@@ -473,7 +468,7 @@ def reference_run(model="mlp", steps: int = 3, lr: float = 0.1, seed: int = 0):
 
     Cached per (model, steps, lr, seed): every strategy compares with the same run.
     """
-    return _reference_run(_as_model(model), _positive_int("steps", steps), float(lr), int(seed))
+    return _reference_run(_as_model(model), require_int("steps", steps), float(lr), int(seed))
 
 
 @functools.lru_cache(maxsize=8)
@@ -515,7 +510,7 @@ def train(model="mlp", strategy: str = "fsdp", mesh_shape=None, steps: int = 3, 
     """
     check_strategy(strategy)
     model = _as_model(model)
-    steps = _positive_int("steps", steps)
+    steps = require_int("steps", steps)
     X, Y = check_mesh(strategy, default_mesh_shape(strategy) if mesh_shape is None else mesh_shape)
     _check_divisible(model, strategy, X, Y)
     mesh = make_mesh((X, Y), AXES, cpu=True)

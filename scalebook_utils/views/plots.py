@@ -764,7 +764,7 @@ def sharding_blocks_figure(array, mesh, shape, *, ax=None, figsize=(4.2, 3.6), t
     arr, m = sh.parse_array(array), sh.parse_mesh(mesh)
     blocks = sh.device_blocks(arr, m, shape)
     local = sh.check(arr, m, shape)
-    glob = list(sh._shape_tuple(arr, shape))
+    glob = list(sh.shape_tuple(arr, shape))
     by_block: dict = {}
     for coords, rng in blocks.items():
         by_block.setdefault(rng, []).append(_device_id(coords, m.sizes))

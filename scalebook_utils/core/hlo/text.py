@@ -211,8 +211,8 @@ _COLLECTIVE_OPS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "
                    "collective-broadcast", "send", "recv")
 _COPY_OPS = ("copy", "copy-start", "copy-done", "transpose", "bitcast", "reshape", "dynamic-update-slice",
              "dynamic-slice", "slice", "concatenate", "pad")
-_MATMUL_OPS = ("dot", "convolution")
-_CONTAINER_OPS = ("call", "while", "conditional")
+MATMUL_OPS = ("dot", "convolution")
+CONTAINER_OPS = ("call", "while", "conditional")
 
 
 def categorize(name: str, ops: dict[str, HloOp] | None = None) -> str:
@@ -230,7 +230,7 @@ def categorize(name: str, ops: dict[str, HloOp] | None = None) -> str:
         pool = (op.opcode,) + op.inner
         if base in _COLLECTIVE_OPS or any(re.sub(r"-(start|done)$", "", o) in _COLLECTIVE_OPS for o in pool):
             return "collective"
-        if op.opcode in _MATMUL_OPS or any(o in _MATMUL_OPS for o in op.inner) or op.opcode == "custom-call" \
+        if op.opcode in MATMUL_OPS or any(o in MATMUL_OPS for o in op.inner) or op.opcode == "custom-call" \
                 and re.search(r"matmul|gemm|dot", op.attributes, re.I):
             return "matmul"
         if op.opcode in _COPY_OPS or (op.opcode == "fusion" and op.inner and

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
 from scalebook_utils.core.hardware import ChipSpec, get_chip
-from scalebook_utils.core.sharding.notation import (Mesh, ShardedArray, ShardingError, _axes_text, bytes_per_device, check, device_blocks, local_shape, parse_array, parse_mesh, replication, total_bytes)
+from scalebook_utils.core.sharding.notation import (Mesh, ShardedArray, ShardingError, axes_text, bytes_per_device, check, device_blocks, local_shape, parse_array, parse_mesh, replication, total_bytes)
 from scalebook_utils.core.units import canonical_dtype
 
 # --- matmuls --------------------------------------------------------------------------------------
@@ -160,15 +160,15 @@ def classify(matmul: Matmul | str) -> MatmulCase:
     extra = (f"; afterwards both still shard a non-contracting dim on {', '.join(clash)} (case 4), "
              "so one input is also gathered") if clash else ""
     if ca and ca == cb:
-        return MatmulCase(3, f"both inputs shard the contracting dim {j} on {_axes_text(ca)}: local matmul "
-                             f"gives partial sums {{U_{_axes_text(ca)}}}, then AllReduce or ReduceScatter" + extra)
+        return MatmulCase(3, f"both inputs shard the contracting dim {j} on {axes_text(ca)}: local matmul "
+                             f"gives partial sums {{U_{axes_text(ca)}}}, then AllReduce or ReduceScatter" + extra)
     if ca or cb:
         if ca and cb:
-            why = (f"the contracting dim {j} is sharded on different axes ({m.a.name}: {_axes_text(ca)}, "
-                   f"{m.b.name}: {_axes_text(cb)})")
+            why = (f"the contracting dim {j} is sharded on different axes ({m.a.name}: {axes_text(ca)}, "
+                   f"{m.b.name}: {axes_text(cb)})")
         else:
             who, ax = (m.a, ca) if ca else (m.b, cb)
-            why = f"only {who.name} shards the contracting dim {j} (on {_axes_text(ax)})"
+            why = f"only {who.name} shards the contracting dim {j} (on {axes_text(ax)})"
         return MatmulCase(2, why + ": AllGather it first (or local matmul + AllReduce)" + extra)
     if clash:
         return MatmulCase(4, f"both inputs shard a non-contracting dim on {', '.join(clash)}: "
@@ -205,7 +205,7 @@ class CommStep:
     def describe(self) -> str:
         name = {"all_gather": "AllGather", "reduce_scatter": "ReduceScatter", "all_reduce": "AllReduce",
                 "all_to_all": "AllToAll", "ppermute": "ppermute"}[self.kind]
-        return f"{name}_{_axes_text(self.axes)} {self.before} → {self.after}"
+        return f"{name}_{axes_text(self.axes)} {self.before} → {self.after}"
 
 
 @dataclass(frozen=True)
@@ -320,7 +320,7 @@ class _Builder:
         axes = tuple(axes)
         live = tuple(a for a in axes if self.mesh.size(a) > 1)
         if not live:
-            self.notes.append(f"{kind} over {_axes_text(axes)} skipped: axis size 1")
+            self.notes.append(f"{kind} over {axes_text(axes)} skipped: axis size 1")
             return after
         bytes_before = _local_bytes(before, self.mesh, self.shapes, self.dtype)
         if kind in ("all_reduce", "reduce_scatter", "ppermute"):
@@ -344,7 +344,7 @@ class _Builder:
         cur = replace(cur, name=tgt.name)
         extra_u = [a for a in tgt.unreduced if a not in cur.unreduced]
         if extra_u:
-            raise ShardingError(f"target {tgt.spec()} is unreduced over {_axes_text(extra_u)} but the "
+            raise ShardingError(f"target {tgt.spec()} is unreduced over {axes_text(extra_u)} but the "
                                 f"matmul gives {cur.spec()}; a reduction cannot be undone")
         reduce = [a for a in cur.unreduced if a not in tgt.unreduced]
         if reduce:
@@ -387,7 +387,7 @@ class _Builder:
                 new = new.with_axes(d, new.axes_of(d) + tuple(a for a in tgt.axes_of(d) if a in fresh
                                                               and a not in new.axes_of(d)))
             # a freshly sliced axis may sit before axes still to be fixed; only the set matters for bytes
-            self.notes.append(f"{cur.spec()} → {new.spec()}: a local slice over {_axes_text(fresh)} "
+            self.notes.append(f"{cur.spec()} → {new.spec()}: a local slice over {axes_text(fresh)} "
                               "(no communication)")
             cur = new
         if moved:

@@ -121,7 +121,7 @@ _NAME = r"[A-Za-z][A-Za-z0-9_']*"
 _DIM = re.compile(r"^([A-Za-z][A-Za-z0-9']*)(?:_(\{[^}]*\}|[A-Za-z0-9]+))?$")
 
 
-def _axes_text(axes: Sequence[str]) -> str:
+def axes_text(axes: Sequence[str]) -> str:
     """('X', 'Y') → 'XY'; names longer than one letter → '{data,model}'."""
     return "".join(axes) if all(len(a) == 1 for a in axes) else "{" + ",".join(axes) + "}"
 
@@ -180,8 +180,8 @@ class ShardedArray:
     # -- text -----------------------------------------------------------------------------------
     def spec(self) -> str:
         """The book-notation string: 'A[I_XY, J]', 'C[I, K]{U_X}' (parse_array(a.spec()) == a)."""
-        dims = ", ".join(d + (f"_{_axes_text(ax)}" if ax else "") for d, ax in zip(self.dims, self.axes))
-        u = "{U_" + _axes_text(self.unreduced) + "}" if self.unreduced else ""
+        dims = ", ".join(d + (f"_{axes_text(ax)}" if ax else "") for d, ax in zip(self.dims, self.axes))
+        u = "{U_" + axes_text(self.unreduced) + "}" if self.unreduced else ""
         return f"{self.name}[{dims}]{u}"
 
     def __str__(self) -> str:
@@ -238,7 +238,7 @@ def parse_array(text: str | ShardedArray) -> ShardedArray:
     return ShardedArray(name, tuple(dims), tuple(axes), unreduced)
 
 
-def _shape_tuple(array: ShardedArray, shape) -> tuple[int, ...]:
+def shape_tuple(array: ShardedArray, shape) -> tuple[int, ...]:
     if isinstance(shape, Mapping):
         missing = [d for d in array.dims if d not in shape]
         if missing:
@@ -265,7 +265,7 @@ def check(array: ShardedArray | str, mesh: Mesh | str | Mapping, shape: Mapping[
     serves every array, and the dims an array does not have are not used.
     """
     array, mesh = parse_array(array), parse_mesh(mesh)
-    sizes = _shape_tuple(array, shape)
+    sizes = shape_tuple(array, shape)
     for a in array.used_axes + array.unreduced:
         if a not in mesh.names:
             raise ShardingError(f"array {array.name}: mesh {mesh} has no axis {a} (used in {array.spec()})")
@@ -275,7 +275,7 @@ def check(array: ShardedArray | str, mesh: Mesh | str | Mapping, shape: Mapping[
         if s % n:
             detail = " × ".join(f"|{a}|={mesh.size(a)}" for a in ax)
             raise ShardingError(f"array {array.name}: dim {d} of size {s} is not divisible by {n} "
-                                f"(axes {_axes_text(ax)}: {detail}) in {array.spec()} on {mesh}")
+                                f"(axes {axes_text(ax)}: {detail}) in {array.spec()} on {mesh}")
         local.append(s // n)
     return tuple(local)
 

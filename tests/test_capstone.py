@@ -274,6 +274,9 @@ def test_equal_steps_read_as_a_tie_not_one_times_slower():
                                                                     batch_tokens=2**21))
     alt = next(r for r in side.reasons if r.startswith("Alternatives"))
     assert "1.00× slower" not in alt and "ties with it" in alt, alt
+    for row in side.layouts[1:]:   # each alternative is named by the same kind as its row of the layouts table
+        if f"({row.layout})" in alt:
+            assert f"{row.kind} ({row.layout})" in alt, (row, alt)
     ties = [r for r in side.layouts if r.verdict == "tie"]
     assert ties and all(r.step_time / side.step_time < C.TIE for r in ties)
 

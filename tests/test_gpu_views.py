@@ -53,7 +53,9 @@ def test_gpu_collective_readout():
     assert "bottleneck node" in line
     sharp = V.gpu_collective_readout("all_reduce", 1e9, 1024, sharp=True)
     assert "(SHARP on)" in sharp and "400 GB/s" in sharp and "bottleneck leaf" in sharp
-    assert "(SHARP off)" in V.gpu_collective_readout("all_reduce", 1e9, 8)
+    off = V.gpu_collective_readout("all_reduce", 1e9, 8)
+    assert "(SHARP off)" in off and "3.89 ms, 257 GB/s of bytes per second = bus bandwidth 450 GB/s" in off, off
+    assert "bus bandwidth" not in line   # only an AllReduce has NCCL's bus bandwidth
     assert "cannot evaluate" in V.gpu_collective_readout("all_gather", 1e9, 4096)
     assert "cannot evaluate: unknown collective" in V.gpu_collective_readout("gossip", 1e9, 8)
     assert "cannot evaluate: SHARP" in V.gpu_collective_readout("all_gather", 1e9, 8, sharp=True)

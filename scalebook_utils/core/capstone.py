@@ -231,6 +231,13 @@ class TrainingSide:
         return (f"train {self.chip}×{self.n_chips}: {self.layout}, {_days(self.seconds)} at {self.mfu:.0%} MFU"
                 f"{money}, {self.bound}")
 
+    def _remat_note(self) -> str:
+        """Why a compute-bound roofline MFU is below 100%: the recomputed FLOPs count in the step, not in 6PB."""
+        remat = self.estimate.config.remat if self.estimate is not None else "none"
+        if remat == "none":
+            return ""
+        return f"; {remat.replace('_', ' ')} remat redoes forward FLOPs that the step pays for and the MFU does not count"
+
     def lines(self) -> list[str]:
         """The headline numbers, one per line (no reasons)."""
         unit = "GPUs" if get_chip(self.chip).kind == "gpu" else "chips"
@@ -241,7 +248,7 @@ class TrainingSide:
         out = [head,
                f"layout: {self.layout}",
                f"step: {format_time(self.step_time)}, {self.bound}, roofline MFU {self.roofline_mfu:.0%} "
-               f"(an upper bound: peak FLOPs, perfect overlap)",
+               f"(an upper bound: peak FLOPs, perfect overlap{self._remat_note()})",
                f"memory: {format_bytes(self.memory_per_chip)} of {format_bytes(self.hbm_per_chip)} HBM per "
                f"{'GPU' if get_chip(self.chip).kind == 'gpu' else 'chip'}",
                f"time: {_days(self.seconds)} at {self.mfu:.0%} MFU ({format_count(self.chip_hours)} chip-hours)"]
@@ -365,12 +372,13 @@ def _training_reasons(cfg, spec: ChipSpec, n: int, budget: Budget, plan: T.Plan 
     if best.memory.total > 0:
         out[-1] += f" It uses {format_bytes(best.memory.total)} of {format_bytes(spec.hbm_bytes)} per {unit}."
     alts = []
-    for group, families in _GROUPS.items():
+    for families in _GROUPS.values():   # one alternative per group of kinds
         if best.family in families:
             continue
         e = next((e for e in plan.feasible if e.family in families), None)
         if e is not None:
-            alts.append(f"{group} ({e.config.name}) {_versus(e, best)}, {_bound_label(e)}")
+            # named by its own kind, as in the layouts table: "FSDP + tensor (FSDP 128 × TP 2)", not its group's
+            alts.append(f"{_FAMILY_NAMES[e.family]} ({e.config.name}) {_versus(e, best)}, {_bound_label(e)}")
     out.append("Alternatives: " + "; ".join(alts) + "." if alts else
                "Alternatives: no layout of another kind fits.")
     tok = format_count(budget.train_tokens)

@@ -135,7 +135,7 @@ def ring_schedule_figure(n: int, measured_s: Mapping[str, float] | None = None,
     ax.set_xlim(-0.1, n)
     ax.set_ylim(n, -0.3)
     ax.set_xticks([s + 0.4 for s in range(n)], [f"step {s}" for s in range(n)], fontsize=8)
-    ax.set_yticks([j + 0.4 for j in range(n)], [f"Y={j}" for j in range(n)], fontsize=8)
+    ax.set_yticks([j + 0.4 for j in range(n)], [f"device {j}" for j in range(n)], fontsize=8)
     ax.tick_params(length=0)
     for side in ("top", "right", "bottom", "left"):
         ax.spines[side].set_visible(False)

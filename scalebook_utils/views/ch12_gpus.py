@@ -138,7 +138,8 @@ def topology_explorer(chip: str = "h100", n_sus: int = 4) -> W.VBox:
 
 def gpu_collective_readout(kind: str = "all_reduce", n_bytes: float = 1e9, n_gpus: int = 8, sharp: bool = False,
                            chip: str = "h100", n_sus: int = 4) -> str:
-    """``gpu collective: all_reduce of 1 GB over 8 h100 GPUs (SHARP off) → 3.89 ms, 257 GB/s, bottleneck node``."""
+    """``gpu collective: all_reduce of 1 GB over 8 h100 GPUs (SHARP off) → 3.89 ms, 257 GB/s of bytes per second
+    = bus bandwidth 450 GB/s, bottleneck node | …`` (bus bandwidth 2·bytes·(N − 1)/(N·time), NCCL's, AllReduce only)."""
     head = f"{GPU_COLLECTIVE_PREFIX}{kind} of {format_si(float(n_bytes), 'B', digits=3)} over {n_gpus} {chip} GPUs"
     try:
         c = G.as_cluster(chip, n_sus)
@@ -146,9 +147,12 @@ def gpu_collective_readout(kind: str = "all_reduce", n_bytes: float = 1e9, n_gpu
     except INPUT_ERRORS as exc:
         return f"{head} → cannot evaluate: {error_text(exc)}"
     tag = " (SHARP on)" if sharp else " (SHARP off)" if cost.kind == "all_reduce" else ""
+    # bytes/time is not NCCL's "bus bandwidth" (the chapter's measured 370 GB/s): for an AllReduce print both
+    bus = (f" = bus bandwidth {_bw(G.bus_bandwidth(float(n_bytes), int(n_gpus), cost.seconds))}"
+           if cost.kind == "all_reduce" else "")
     return (f"{GPU_COLLECTIVE_PREFIX}{cost.kind} of {format_si(float(n_bytes), 'B', digits=3)} over {n_gpus} {chip} "
-            f"GPUs{tag} → {format_time(cost.seconds)}, {_bw(cost.bandwidth)}, bottleneck {cost.bottleneck} | "
-            f"{cost.note}")
+            f"GPUs{tag} → {format_time(cost.seconds)}, {_bw(cost.bandwidth)} of bytes per second{bus}, "
+            f"bottleneck {cost.bottleneck} | {cost.note}")
 
 
 def render_gpu_collective(kind: str = "all_reduce", n_bytes: float = 1e9, n_gpus: int = 8, sharp: bool = False,
@@ -259,7 +263,7 @@ def render_sharded_all_gather(D: int = 8192, F: int = 32_768, chip: str = "h100"
     ax = fig.add_subplot()
     ax.plot(ys, t, "o-", color="#1f4e9c", lw=2)
     ax.axvline(c.gpus_per_node, color="0.5", ls="--", lw=1)
-    ax.text(c.gpus_per_node * 1.1, max(t) * 0.9, "Y = one node", fontsize=8, color="0.35")
+    ax.text(c.gpus_per_node / 1.08, max(t) * 0.8, "Y = one node", fontsize=8, color="0.35", ha="right")  # below the flat part
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(plain_formatter())

@@ -2,8 +2,9 @@
 (`check`, `answers`), the judge decides the verdict outside it, `sandbox` runs a submission under
 bubblewrap, `runner` executes notebooks with nbval and builds results, `cli` is the `scalebook` command.
 
-The runner's names (`grade`, `strip_solution`, `make_exercise`, `SubmissionResult`, …) are served from
-here lazily, so `import scalebook_utils` does not load nbformat. No module here imports jax at module
+The public names of `exercises` (`make_exercise`, `strip_solution`, cell metadata), `report` (`SubmissionResult`,
+JSON/CSV/table) and `runner` (`grade`, `build_graded_copy`, …) are served from here lazily, so
+`import scalebook_utils` does not load nbformat. No module here imports jax at module
 level (a code question's probe imports `lab` when it runs).
 """
 
@@ -13,9 +14,10 @@ import importlib
 
 
 def __getattr__(name: str):
-    """`grading.grade`, `from scalebook_utils.grading import strip_solution`: the runner's public names."""
+    """`grading.grade`, `from scalebook_utils.grading import strip_solution`: the three modules' public names."""
     if not name.startswith("_"):
-        runner = importlib.import_module("scalebook_utils.grading.runner")
-        if name in runner.__all__:
-            return getattr(runner, name)
+        for part in ("exercises", "report", "runner"):
+            module = importlib.import_module(f"scalebook_utils.grading.{part}")
+            if name in module.__all__:
+                return getattr(module, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,9 +20,7 @@ collective over the N devices the question declares. A miss within 10% reads "cl
 
 from __future__ import annotations
 
-import inspect
 import math
-import numbers
 import re
 import sys
 import zlib

@@ -11,7 +11,7 @@ import argparse
 import math
 import sys
 
-from scalebook_utils.grading import runner as grading
+from scalebook_utils.grading import exercises, report, runner
 from scalebook_utils.grading import sandbox
 
 _GRADE_EPILOG = """\
@@ -42,10 +42,10 @@ def _parser() -> argparse.ArgumentParser:
     fmt = g.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print JSON instead of a table")
     fmt.add_argument("--csv", action="store_true", help="print CSV instead of a table")
-    g.add_argument("--timeout", type=_positive("--timeout", "seconds"), default=grading.DEFAULT_TIMEOUT_PER_CELL,
+    g.add_argument("--timeout", type=_positive("--timeout", "seconds"), default=runner.DEFAULT_TIMEOUT_PER_CELL,
                    metavar="SECONDS", help="time limit per cell, a finite number > 0 (default %(default)g)")
     g.add_argument("--memory-limit", type=_positive("--memory-limit", "GiB", allow_none=True),
-                   default=grading.DEFAULT_MEMORY_LIMIT_BYTES / 2**30, metavar="GiB",
+                   default=runner.DEFAULT_MEMORY_LIMIT_BYTES / 2**30, metavar="GiB",
                    help="memory limit of the kernel (RLIMIT_DATA), a finite number > 0, or 'none' (default %(default)g)")
     g.add_argument("--jobs", type=int, default=1, metavar="N", help="grade N submissions at once (default 1)")
     g.add_argument("--no-sandbox", action="store_true",
@@ -69,8 +69,8 @@ def _positive(flag: str, unit: str, allow_none: bool = False):
     return parse
 
 
-def _progress(result: grading.SubmissionResult) -> None:
-    print(f"graded {grading.summary_line(result)} ({result.seconds:.0f} s)", file=sys.stderr, flush=True)
+def _progress(result: report.SubmissionResult) -> None:
+    print(f"graded {report.summary_line(result)} ({result.seconds:.0f} s)", file=sys.stderr, flush=True)
 
 
 def _grade(args, parser) -> int:
@@ -82,19 +82,19 @@ def _grade(args, parser) -> int:
               "and memory limits only: a submission can read and change your files and other grades",
               file=sys.stderr)
     try:
-        results = grading.grade(
+        results = runner.grade(
             args.submissions, args.against, timeout_per_cell=args.timeout,
             memory_limit_bytes=None if args.memory_limit is None else int(args.memory_limit * 2**30),
             jobs=args.jobs, progress=_progress if sys.stderr.isatty() else None, sandboxed=sandboxed)
-    except grading.GradingError as exc:
+    except exercises.GradingError as exc:
         print(f"scalebook grade: error: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        print(grading.results_to_json(results))
+        print(report.results_to_json(results))
     elif args.csv:
-        sys.stdout.write(grading.results_to_csv(results))
+        sys.stdout.write(report.results_to_csv(results))
     else:
-        print(grading.format_results_table(results))
+        print(report.format_results_table(results))
     return 0
 
 

@@ -79,8 +79,9 @@ test-colab-jax:
 ## A Colab-like runtime (tests/colab_pins.py: Colab's preinstalled set, no scalebook) in .venv-colab, rebuilt
 ## when the pins change; then chapters $(COLAB_CHAPTERS) each run alone there, installing scalebook from a clone
 ## of HEAD (tests/test_colab_like.py), and every widget is driven under its ipywidgets 7.7.1.
-## `make test` runs chapters 01 03 10 (measured: all 12 took 9.8 min with 3 workers on a loaded 2-core machine,
-## 01 03 10 and the widget drive 2.6 min); `make test-colab-all` runs every chapter.
+## `make test` runs chapters 01 03 10; `make test-colab-all` runs all 12 (measured on the shared 2-core machine,
+## 3 workers: all 12 + the widget drive 9.8 min at load average ~10; 01 03 10 + the widget drive 6.2 min at ~12,
+## the widget drive alone 3.2 min).
 COLAB_VENV ?= .venv-colab
 COLAB_CHAPTERS ?= 01 03 10
 COLAB_JOBS ?= 3

@@ -1,8 +1,8 @@
 """jaxlab: the JAX side of scalebook — runtime detection, simulated devices, timing, cost analysis,
 and an empirical roofline of the machine you are on.
 
-This is the only scalebook module (with `_compat`, where JAX version differences live) that imports
-jax. Everything it measures is returned in SI base units: seconds, FLOPs, bytes, FLOPs/s, bytes/s.
+It is the front module of `lab/` (every module there imports jax; JAX version differences live only in
+`lab/_compat.py`). Everything it measures is returned in SI base units: seconds, FLOPs, bytes, FLOPs/s, bytes/s.
 
 Book chapters:
 - ch. 1 (rooflines): `calibrate` measures this machine's peak FLOPs/s and memory bandwidth — the two
@@ -12,7 +12,7 @@ Book chapters:
   `make_mesh` / `shard_map` work on every supported JAX; `cost_analysis` / `compiled_hlo_text`
   show what XLA compiled (FLOPs are per device; which collectives appear), and
   `parse_hlo_collectives` reads each compiled collective's arrays, bytes and mesh axes (that HLO
-  reader is the pure module `compiled_collectives`; jaxlab re-exports it).
+  reader is the pure module `core/hlo/collectives.py`; jaxlab re-exports it).
 - ch. 9 (profiling): `time_fn` is a best-of-N wall-clock timer that waits for the results.
 
 Typical setup cell::

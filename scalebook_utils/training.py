@@ -10,11 +10,18 @@ Two layers of model:
    docstring: B tokens, D, F, L; X data, Y TP, Z pipeline degrees; N = X·Y·Z; C; W_ici; M_X, M_Y; α = C/W_ici).
    Every public name of it, and `_tpu`, is re-exported here, so `training.alpha`, `training.layer_costs`, …
    work as before.
-2. The planner (`plan`, `evaluate`, `Config`, `Estimate`, `Plan`), here: the same rules applied to a whole
-   `TransformerConfig` — attention and MLP blocks, embeddings, MoE experts, pipeline bubbles, DCN across
-   slices, Adam memory and activation checkpoints — to rank every configuration that fits a mesh and HBM by
-   estimated step time. Its FLOPs, validity rules and memory (`_flops`, `_reasons`, `_memory`, …) are shared
-   with the GPU planner (`gpu_training`, book ch. 12).
+2. The planner, here: the same rules applied to a whole `TransformerConfig` — attention and MLP blocks,
+   embeddings, MoE experts, pipeline bubbles, DCN across slices, Adam memory and activation checkpoints — to rank
+   every configuration that fits a mesh and HBM by estimated step time. Its network-free parts (FLOPs, validity
+   rules, memory) live in `training_layouts`, shared with the GPU planner (`gpu_training`, book ch. 12).
+
+One entry point for both kinds of chip (issue 17): `plan(model, chip, n_chips=, batch_tokens=, seq_len=, …)`
+ranks layouts and `evaluate_layout(model, chip, n_chips=, batch_tokens=, seq_len=, dp=, tp=, pp=, …)` estimates
+one; a TPU gets ICI and DCN slices, a GPU an NVLink node and a fat tree (`gpu_training`). Both count memory as a
+practitioner does by default (`training_layouts.MemoryOptions`: 16 B/param, activations per micro-batch and
+tensor, 1F1B/interleaved/uneven pipelines) and as the book does with `conventions="book"`. The chapters' forms —
+`plan(model, batch_tokens, chip, …)`, `evaluate(model, batch_tokens, Config(…), chip)` and `gpu_training`'s —
+keep the book's conventions and numbers.
 
 Overlap: like the book, communication on different axes and compute are assumed to overlap, so a step
 takes max(T_math, T_comms on each axis) — a roofline (lower bound), not a simulation.
@@ -23,10 +30,12 @@ takes max(T_math, T_comms on each axis) — a roofline (lower bound), not a simu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
-from typing import Iterable, Iterator, Sequence
+import numbers
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
 
 from . import gpus
+from . import training_layouts as TL
 from . import transformer as tf
 from .hardware import ChipSpec, get_chip
 # book ch. 5's closed forms (training_costs), used below and re-exported for the chapters
@@ -35,15 +44,17 @@ from .training_costs import (ACT_BYTES, ADAM_BYTES_PER_PARAM, OPTIMIZER_BYTES, P
     checkpoint_bytes, comms_ratio, dcn_bandwidth, dp_min_batch_per_chip, fsdp_min_batch_per_chip, fsdp_tp_degrees,
     ici_bandwidth, layer_costs, max_params_pure_dp, min_chips_for_memory, mixed_min_batch_per_chip,
     optimal_fsdp_degree, round_pow2, step_collectives, tp_max_degree, tp_min_F, training_memory, training_time)
-from .units import (format_bytes, format_si, format_time, is_int, require_bytes, require_choices, require_int,
-    require_positive)
+from .training_layouts import CONVENTIONS, REMAT_POLICIES, CommLoad, MemoryOptions
+from .units import (format_bytes, format_si, format_time, is_int, require_bool, require_bytes, require_choices,
+    require_int, require_positive)
 
 CH5 = "book ch. 5 'How to Parallelize a Transformer for Training'"
 CH6 = "book ch. 6 'Training LLaMA 3 on TPUs'"
 
 __all__ = [
     # the planner (this module)
-    "CH5", "CH6", "Config", "Estimate", "Plan", "REMAT_CHOICES", "evaluate", "ici_axes", "plan",
+    "CH5", "CH6", "Config", "Estimate", "Plan", "REMAT_CHOICES", "evaluate", "evaluate_layout", "ici_axes", "plan",
+    "CONVENTIONS", "REMAT_POLICIES", "MemoryOptions",
     # re-exported from training_costs (book ch. 5's closed forms)
     "STRATEGIES", "ADAM_BYTES_PER_PARAM", "PARAM_BYTES", "OPTIMIZER_BYTES", "ACT_BYTES",
     "ici_bandwidth", "dcn_bandwidth", "alpha", "alpha_dcn",
@@ -61,7 +72,9 @@ __all__ = [
 @dataclass(frozen=True)
 class Config:
     """One way to lay out a training step: `slices` ICI slices joined by DCN (pure DP across them); inside a
-    slice X data-parallel chips (ZeRO stage `zero`; 0 = plain DP, 3 = FSDP), Y-way TP, Z pipeline stages."""
+    slice X data-parallel chips (ZeRO stage `zero`; 0 = plain DP, 3 = FSDP), Y-way TP, Z pipeline stages run by
+    schedule `pipeline` ("gpipe", "1f1b", "interleaved" with `virtual_stages` chunks per device) over
+    `microbatches` micro-batches per data shard, with `stage_layers` layers per (virtual) stage (None: even)."""
 
     X: int
     Y: int = 1
@@ -70,6 +83,9 @@ class Config:
     zero: int = 3
     remat: str = "block"
     microbatches: int = 1
+    pipeline: str = "1f1b"
+    virtual_stages: int = 1
+    stage_layers: tuple[int, ...] | None = None
 
     @property
     def chips(self) -> int:
@@ -82,14 +98,22 @@ class Config:
         if self.Y > 1:
             parts.append(f"TP {self.Y}")
         if self.Z > 1:
-            parts.append(f"PP {self.Z}")
+            parts.append(f"PP {self.Z}" + (f" interleaved ×{self.virtual_stages}" if self.virtual_stages > 1 else
+                                           " GPipe" if self.pipeline == "gpipe" else "")
+                         + (" uneven" if self.stage_layers is not None else ""))
         name = " × ".join(parts) or "1 chip"
         return f"{name} × {self.slices} slices (DCN)" if self.slices > 1 else name
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A configuration's estimated step (seconds per step, per chip) and whether it is feasible."""
+    """A configuration's estimated step (seconds per step, per chip) and whether it is feasible.
+
+    `reasons` are the sentences that make it infeasible (`reason` joins them); a layout that cannot run at all
+    (degrees that do not multiply to the chips, TP that does not divide the heads, stages that do not cover the
+    layers, micro-batches that do not divide the batch, a schedule it cannot run) has NaN times, MFU and memory —
+    never a silent number. `memory` is the fullest chip's (under a pipeline: the fullest stage's, `worst_stage`).
+    """
 
     config: Config
     feasible: bool
@@ -107,6 +131,21 @@ class Estimate:
     seq_shards: int
     chip: str
     peak_flops_per_s: float
+    hardware_flops: float = math.nan
+    reasons: tuple[str, ...] | None = None
+    notes: tuple[str, ...] = ()
+    conventions: str = "book"
+    activation_parts: tuple[tuple[str, float], ...] = ()
+    worst_stage: int = 0
+    options_text: str = ""
+
+    def __post_init__(self):
+        if self.reasons is None:
+            object.__setattr__(self, "reasons", tuple(r for r in self.reason.split("; ") if r))
+        if self.hardware_flops != self.hardware_flops and self.t_math == self.t_math:
+            # T_math · chips · C · (1 − bubble): the FLOPs executed, recompute included
+            executed = self.t_math * self.config.chips * self.peak_flops_per_s * (1 - self.bubble)
+            object.__setattr__(self, "hardware_flops", executed)
 
     @property
     def times(self) -> dict[str, float]:
@@ -115,12 +154,34 @@ class Estimate:
 
     @property
     def step_time(self) -> float:
-        return max(self.times.values())
+        return max(self.times.values()) if self.t_math == self.t_math else math.nan
+
+    step_s = step_time
+
+    @property
+    def bubble_fraction(self) -> float:
+        """Idle fraction of the pipeline (0 without one); with uneven stages it includes their imbalance."""
+        return self.bubble
+
+    @property
+    def memory_bytes_per_chip(self) -> float:
+        return self.memory.total
+
+    @property
+    def memory_parts(self) -> dict[str, float]:
+        """Bytes per chip: params, master, grads, optimizer, activations, gathered, and the activations by
+        tensor family ("activations: attention", …) where the practitioner's convention counts them."""
+        out = self.memory.as_dict()
+        out.update({f"activations: {k}": v for k, v in self.activation_parts})
+        return out
 
     @property
     def bound(self) -> str:
         """What sets the step time: 'compute' (with a pipeline: 'compute + pipeline bubble', since the idle
-        stages are folded into T_math) or the name of the slowest communication."""
+        stages are folded into T_math) or the name of the slowest communication; 'cannot run' for a layout
+        that cannot run."""
+        if self.step_time != self.step_time:
+            return "cannot run"
         k = max(self.times, key=self.times.get)
         return "compute + pipeline bubble" if k == "compute" and self.bubble > 0 else k
 
@@ -148,6 +209,11 @@ class Estimate:
         """
         return self.model_flops / (self.config.chips * self.peak_flops_per_s * self.step_time)
 
+    @property
+    def hfu(self) -> float:
+        """Roofline HFU: FLOPs executed, the remat recompute included, / (chips · C · step time) (≥ MFU)."""
+        return self.hardware_flops / (self.config.chips * self.peak_flops_per_s * self.step_time)
+
     def summary(self) -> str:
         if not self.feasible:
             return f"{self.config.name}: infeasible — {self.reason}"
@@ -155,10 +221,29 @@ class Estimate:
                 f"{format_time(self.step_time)}/step, MFU {self.mfu:.0%}, bound by {self.bound}, "
                 f"{format_bytes(self.memory.total)}/{'GPU' if get_chip(self.chip).kind == 'gpu' else 'chip'}")
 
-
-def _divisors(n: int) -> list[int]:
-    small = [d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
+    def explain(self) -> str:
+        """The estimate in sentences: the layout and schedule, step time, MFU and HFU, what bounds it, the
+        memory per chip by part, and the conventions it counts with (or why it cannot run)."""
+        c = self.config
+        head = (f"{c.name} on {c.chips} × {self.chip} (ZeRO-{c.zero}, {c.remat} remat"
+                + (f", {c.pipeline} schedule, m={c.microbatches} micro-batches" if c.Z > 1 or c.microbatches > 1
+                   else "") + ")")
+        if self.step_time != self.step_time:
+            return f"{head} cannot run: " + "; ".join(self.reasons) + "."
+        unit = "GPU" if get_chip(self.chip).kind == "gpu" else "chip"
+        parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in self.memory.as_dict().items() if v)
+        acts = ", ".join(f"{k} {format_bytes(v)}" for k, v in self.activation_parts if v)
+        text = (f"{head}: {format_time(self.step_time)} per step, roofline MFU {self.mfu:.1%}, HFU {self.hfu:.1%}, "
+                f"bound by {self.bound}" + (f" (bubble {self.bubble:.1%})" if self.bubble else "") + ". "
+                f"Memory per {unit}{f' (stage {self.worst_stage}, the fullest)' if c.Z > 1 else ''}: "
+                f"{format_bytes(self.memory.total)} = {parts}" + (f"; activations: {acts}" if acts else "") + ".")
+        if self.notes:
+            text += " Note: " + "; ".join(self.notes) + "."
+        if not self.feasible:
+            text += " Infeasible: " + "; ".join(self.reasons) + "."
+        text += (f" Counted with {self.options_text}." if self.options_text else
+                 " Counted with the book's conventions (10 B/param, activations of the whole batch, GPipe bubble).")
+        return text
 
 
 def ici_axes(chip, X: int, Y: int) -> tuple[int, int]:
@@ -173,16 +258,6 @@ def ici_axes(chip, X: int, Y: int) -> tuple[int, int]:
     longest = max(spec.pod_shape or (Y,))
     M_Y = 1 if Y <= longest else min(2, n)
     return max(n - M_Y, 1), M_Y
-
-
-def _remat_policy(remat) -> tuple[str, float | None]:
-    """A policy name of transformer.REMAT_TENSORS_PER_LAYER, or a number of D-wide checkpoints per layer
-    (book ch. 6: 2, with the FLOPs of block remat)."""
-    if isinstance(remat, str):
-        tf._policy(remat)
-        return remat, None
-    require_positive(checkpoints_per_layer=remat)
-    return "block", float(remat)
 
 
 def evaluate(model, batch_tokens: float, config: Config, chip="tpu-v5p", *, seq_len: int = 4096,
@@ -215,160 +290,38 @@ def evaluate(model, batch_tokens: float, config: Config, chip="tpu-v5p", *, seq_
                          f"count {n_chips}")
     require_positive(batch_tokens=batch_tokens, seq_len=seq_len)
     grad_bytes = require_bytes("grad_bytes", grad_bytes)
-    C, W = spec.peak_flops(dtype), ici_bandwidth(spec)
-    n_slice = c.X * c.Y * c.Z
-    M_X, M_Y = ici_axes(spec, c.X, c.Y)
-    pc = tf.param_count(cfg)
-    P = pc.total
-    expert = _routed_expert_params(cfg)
+    C = spec.peak_flops(dtype)
     reasons, seq_shards, tokens_per_shard = _reasons(cfg, c, batch_tokens, seq_len, allow_sequence_sharding)
-    ep = _ep_degree(cfg, c.X)
     t_math, model_flops, bubble = _flops(cfg, batch_tokens, c, seq_len, C)
-    # communication
-    P_gathered = (P - expert) / (c.Y * c.Z)  # expert weights stay on their EP shard
-    if c.X == 1:
-        t_fsdp = 0.0
-    else:
-        colls = 3 if c.zero == 3 else 2
-        t_fsdp = colls * PARAM_BYTES * P_gathered / (W * M_X)
-        if expert:  # expert gradients are reduced over the data chips that share an expert shard
-            t_fsdp += 2 * PARAM_BYTES * expert / (ep * c.Y * c.Z) / (W * M_X) * (c.X > ep)
-    layers_per_stage = _layers_per_stage(cfg, c.Z)
-    t_tp = 0.0 if c.Y == 1 else layers_per_stage * 2 * 12 * tokens_per_shard * cfg.D / (W * M_Y)
-    t_pp = 0.0 if c.Z == 1 else 2 * 2 * tokens_per_shard * cfg.D / spec.ici_link_bandwidth_oneway_bytes_per_s
-    t_ep = 0.0
-    if cfg.is_moe and ep > 1:
-        moe_per_stage = cfg.moe_layers / c.Z
-        t_ep = moe_per_stage * 4 * ACT_BYTES * cfg.k * tokens_per_shard * cfg.D * ep / (4 * W * M_X) / c.Y
-    t_dcn = 0.0 if c.slices == 1 else 2 * PARAM_BYTES * P / (n_slice * dcn_bandwidth(spec))
+    times = _tpu_times(spec, cfg, c, TL.book_comm_load(cfg, c, tokens_per_shard))
     memory = _memory(cfg, c, batch_tokens, grad_bytes)
     reasons += _hbm_reasons(memory, spec)
-    return Estimate(c, not reasons, "; ".join(reasons), t_math, t_fsdp, t_tp, t_pp, t_ep, t_dcn, bubble, memory,
+    return Estimate(c, not reasons, "; ".join(reasons), t_math, *times, bubble, memory,
                     model_flops, batch_tokens / c.chips, seq_shards, spec.name, C)
 
 
-# The parts of an estimate that do not depend on the network: shared by this planner and the GPU one
-# (gpu_training.evaluate, book ch. 12), which differ only in their communication times.
+def _tpu_times(spec: ChipSpec, cfg: tf.TransformerConfig, c: Config, load: CommLoad) -> tuple[float, ...]:
+    """(T_fsdp, T_tp, T_pp, T_ep, T_dcn) on ICI and DCN for `load` (see `evaluate` for the formulas; the
+    practitioner's load counts the busiest stage, its ZeRO collectives per micro-batch and v chunks)."""
+    W = ici_bandwidth(spec)
+    M_X, M_Y = ici_axes(spec, c.X, c.Y)
+    T_s = load.tokens_per_shard
+    t_fsdp = (load.dp_bytes + load.expert_bytes) / (W * M_X)
+    t_tp = 0.0 if c.Y == 1 else load.tp_layers * 2 * 12 * T_s * cfg.D / (W * M_Y)
+    t_pp = 0.0 if c.Z == 1 else load.pp_chunks * 2 * 2 * T_s * cfg.D / spec.ici_link_bandwidth_oneway_bytes_per_s
+    ep = TL.ep_degree(cfg, c.X)
+    t_ep = 0.0
+    if cfg.is_moe and ep > 1:
+        t_ep = load.moe_layers * 4 * ACT_BYTES * cfg.k * T_s * cfg.D * ep / (4 * W * M_X) / c.Y
+    t_dcn = 0.0 if c.slices == 1 else load.dcn_bytes / dcn_bandwidth(spec)
+    return t_fsdp, t_tp, t_pp, t_ep, t_dcn
 
 
-def _check_layout(c: Config) -> None:
-    """ValueError unless every degree of `c` (and its microbatch count) is a positive integer."""
-    for name in ("X", "Y", "Z", "slices", "microbatches"):
-        v = getattr(c, name)
-        if not is_int(v) or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
-
-
-def _reasons(cfg: tf.TransformerConfig, c: Config, batch_tokens: float, seq_len: float,
-             allow_sequence_sharding: bool) -> tuple[list[str], int, float]:
-    """(reasons the layout cannot run, sequence shards, tokens per data shard) for a batch of `batch_tokens`.
-
-    TP must divide the N heads and F, PP the L layers; each of the X data shards (a Y·Z group of chips) of a
-    slice needs at least one token, and more shards than sequences needs sequence sharding (uneven shards
-    are padded) into at most `seq_len` pieces. Book ch. 5–6.
-    """
-    B_s = batch_tokens / c.slices
-    tokens_per_shard = B_s / c.X  # tokens each data shard (a Y·Z group of chips) processes
-    sequences = B_s / seq_len
-    seq_shards = 1
-    reasons = []
-    if cfg.N % c.Y or cfg.F % c.Y:
-        reasons.append(f"TP degree {c.Y} must divide N={cfg.N} heads and F={cfg.F}")
-    if cfg.L % c.Z:
-        reasons.append(f"{c.Z} pipeline stages must divide L={cfg.L} layers")
-    if tokens_per_shard < 1:
-        reasons.append(f"{c.X}-way data parallelism leaves less than one token per shard (batch per slice {B_s:g})")
-    elif c.X > sequences:
-        seq_shards = math.ceil(c.X / max(sequences, 1))
-        if not allow_sequence_sharding:
-            reasons.append(f"{c.X}-way data parallelism exceeds the {sequences:g} sequences of the batch "
-                           "(sequence sharding not allowed)")
-        elif seq_shards > seq_len:
-            reasons.append(f"{c.X}-way data parallelism needs {seq_shards} shards per sequence of {seq_len} tokens")
-    return reasons, seq_shards, tokens_per_shard
-
-
-def _flops(cfg: tf.TransformerConfig, batch_tokens: float, c: Config, seq_len: float,
-           C: float) -> tuple[float, float, float]:
-    """(T_math, model FLOPs, bubble) of one step on `c.chips` chips of C FLOPs/s each:
-    T_math = tokens · FLOPs/token (with the remat recompute) / (chips · C) / (1 − bubble), the bubble of a
-    GPipe schedule of `c.microbatches` over Z stages; model FLOPs leave the recompute out (for MFU)."""
-    policy, _ = _remat_policy(c.remat)
-    flops_per_token = tf.training_flops_per_token(cfg, seq_len, causal=True, remat=policy)
-    model_flops = batch_tokens * tf.training_flops_per_token(cfg, seq_len, causal=True)
-    m = c.microbatches if c.Z > 1 else 1
-    bubble = bubble_fraction(c.Z, m) if c.Z > 1 else 0.0
-    t_math = batch_tokens * flops_per_token / (c.chips * C) / (1 - bubble)
-    return t_math, model_flops, bubble
-
-
-def _memory(cfg: tf.TransformerConfig, c: Config, batch_tokens: float, grad_bytes: float) -> Memory:
-    """Bytes per chip of layout `c`: `training_memory` of the dense parameters (ZeRO over X, TP × PP shards),
-    the routed experts sharded over ep·Y·Z chips, the activations of the remat policy (or checkpoints) spread
-    over all chips, and under FSDP the AllGathered layer being used (2 layers' worth, ÷ Y). Book ch. 5–6."""
-    policy, ckpt = _remat_policy(c.remat)
-    pc = tf.param_count(cfg)
-    P, expert = pc.total, _routed_expert_params(cfg)
-    if ckpt is None:
-        act_total = tf.activation_bytes(cfg, batch_tokens, policy)
-    else:
-        act_total = checkpoint_bytes(cfg.D, cfg.L, batch_tokens, ckpt)
-    layer_params = (P - pc.embedding - pc.unembedding) / cfg.L
-    gathered = 2 * PARAM_BYTES * layer_params / c.Y if (c.zero == 3 and c.X > 1) else 0.0
-    dense = training_memory(P - expert, zero=c.zero, X=c.X, model_shards=c.Y * c.Z,
-                            activation_bytes_total=act_total, n_chips=c.chips, grad_bytes=grad_bytes,
-                            gathered_bytes=gathered)
-    if expert:
-        ex = training_memory(expert, zero=0, model_shards=_ep_degree(cfg, c.X) * c.Y * c.Z, grad_bytes=grad_bytes)
-        dense = replace(dense, params=dense.params + ex.params, grads=dense.grads + ex.grads,
-                        optimizer=dense.optimizer + ex.optimizer)
-    return dense
-
-
-def _hbm_reasons(memory: Memory, spec: ChipSpec, unit: str = "chip") -> list[str]:
-    """[the reason] when `memory` exceeds the chip's HBM, else []."""
-    if memory.total > spec.hbm_bytes:
-        return [f"needs {format_bytes(memory.total)} per {unit} > {format_bytes(spec.hbm_bytes)} HBM"]
-    return []
-
-
-def _ep_degree(cfg: tf.TransformerConfig, X: int) -> int:
-    """Expert parallelism over the data axis: ep = gcd(X, E) ways (1 for a dense model)."""
-    return math.gcd(X, cfg.E) if cfg.is_moe else 1
-
-
-def _layers_per_stage(cfg: tf.TransformerConfig, Z: int) -> float:
-    return cfg.L // Z if cfg.L % Z == 0 else cfg.L / Z
-
-
-def _layouts(n: int, max_tp: int, max_pp: int) -> Iterator[tuple[int, int, int]]:
-    """Every (X, Y, Z) with X·Y·Z = n, Y ≤ max_tp, Z ≤ max_pp (Y, then Z ascending)."""
-    divs = _divisors(n)
-    for Y in (d for d in divs if d <= max_tp):
-        for Z in (d for d in divs if d <= max_pp and (n // Y) % d == 0):
-            yield n // (Y * Z), Y, Z
-
-
-def _microbatches(batch_tokens: float, seq_len: float, X: int, Z: int, per_stage: int) -> int:
-    """Microbatches of a Z-stage pipeline: per_stage·Z, capped by the sequences of a data shard (1 without PP)."""
-    if Z == 1:
-        return 1
-    return min(per_stage * Z, max(int(batch_tokens / seq_len / X), 1))
-
-
-def _rank_key(e: Estimate) -> tuple:
-    """The planners' order. Ties (several layouts compute-bound) go first to the higher ZeRO stage — same
-    speed, less memory, the book's "basically always use ZeRO-3" — then to the most communication headroom
-    (the book's X_opt, which balances the FSDP and TP times), then to less memory."""
-    return (not e.feasible, float(f"{e.step_time:.9g}"), -e.config.zero,
-            max(e.t_fsdp, e.t_tp, e.t_pp, e.t_ep, e.t_dcn), e.memory.total)
-
-
-def _routed_expert_params(cfg: tf.TransformerConfig) -> int:
-    if not cfg.is_moe:
-        return 0
-    width = cfg.F_expert or cfg.F
-    return cfg.moe_layers * cfg.E * cfg.mlp_matrices * cfg.D * width
+# The chapters' names of the shared helpers (now public in `training_layouts`)
+_check_layout, _reasons, _flops, _memory = TL.check_layout, TL.book_problems, TL.book_step_flops, TL.book_memory
+_hbm_reasons, _ep_degree, _layers_per_stage, _layouts = TL.hbm_reasons, TL.ep_degree, TL.layers_per_stage, TL.layouts
+_microbatches, _rank_key, _routed_expert_params = TL.pipeline_microbatches, TL.rank_key, TL.routed_expert_params
+_remat_policy, _divisors = TL.remat_policy, TL.divisors
 
 
 @dataclass(frozen=True)

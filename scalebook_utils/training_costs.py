@@ -364,21 +364,27 @@ def bubble_fraction(stages: int, microbatches: int) -> float:
 
 @dataclass(frozen=True)
 class Memory:
-    """Bytes per chip: parameters, gradients, optimizer state, activation checkpoints, FSDP's gathered layer."""
+    """Bytes per chip: parameters, gradients, optimizer state, activation checkpoints, FSDP's gathered layer, and
+    the optimizer's fp32 master weights (0 in the book's 10 bytes/param; `training_layouts.MemoryOptions`)."""
 
     params: float
     grads: float
     optimizer: float
     activations: float
     gathered: float = 0.0
+    master: float = 0.0
+
+    PARTS = ("params", "master", "grads", "optimizer", "activations", "gathered")
 
     @property
     def total(self) -> float:
-        return self.params + self.grads + self.optimizer + self.activations + self.gathered
+        return self.params + self.grads + self.optimizer + self.activations + self.gathered + self.master
+
+    def as_dict(self) -> dict[str, float]:
+        return {k: getattr(self, k) for k in self.PARTS}
 
     def describe(self) -> str:
-        parts = ", ".join(f"{k} {format_bytes(getattr(self, k))}" for k in
-                          ("params", "grads", "optimizer", "activations", "gathered") if getattr(self, k))
+        parts = ", ".join(f"{k} {format_bytes(getattr(self, k))}" for k in self.PARTS if getattr(self, k))
         return f"{format_bytes(self.total)} per chip ({parts})"
 
 

@@ -205,4 +205,25 @@ def plan(model, batch_tokens: float, chip="h100", *, n_gpus: int | None = None, 
     return T.Plan(cfg, spec.name, n, batch_tokens, seq_len, tuple(estimates))
 
 
-__all__ = ["training_cluster", "evaluate", "plan", "layout_times", "DEFAULT_N_GPUS", "DEFAULT_N_GPUS_BY_CHIP"]
+def rules_of_thumb(model, chip, n_gpus: int, best: T.Estimate) -> str:
+    """Book ch. 12's rules of thumb ("Rooflines for LLM Scaling on GPUs") for a plan's explanation: DP/ZeRO across
+    nodes needs B/X > C/W_node tokens per GPU (H100: 2475), ÷ M/D_node when M = Y·Z ways of model parallelism span
+    M/D_node nodes (`gpus.dp_critical_batch`); in one node C/W_gpu (2200). TP stays compute-bound up to
+    Y < F·W_gpu/C ways inside a node (`gpus.tp_max_degree`, ≈ F/2200 on H100)."""
+    spec, cfg = get_chip(chip), tf.get_model(model)
+    node = spec.gpus_per_node
+    M = best.config.Y * best.config.Z
+    if n_gpus <= node:
+        dp = (f"DP/ZeRO inside one node needs more than C/W_gpu = "
+              f"{gpus.dp_critical_batch(spec, across_nodes=False):.0f}")
+    else:
+        dp = f"DP/ZeRO across nodes needs more than C/W_node = {gpus.dp_critical_batch(spec):.0f}"
+        if M > node:
+            dp += (f" (÷ {M / node:g} = {gpus.dp_critical_batch(spec, model_parallel=M):.0f} with the winner's "
+                   f"{M}-way model parallelism spanning {M / node:g} nodes)")
+    return (f" Chapter 12's rules of thumb at {best.tokens_per_chip:.0f} tokens per GPU: {dp}; TP inside a node "
+            f"stays compute-bound up to F·W_gpu/C = {gpus.tp_max_degree(cfg.F, spec):.1f} ways.")
+
+
+__all__ = ["training_cluster", "evaluate", "plan", "layout_times", "rules_of_thumb", "DEFAULT_N_GPUS",
+           "DEFAULT_N_GPUS_BY_CHIP"]

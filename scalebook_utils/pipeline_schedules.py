@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from .units import is_int
 
 __all__ = ["SCHEDULES", "gpipe_bubble", "one_f_one_b_bubble", "interleaved_bubble", "bubble", "in_flight",
-           "step_time", "Op", "Timeline", "device_order", "simulate"]
+           "step_time", "balanced_stage_layers", "split_stages", "Op", "Timeline", "device_order", "simulate"]
 
 #: schedule names `simulate` and `bubble` accept
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
@@ -116,6 +116,56 @@ def step_time(kind: str, work, m: int, v: int = 1) -> float:
         best = max(best, m * w + before / v)
         before += w
     return best
+
+
+def balanced_stage_layers(L: int, n: int) -> tuple[int, ...]:
+    """L layers over n stages as evenly as possible, the shorter stages at both ends (the first holds the
+    embedding, the last the logits): LLaMA 3 405B's 126 layers over 16 stages → 7, 8 × 14, 7 (Llama 3 paper,
+    "Pipeline parallelism": one layer fewer on the first and the last stage)."""
+    base, extra = divmod(L, n)
+    out = [base + 1] * n
+    ends = [i for pair in zip(range(n), reversed(range(n))) for i in pair]
+    for i in list(dict.fromkeys(ends))[:n - extra]:
+        out[i] = base
+    return tuple(out)
+
+
+def split_stages(L: int, p: int, v: int, stage_layers=None) -> tuple[tuple[int, ...] | None, list[str]]:
+    """(layers of each virtual stage s = chunk·p + device, reasons) for p devices of v chunks each.
+
+    `stage_layers`: None (L must split evenly into p·v chunks), p numbers (one per device, each split evenly over
+    its v chunks) or p·v numbers (one per virtual stage; a chunk may be empty, e.g. an embedding-only chunk).
+    They must be integers ≥ 0 that sum to L, with at least one layer on every device.
+    """
+    S = p * v
+    if stage_layers is None:
+        if L % S == 0:
+            return (L // S,) * S, []
+        hint = ", ".join(str(x) for x in balanced_stage_layers(L, S)[:3])
+        return None, [f"L={L} layers do not split evenly into {S} {'virtual ' if v > 1 else ''}stages; pass "
+                      f"stage_layers (e.g. {hint}, … — fewer layers on the first and last stage)"]
+    try:
+        given = [int(x) if is_int(x) else None for x in stage_layers]
+    except TypeError:
+        return None, [f"stage_layers must be a list of layer counts, got {stage_layers!r}"]
+    if any(x is None or x < 0 for x in given):
+        return None, [f"stage_layers must be whole numbers of layers ≥ 0, got {list(stage_layers)!r}"]
+    if len(given) == p and v > 1:
+        if any(x % v for x in given):
+            return None, [f"stage_layers per device {given} must each split into virtual_stages={v} chunks "
+                          f"(or give {S} numbers, one per virtual stage)"]
+        given = [given[s % p] // v for s in range(S)]
+    if len(given) != S:
+        return None, [f"stage_layers has {len(given)} entries; the layout has {p} stages"
+                      + (f" × {v} virtual stages = {S}" if v > 1 else "")]
+    if sum(given) != L:
+        return None, [f"stage_layers sum to {sum(given)} layers, but the model has L={L}: the stages must cover "
+                      "every layer exactly once"]
+    empty = [d for d in range(p) if not any(given[c * p + d] for c in range(v))]
+    if empty:
+        return None, [f"pipeline stage{'s' if len(empty) > 1 else ''} {', '.join(map(str, empty))} "
+                      "would hold no layer"]
+    return tuple(given), []
 
 
 @dataclass(frozen=True)

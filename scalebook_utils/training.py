@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from . import gpus
+from . import pipeline_schedules as PS
 from . import training_layouts as TL
 from . import transformer as tf
 from .hardware import ChipSpec, get_chip
@@ -43,8 +44,9 @@ from .training_costs import (ACT_BYTES, ADAM_BYTES_PER_PARAM, OPTIMIZER_BYTES, P
     Collective, LayerCosts, Memory, _tpu, all_comm_bound_batch, alpha, alpha_dcn, bubble_fraction,
     checkpoint_bytes, comms_ratio, dcn_bandwidth, dp_min_batch_per_chip, fsdp_min_batch_per_chip, fsdp_tp_degrees,
     ici_bandwidth, layer_costs, max_params_pure_dp, min_chips_for_memory, mixed_min_batch_per_chip,
-    optimal_fsdp_degree, round_pow2, step_collectives, tp_max_degree, tp_min_F, training_memory, training_time)
-from .training_layouts import CONVENTIONS, REMAT_POLICIES, CommLoad, MemoryOptions
+    optimal_fsdp_degree, round_pow2, step_collectives, tp_max_degree, tp_min_F, training_memory, training_time,
+    MemoryOptions, dp_bytes_per_param)
+from .training_layouts import CONVENTIONS, REMAT_POLICIES, CommLoad
 from .units import (format_bytes, format_si, format_time, is_int, require_bool, require_bytes, require_choices,
     require_int, require_positive)
 
@@ -62,7 +64,7 @@ __all__ = [
     "mixed_min_batch_per_chip", "optimal_fsdp_degree", "all_comm_bound_batch", "fsdp_tp_degrees",
     "min_chips_for_memory", "round_pow2", "training_time",
     "LayerCosts", "layer_costs", "comms_ratio", "Collective", "step_collectives", "bubble_fraction",
-    "Memory", "checkpoint_bytes", "training_memory",
+    "Memory", "checkpoint_bytes", "training_memory", "dp_bytes_per_param",
 ]
 
 
@@ -334,6 +336,8 @@ class Plan:
     batch_tokens: float
     seq_len: int
     estimates: tuple[Estimate, ...]
+    conventions: str = "book"
+    options_text: str = ""
 
     @property
     def feasible(self) -> list[Estimate]:
@@ -355,8 +359,9 @@ class Plan:
         rows = []
         for e in self.feasible[:n]:
             rows.append({"config": e.config.name, "zero": e.config.zero, "remat": e.config.remat,
-                         "step_s": e.step_time, "mfu": e.mfu, "bound": e.bound,
-                         "memory_per_chip_bytes": e.memory.total, "tokens_per_chip": e.tokens_per_chip})
+                         "step_s": e.step_time, "mfu": e.mfu, "hfu": e.hfu, "bound": e.bound,
+                         "memory_per_chip_bytes": e.memory.total, "tokens_per_chip": e.tokens_per_chip,
+                         "pipeline": e.config.pipeline if e.config.Z > 1 else "", "microbatches": e.config.microbatches})
         return rows
 
     def explain(self) -> str:
@@ -376,7 +381,8 @@ class Plan:
                 f"{format_bytes(b.memory.total)} per {unit}.")
         per_chip = self.batch_tokens / self.n_chips
         if spec.kind == "gpu":
-            text += self._gpu_rules(b, per_chip)
+            from . import gpu_training
+            text += gpu_training.rules_of_thumb(self.model, spec, self.n_chips, b)
         else:
             n_axes = spec.ici_torus_dims or 1
             text += (f" Chapter 5's rules of thumb at {per_chip:.0f} tokens per chip: FSDP alone needs more than "
@@ -389,32 +395,22 @@ class Plan:
             fs = [e for e in self.estimates if e.family == "fsdp"]
             if fs:
                 text += f" Pure FSDP is not an option here: {fs[0].reason}."
+        if self.conventions == "practitioner":
+            c, mb = b.config, self.batch_tokens / self.seq_len / (b.config.X * b.config.slices) / b.config.microbatches
+            sched = (f"{c.pipeline} over {c.Z} stages" + (f" × {c.virtual_stages} virtual" if c.virtual_stages > 1
+                     else "") + (f" (layers {', '.join(map(str, c.stage_layers))})" if c.stage_layers else "")
+                     + f", bubble {b.bubble:.0%}") if c.Z > 1 else "no pipeline"
+            parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in b.memory.as_dict().items() if v)
+            text += (f" The winner runs {c.microbatches} micro-batch{'es' if c.microbatches > 1 else ''} of "
+                     f"{mb:g} sequence{'s' if mb != 1 else ''} per data shard, {sched}, {c.remat} remat "
+                     f"(HFU {b.hfu:.0%}); per {unit}: {parts}. Defaults: {self.options_text}.")
         return text
-
-    def _gpu_rules(self, b: Estimate, per_gpu: float) -> str:
-        """Book ch. 12's rules of thumb ("Rooflines for LLM Scaling on GPUs"): DP/ZeRO across nodes needs
-        B/X > C/W_node tokens per GPU (H100: 2475), ÷ M/D_node when M = Y·Z ways of model parallelism span
-        M/D_node nodes (`gpus.dp_critical_batch`); in one node C/W_gpu (2200). TP stays compute-bound up to
-        Y < F·W_gpu/C ways inside a node (`gpus.tp_max_degree`, ≈ F/2200 on H100)."""
-        spec = get_chip(self.chip)
-        node = spec.gpus_per_node
-        M = b.config.Y * b.config.Z
-        if self.n_chips <= node:
-            dp = (f"DP/ZeRO inside one node needs more than C/W_gpu = "
-                  f"{gpus.dp_critical_batch(spec, across_nodes=False):.0f}")
-        else:
-            dp = f"DP/ZeRO across nodes needs more than C/W_node = {gpus.dp_critical_batch(spec):.0f}"
-            if M > node:
-                dp += (f" (÷ {M / node:g} = {gpus.dp_critical_batch(spec, model_parallel=M):.0f} with the winner's "
-                       f"{M}-way model parallelism spanning {M / node:g} nodes)")
-        return (f" Chapter 12's rules of thumb at {per_gpu:.0f} tokens per GPU: {dp}; TP inside a node stays "
-                f"compute-bound up to F·W_gpu/C = {gpus.tp_max_degree(self.model.F, spec):.1f} ways.")
 
 
 REMAT_CHOICES = ("none", "big_matmuls", "block")
 
 
-def plan(model, batch_tokens: float, chip="tpu-v5p", *, n_chips: int | None = None, slices: int = 1,
+def _book_plan(model, batch_tokens: float, chip="tpu-v5p", *, n_chips: int | None = None, slices: int = 1,
          seq_len: int = 4096, max_tp: int = 64, max_pp: int = 16, zero_stages: Sequence[int] = (0, 1, 3),
          remat: Iterable = REMAT_CHOICES, microbatches_per_stage: int = 4, allow_sequence_sharding: bool = True,
          grad_bytes: float = 0.0, dtype: str = "bf16") -> Plan:
@@ -471,3 +467,248 @@ def plan(model, batch_tokens: float, chip="tpu-v5p", *, n_chips: int | None = No
                                           grad_bytes=grad_bytes, dtype=dtype))
     estimates.sort(key=_rank_key)
     return Plan(cfg, spec.name, n_chips * slices, batch_tokens, seq_len, tuple(estimates))
+
+
+# --- one entry point for TPUs and GPUs (issue 17) ---------------------------------------------------------
+
+MEMORY_OPTIONS = tuple(f for f in MemoryOptions.__dataclass_fields__)
+
+
+def plan(model, chip="tpu-v5p", *book_form, **options) -> Plan:
+    """Rank the layouts of a training step on TPUs (ICI, DCN slices; book ch. 5–6) or GPUs (NVLink node, fat
+    tree; ch. 12), chosen from the chip: `plan(model, chip, n_chips=, batch_tokens=, seq_len=, **options)`.
+
+    `model`: a preset name or TransformerConfig; `chip`: a name or ChipSpec (unknown names list the close
+    matches). `n_chips` is every chip (TPUs beyond one pod are split into DCN `slices`, default the fewest that
+    fit). Every X·Y·Z layout (Y ≤ `max_tp`, default 64 on TPUs and one NVLink node on GPUs; Z ≤ `max_pp`,
+    default 64) is tried with each ZeRO stage (`zero_stages`, default 0–3), remat policy (`remat`, default
+    none, selective, full), schedule (`pipelines`, default 1F1B and interleaved with `virtual_stages` (2,)
+    chunks; "gpipe" on request; L that does not split evenly gets `balanced_stage_layers`) and number of
+    micro-batches m (the divisors of a data shard's sequences: the fewest that fit without a pipeline, the most
+    with one and ZeRO ≤ 1, all of them with ZeRO ≥ 2, where the collectives grow with m); each layout keeps its
+    best m. Memory options (`MemoryOptions` fields: param_bytes, master_bytes, optimizer_bytes, grad_bytes,
+    activation_bytes, logits_bytes, sequence_parallel, flash_attention) default to the practitioner's
+    (stated in `explain()`); `conventions="book"` plans as the chapters do (`plan(model, batch_tokens, chip)`,
+    `gpu_training.plan`), reproducing every book number.
+
+    The chapters' form `plan(model, batch_tokens, chip="tpu-v5p", *, n_chips=None, slices=1, seq_len=4096,
+    max_tp=64, max_pp=16, zero_stages=(0, 1, 3), remat=REMAT_CHOICES, microbatches_per_stage=4,
+    allow_sequence_sharding=True, grad_bytes=0.0, dtype="bf16")` — a number as the second argument — is the
+    book's TPU planner, unchanged (n_chips per slice, GPipe microbatches, 10 B/param).
+    """
+    if isinstance(chip, numbers.Real) and not isinstance(chip, bool):
+        return _book_plan(model, chip, *book_form, **options)
+    if book_form:
+        raise TypeError("plan(model, chip, *, n_chips=, batch_tokens=, seq_len=, ...) takes the model and the chip "
+                        "as its only positional arguments (the book's form is plan(model, batch_tokens, chip))")
+    return _plan(model, chip, **options)
+
+
+def _plan(model, chip, *, n_chips, batch_tokens, seq_len, conventions="practitioner", slices=None, max_tp=None,
+          max_pp=None, zero_stages=None, remat=None, pipelines=("1f1b", "interleaved"), virtual_stages=(2,),
+          dtype="bf16", **options) -> Plan:
+    cfg, spec, conventions = tf.get_model(model), get_chip(chip), _conventions(conventions)
+    n_chips = require_int("n_chips", n_chips)
+    require_positive(batch_tokens=batch_tokens, seq_len=seq_len)
+    slices = _slices(spec, n_chips, slices)
+    if conventions == "book":
+        kw = {k: v for k, v in (("max_tp", max_tp), ("max_pp", max_pp), ("zero_stages", zero_stages),
+                                ("remat", remat)) if v is not None}
+        if spec.kind == "gpu":
+            from . import gpu_training
+            if slices != 1:
+                raise ValueError("GPU clusters are one fat tree: slices must be 1")
+            p = gpu_training.plan(cfg, batch_tokens, spec, n_gpus=n_chips, seq_len=seq_len, dtype=dtype, **kw, **options)
+        else:
+            p = _book_plan(cfg, batch_tokens, spec, n_chips=n_chips // slices, slices=slices, seq_len=seq_len,
+                           dtype=dtype, **kw, **options)
+        return p
+    st = _setting(cfg, spec, n_chips, batch_tokens, seq_len, dtype, options)
+    max_tp = require_int("max_tp", max_tp if max_tp is not None else (spec.gpus_per_node if st.gpu else 64))
+    max_pp = require_int("max_pp", 64 if max_pp is None else max_pp)
+    zero_stages = require_choices("zero_stages", (0, 1, 2, 3) if zero_stages is None else zero_stages,
+                                  "ZeRO stages (0 plain DP, 1, 2, 3 FSDP)", is_int)
+    for z in zero_stages:
+        require_int("each of zero_stages", z, 0, 3)
+    remats = [TL.remat_name(r) for r in require_choices("remat", REMAT_POLICIES if remat is None else remat,
+                                                        "remat policies (none, selective, full)",
+                                                        lambda r: isinstance(r, str))]
+    kinds = [TL.schedule_name(k) for k in require_choices("pipelines", pipelines, "schedules (gpipe, 1f1b, "
+                                                          "interleaved)", lambda k: isinstance(k, str))]
+    vs = [require_int("each of virtual_stages", v, 2) for v in require_choices("virtual_stages", virtual_stages,
+                                                                               "chunks per device (≥ 2)", is_int)]
+    estimates = []
+    for X, Y, Z in TL.layouts(n_chips // slices, max_tp, max_pp):
+        dp = X * slices
+        first = Config(X=X, Y=Y, Z=Z, slices=slices, zero=0, remat=remats[0],
+                       microbatches=TL.default_microbatches(batch_tokens, seq_len, dp, Z),
+                       stage_layers=None if cfg.L % Z == 0 or Z > cfg.L else PS.balanced_stage_layers(cfg.L, Z))
+        shape = TL.practitioner_shape(cfg, first, batch_tokens, seq_len)
+        if shape.reasons:  # the degrees themselves cannot run (heads, batch split, too many stages): one entry
+            estimates.append(_cannot_run(st, first, shape.reasons, shape.notes))
+            continue
+        for first_feasible, group in TL.layout_groups(cfg, first, batch_tokens, seq_len, zero_stages=zero_stages,
+                                                      remats=remats, kinds=kinds, virtual_stages=vs):
+            best = None
+            for kw in group:
+                e = _practitioner(st, Config(**kw))
+                if best is None or (not e.feasible, _finite(e.step_time), kw["microbatches"]) < \
+                        (not best.feasible, _finite(best.step_time), best.config.microbatches):
+                    best = e
+                if first_feasible and e.feasible:
+                    break
+            estimates.append(best)
+    estimates.sort(key=TL.rank_key)
+    return Plan(cfg, spec.name, n_chips, batch_tokens, seq_len, tuple(estimates), "practitioner",
+                st.options.describe())
+
+
+def evaluate_layout(model, chip, *, n_chips, batch_tokens, seq_len, dp, tp=1, pp=1, zero=1, remat="none",
+                    microbatches=None, pipeline="1f1b", virtual_stages=1, stage_layers=None,
+                    conventions="practitioner", slices=None, dtype="bf16", **options) -> Estimate:
+    """Estimate the layout a user names: dp data shards (ZeRO stage `zero`; on TPUs split over DCN `slices`),
+    tp-way TP, pp pipeline stages run by `pipeline` ("1f1b", "interleaved" with `virtual_stages` chunks per
+    device, "gpipe") over `microbatches` micro-batches per data shard (None: one sequence each with a pipeline,
+    1 without), `stage_layers` layers per stage (or per virtual stage; None: even), remat "none", "selective"
+    or "full" (the book's names too). TPU or GPU from the chip; model and chip as in `plan`.
+
+    Returns an `Estimate` (feasible, reasons, step_s, mfu, hfu, bubble_fraction, memory_bytes_per_chip,
+    memory_parts, bound, explain()). A layout that cannot run — dp·tp·pp ≠ n_chips, TP that does not divide the
+    query heads or F or does not fit the KV heads, stages that do not cover the layers, micro-batches that do not
+    divide a data shard's sequences, a schedule the layout cannot run — is infeasible with its reasons and NaN
+    numbers; one that runs but does not fit is infeasible with its numbers. Memory options and conventions as in
+    `plan` (`conventions="book"`: the chapters' `evaluate` / `gpu_training.evaluate`, reproducing the book).
+    """
+    cfg, spec, conventions = tf.get_model(model), get_chip(chip), _conventions(conventions)
+    n_chips = require_int("n_chips", n_chips)
+    dp, tp, pp = (require_int(k, v) for k, v in (("dp", dp), ("tp", tp), ("pp", pp)))
+    zero = require_int("zero", zero, 0, 3)
+    v = require_int("virtual_stages", virtual_stages)
+    require_positive(batch_tokens=batch_tokens, seq_len=seq_len)
+    kind = TL.schedule_name(pipeline)
+    if conventions == "book" and not isinstance(remat, str):
+        r = remat
+        TL.remat_policy(r)
+    else:
+        r = TL.remat_name(remat)
+    m = TL.default_microbatches(batch_tokens, seq_len, dp, pp) if microbatches is None else \
+        require_int("microbatches", microbatches)
+    layers = None if stage_layers is None else tuple(stage_layers) if hasattr(stage_layers, "__iter__") \
+        else stage_layers
+    slices = _slices(spec, n_chips, slices, dp)
+    reasons = []
+    if dp * tp * pp != n_chips:
+        reasons.append(f"dp × tp × pp = {dp} × {tp} × {pp} = {dp * tp * pp} is not the {n_chips} chips")
+    if dp % slices:
+        reasons.append(f"dp={dp} does not split over {slices} DCN slices")
+    c = Config(X=max(dp // slices, 1), Y=tp, Z=pp, slices=slices, zero=zero, remat=r, microbatches=m,
+               pipeline=kind, virtual_stages=v, stage_layers=layers)
+    if conventions == "book":
+        if reasons or stage_layers is not None:
+            return _cannot_run(_setting(cfg, spec, n_chips, batch_tokens, seq_len, dtype, {}, book=True), c,
+                               reasons or ["uneven stage_layers are beyond the book's model; use conventions="
+                                           "'practitioner'"], ())
+        r_book = TL.BOOK_REMAT.get(r, r) if isinstance(r, str) else r
+        c = Config(X=c.X, Y=tp, Z=pp, slices=slices, zero=zero, remat=r_book, microbatches=m, pipeline=kind,
+                   virtual_stages=v)
+        if spec.kind == "gpu":
+            from . import gpu_training
+            return gpu_training.evaluate(cfg, batch_tokens, c, spec, seq_len=seq_len, dtype=dtype, **options)
+        return evaluate(cfg, batch_tokens, c, spec, seq_len=seq_len, dtype=dtype, **options)
+    st = _setting(cfg, spec, n_chips, batch_tokens, seq_len, dtype, options)
+    if reasons:
+        return _cannot_run(st, c, reasons, ())
+    return _practitioner(st, c)
+
+
+@dataclass(frozen=True)
+class _Setting:
+    """What every layout of one planning question shares: model, chip, batch, memory options, the network."""
+
+    cfg: tf.TransformerConfig
+    spec: ChipSpec
+    terms: TL.ModelTerms | None
+    batch_tokens: float
+    seq_len: float
+    C: float
+    options: MemoryOptions
+    gpu: bool
+    cluster: object = None
+    n: int = 0
+
+
+def _setting(cfg, spec, n_chips, batch_tokens, seq_len, dtype, options, book=False) -> _Setting:
+    unknown = sorted(set(options) - set(MEMORY_OPTIONS))
+    if unknown:
+        raise TypeError(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; memory options: "
+                        f"{', '.join(MEMORY_OPTIONS)}")
+    gpu = spec.kind == "gpu"
+    cluster = n = None
+    if gpu:
+        from . import gpu_training
+        cluster = gpu_training.training_cluster(spec, n_chips)
+        n = cluster.require_gpus(n_chips)
+    else:
+        _tpu(spec)
+    for k in ("sequence_parallel", "flash_attention"):
+        if k in options:
+            require_bool(k, options[k])
+    terms = None if book else TL.model_terms(cfg, float(seq_len))
+    return _Setting(cfg, spec, terms, batch_tokens, seq_len, spec.peak_flops(dtype), MemoryOptions(**options), gpu,
+                    cluster, n or 0)
+
+
+def _practitioner(st: _Setting, c: Config) -> Estimate:
+    """One layout under the practitioner's conventions (`training_layouts`), timed on the chip's network."""
+    shape = TL.practitioner_shape(st.cfg, c, st.batch_tokens, st.seq_len)
+    if shape.reasons:
+        return _cannot_run(st, c, shape.reasons, shape.notes)
+    t_math, model_flops, executed, bubble = TL.practitioner_flops(st.terms, c, shape, c.remat, st.C)
+    memory, acts, worst = TL.practitioner_memory(st.terms, c, shape, c.remat, st.options)
+    load = TL.practitioner_comm_load(st.terms, c, shape, st.options)
+    if st.gpu:
+        from . import gpu_training
+        times = (*gpu_training.layout_times(st.cfg, c, load, st.n, st.cluster), 0.0)
+    else:
+        times = _tpu_times(st.spec, st.cfg, c, load)
+    reasons = TL.hbm_reasons(memory, st.spec, "GPU" if st.gpu else "chip")
+    return Estimate(c, not reasons, "; ".join(reasons), t_math, *times, bubble, memory, model_flops,
+                    st.batch_tokens / c.chips, 1, st.spec.name, st.C, hardware_flops=executed, notes=shape.notes,
+                    conventions="practitioner", activation_parts=tuple(acts.items()), worst_stage=worst,
+                    options_text=st.options.describe())
+
+
+def _cannot_run(st: _Setting, c: Config, reasons, notes) -> Estimate:
+    nan = math.nan
+    return Estimate(c, False, "; ".join(reasons), nan, nan, nan, nan, nan, nan, nan, Memory(nan, nan, nan, nan),
+                    nan, st.batch_tokens / c.chips, 1, st.spec.name, st.C, hardware_flops=nan, reasons=tuple(reasons),
+                    notes=tuple(notes), conventions="book" if st.terms is None else "practitioner",
+                    options_text="" if st.terms is None else st.options.describe())
+
+
+def _conventions(conventions) -> str:
+    if conventions not in CONVENTIONS:
+        raise ValueError(f"conventions must be one of {', '.join(CONVENTIONS)}, got {conventions!r}")
+    return conventions
+
+
+def _slices(spec: ChipSpec, n_chips: int, slices, dp: int | None = None) -> int:
+    """DCN slices: 1 on GPUs and for TPUs within one pod; else the fewest that divide n_chips (and dp) into pods."""
+    if slices is not None:
+        slices = require_int("slices", slices)
+        if spec.kind == "gpu" and slices != 1:
+            raise ValueError("GPU clusters are one fat tree: slices must be 1")
+        if n_chips % slices:
+            raise ValueError(f"slices={slices} must divide n_chips={n_chips}")
+        return slices
+    pod = spec.pod_chips
+    if spec.kind == "gpu" or pod is None or n_chips <= pod:
+        return 1
+    for s in range(math.ceil(n_chips / pod), n_chips + 1):
+        if n_chips % s == 0 and (dp is None or dp % s == 0):
+            return s
+    return n_chips
+
+
+def _finite(x: float) -> float:
+    return x if x == x else math.inf

@@ -37,14 +37,14 @@ from . import pipeline_schedules as ps
 from . import transformer as tf
 from .errors import name_index, resolve_name
 from .hardware import ChipSpec
-from .training_costs import (PARAM_BYTES, Memory, checkpoint_bytes, training_memory)
-from .units import format_bytes, is_int, require_bytes, require_positive
+from .training_costs import PARAM_BYTES, Memory, MemoryOptions, checkpoint_bytes, dp_bytes_per_param, training_memory
+from .units import format_bytes, is_int, require_positive
 
 __all__ = [
     "CONVENTIONS", "REMAT_POLICIES", "REMAT_ALIASES", "BOOK_REMAT", "SCHEDULE_ALIASES", "remat_name", "schedule_name",
-    "MemoryOptions", "ModelTerms", "model_terms", "activation_parts", "logits_bytes_per_token",
-    "balanced_stage_layers", "split_stages", "Shape", "practitioner_shape", "practitioner_flops",
-    "practitioner_memory", "dp_bytes_per_param", "default_microbatches", "CommLoad", "book_comm_load",
+    "ModelTerms", "model_terms", "activation_parts", "logits_bytes_per_token",
+    "Shape", "practitioner_shape", "practitioner_flops", "practitioner_memory", "default_microbatches",
+    "layout_groups", "CommLoad", "book_comm_load",
     "practitioner_comm_load",
     "check_layout", "remat_policy", "book_problems", "book_step_flops", "book_memory", "hbm_reasons", "ep_degree",
     "layers_per_stage", "divisors", "layouts", "pipeline_microbatches", "rank_key", "routed_expert_params",
@@ -78,46 +78,6 @@ def schedule_name(pipeline) -> str:
 
 
 # --- the practitioner's memory ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MemoryOptions:
-    """Bytes a mixed-precision Adam run keeps (defaults: the practitioner's 16 B/param before ZeRO).
-
-    param_bytes: the working weights (bf16); master_bytes: the optimizer's fp32 copy (0: none, as the book);
-    optimizer_bytes: Adam's m and v (2 × fp32); grad_bytes: gradients (bf16; 4 for fp32 accumulation, 0 as the
-    book). activation_bytes per saved element (bf16), logits_bytes per logit (fp32 for the loss).
-    sequence_parallel: with TP, the D-wide tensors (norm inputs and outputs) are sharded over the TP group too
-    (Korthikanti et al. 2022); else replicated. flash_attention: the attention probabilities are never stored
-    (only the fp32 log-sum-exp per head); else N·S per token are (non-causal kernels store the full matrix).
-    """
-
-    param_bytes: float = 2.0
-    master_bytes: float = 4.0
-    optimizer_bytes: float = 8.0
-    grad_bytes: float = 2.0
-    activation_bytes: float = 2.0
-    logits_bytes: float = 4.0
-    sequence_parallel: bool = True
-    flash_attention: bool = True
-
-    def __post_init__(self):
-        for f in ("param_bytes", "master_bytes", "optimizer_bytes", "grad_bytes", "activation_bytes", "logits_bytes"):
-            require_bytes(f, getattr(self, f))
-        require_positive(param_bytes=self.param_bytes, activation_bytes=self.activation_bytes)
-
-    @property
-    def bytes_per_param(self) -> float:
-        return self.param_bytes + self.master_bytes + self.optimizer_bytes + self.grad_bytes
-
-    def describe(self) -> str:
-        parts = [f"weights {self.param_bytes:g}", f"fp32 master {self.master_bytes:g}" if self.master_bytes else
-                 "no master copy", f"Adam m, v {self.optimizer_bytes:g}", f"gradients {self.grad_bytes:g}"]
-        return (f"memory counted as a practitioner does: {' + '.join(parts)} = {self.bytes_per_param:g} B/param "
-                f"before ZeRO; activations per micro-batch and tensor in {self.activation_bytes:g}-byte elements"
-                f"{', sequence-parallel' if self.sequence_parallel else ''}"
-                f"{', flash attention' if self.flash_attention else ', attention probabilities stored'}, "
-                f"logits in {self.logits_bytes:g} B (conventions='book' gives the book's 10 B/param instead)")
 
 
 @dataclass(frozen=True)
@@ -214,75 +174,15 @@ def logits_bytes_per_token(cfg: tf.TransformerConfig, tp: int = 1, options: Memo
     return cfg.V / tp * options.logits_bytes
 
 
-# --- pipeline stages -------------------------------------------------------------------------------------
-
-
-def balanced_stage_layers(L: int, n: int) -> tuple[int, ...]:
-    """L layers over n stages as evenly as possible, the shorter stages at both ends (the first holds the
-    embedding, the last the logits): LLaMA 3 405B's 126 layers over 16 stages → 7, 8 × 14, 7 (Llama 3 paper,
-    "Pipeline parallelism": one layer fewer on the first and the last stage)."""
-    base, extra = divmod(L, n)
-    out = [base + 1] * n
-    ends = [i for pair in zip(range(n), reversed(range(n))) for i in pair]
-    for i in list(dict.fromkeys(ends))[:n - extra]:
-        out[i] = base
-    return tuple(out)
-
-
-def split_stages(L: int, p: int, v: int, stage_layers=None) -> tuple[tuple[int, ...] | None, list[str]]:
-    """(layers of each virtual stage s = chunk·p + device, reasons) for p devices of v chunks each.
-
-    `stage_layers`: None (L must split evenly into p·v chunks), p numbers (one per device, each split evenly over
-    its v chunks) or p·v numbers (one per virtual stage; a chunk may be empty, e.g. an embedding-only chunk).
-    They must be integers ≥ 0 that sum to L, with at least one layer on every device.
-    """
-    S = p * v
-    if stage_layers is None:
-        if L % S == 0:
-            return (L // S,) * S, []
-        hint = ", ".join(str(x) for x in balanced_stage_layers(L, S)[:3])
-        return None, [f"L={L} layers do not split evenly into {S} {'virtual ' if v > 1 else ''}stages; pass "
-                      f"stage_layers (e.g. {hint}, … — fewer layers on the first and last stage)"]
-    try:
-        given = [int(x) if is_int(x) else None for x in stage_layers]
-    except TypeError:
-        return None, [f"stage_layers must be a list of layer counts, got {stage_layers!r}"]
-    if any(x is None or x < 0 for x in given):
-        return None, [f"stage_layers must be whole numbers of layers ≥ 0, got {list(stage_layers)!r}"]
-    if len(given) == p and v > 1:
-        if any(x % v for x in given):
-            return None, [f"stage_layers per device {given} must each split into virtual_stages={v} chunks "
-                          f"(or give {S} numbers, one per virtual stage)"]
-        given = [given[s % p] // v for s in range(S)]
-    if len(given) != S:
-        return None, [f"stage_layers has {len(given)} entries; the layout has {p} stages"
-                      + (f" × {v} virtual stages = {S}" if v > 1 else "")]
-    if sum(given) != L:
-        return None, [f"stage_layers sum to {sum(given)} layers, but the model has L={L}: the stages must cover "
-                      "every layer exactly once"]
-    empty = [d for d in range(p) if not any(given[c * p + d] for c in range(v))]
-    if empty:
-        return None, [f"pipeline stage{'s' if len(empty) > 1 else ''} {', '.join(map(str, empty))} "
-                      "would hold no layer"]
-    return tuple(given), []
-
-
-def dp_bytes_per_param(zero: int, m: int, options: MemoryOptions) -> float:
-    """Bytes per (model-sharded) parameter the data-parallel collectives move per step, in AllGather-equivalents
-    (an AllReduce is a ReduceScatter + an AllGather; ch. 3): ZeRO-0 one gradient AllReduce (2·g); ZeRO-1 a
-    ReduceScatter of gradients and an AllGather of weights (g + w); ZeRO-2 a ReduceScatter per micro-batch
-    (m·g + w); ZeRO-3 weights gathered for every micro-batch's forward and backward, gradients scattered per
-    micro-batch (2m·w + m·g). w = weight bytes, g = gradient bytes (w when gradients are not counted)."""
-    w = options.param_bytes
-    g = options.grad_bytes or w
-    return {0: 2 * g, 1: g + w, 2: m * g + w, 3: m * (2 * w + g)}[zero]
-
-
 def default_microbatches(batch_tokens: float, seq_len: float, dp: int, pp: int) -> int:
     """m when none is given: with a pipeline, one sequence per micro-batch (the shard's sequences; the least
     bubble and memory); without, 1 (no gradient accumulation). 1 when the batch does not split into sequences."""
     per_shard = batch_tokens / seq_len / dp
-    return int(per_shard) if pp > 1 and is_int(per_shard) and per_shard >= 1 else 1
+    return int(per_shard) if pp > 1 and _whole(per_shard) and per_shard >= 1 else 1
+
+
+def _whole(x: float) -> bool:
+    return math.isfinite(x) and float(x).is_integer()
 
 
 @dataclass(frozen=True)
@@ -374,17 +274,17 @@ def practitioner_shape(cfg: tf.TransformerConfig, c, batch_tokens: float, seq_le
         reasons.append(f"virtual_stages={v} needs pipeline='interleaved' (got {kind!r})")
     if Z == 1 and v > 1:
         reasons.append(f"virtual_stages={v} needs a pipeline (pp > 1)")
-    chunks, stage_reasons = split_stages(cfg.L, Z, v, c.stage_layers)
+    chunks, stage_reasons = ps.split_stages(cfg.L, Z, v, c.stage_layers)
     reasons += stage_reasons
     dp = c.X * c.slices
     seqs = batch_tokens / seq_len
     m = c.microbatches
     per_shard = seqs / dp
-    if not is_int(seqs):
+    if not _whole(seqs):
         reasons.append(f"batch_tokens={batch_tokens:g} is not a whole number of {seq_len:g}-token sequences")
     elif dp > seqs:
         reasons.append(f"dp={dp} data shards exceed the {seqs:g} sequences of the batch")
-    elif not is_int(per_shard):
+    elif not _whole(per_shard):
         reasons.append(f"the {seqs:g} sequences do not split evenly over dp={dp} data shards")
     else:
         if per_shard % m:
@@ -460,6 +360,33 @@ def practitioner_memory(terms: ModelTerms, c, shape: Shape, remat: str,
         if best is None or mem.total > best[0].total:
             best = (mem, acts, d)
     return best
+
+
+def layout_groups(cfg: tf.TransformerConfig, c, batch_tokens: float, seq_len: float, *, zero_stages, remats,
+                  kinds, virtual_stages) -> Iterator[tuple[bool, list[dict]]]:
+    """The practitioner planner's candidates for the degrees of layout `c`: for each schedule (1F1B only without a
+    pipeline; `kinds` and each of `virtual_stages` with one; `ps.balanced_stage_layers` when L does not split
+    evenly), ZeRO stage and remat policy, a group of `Config` keyword sets over m (the divisors of a data shard's
+    sequences, multiples of pp when interleaved) and whether the group stops at its first feasible member. The
+    planner keeps each group's fastest: without a pipeline the fewest micro-batches that fit (time does not fall
+    with m); with one and ZeRO ≤ 1 only the most (time and memory both fall with m); with ZeRO ≥ 2 all of them
+    (the collectives grow with m while the bubble shrinks)."""
+    per_shard = int(batch_tokens / seq_len // (c.X * c.slices))
+    counts = divisors(per_shard) if per_shard >= 1 else [1]
+    Z = c.Z
+    schedules = [("1f1b", 1)] if Z == 1 else [(k, 1) for k in kinds if k != "interleaved"] + \
+        [("interleaved", v) for v in virtual_stages if "interleaved" in kinds and Z * v <= cfg.L]
+    for kind, v in schedules:
+        S = Z * v
+        layers = None if cfg.L % S == 0 else ps.balanced_stage_layers(cfg.L, S)
+        ms = [m for m in counts if kind != "interleaved" or m % Z == 0]
+        if not ms:
+            continue
+        for zero in (zero_stages if c.X > 1 else (0,)):
+            here = ms[-1:] if Z > 1 and zero <= 1 else ms
+            for r in remats:
+                yield Z == 1, [dict(X=c.X, Y=c.Y, Z=Z, slices=c.slices, zero=zero, remat=r, microbatches=m,
+                                    pipeline=kind, virtual_stages=v, stage_layers=layers) for m in here]
 
 
 # --- the book's rules (shared by both planners; book ch. 5–6 and 12) -----------------------------------------

@@ -74,22 +74,25 @@ def bubble(kind: str, p: int, m: int, v: int = 1) -> float:
     raise ValueError(f"unknown schedule {kind!r}; known: {', '.join(SCHEDULES)}")
 
 
-def in_flight(kind: str, p: int, m: int, v: int = 1, device: int = 0) -> float:
+def in_flight(kind: str, p: int, m: int, v: int = 1, device: int | None = 0):
     """Micro-batches whose activations `device` holds at its peak, in full-stage micro-batches (a chunk's forward
     leaves 1/v of one until its backward): GPipe m (every forward runs before the first backward); 1F1B
     min(m, p − device) (its warm-up forwards, then one more); interleaved min(m·v, (p − device − 1)·2 + (v − 1)·p
     + 1)/v — stage 0 of p = 4, v = 2 holds 6.5 micro-batches where 1F1B holds 4 (Narayanan et al. 2021).
-    Equal to `simulate(kind, p, m, v).peak_activations(device)` (tests/test_pipeline_schedules.py)."""
+    Equal to `simulate(kind, p, m, v).peak_activations(device)` (tests/test_pipeline_schedules.py).
+    `device=None`: the list for every device."""
     _check(p, m, v)
-    if not is_int(device) or not 0 <= device < p:
+    if kind not in SCHEDULES:
+        raise ValueError(f"unknown schedule {kind!r}; known: {', '.join(SCHEDULES)}")
+    if device is not None and (not is_int(device) or not 0 <= device < p):
         raise ValueError(f"device must be an integer in [0, {p}), got {device!r}")
     if kind == "gpipe":
-        return float(m)
-    if kind == "1f1b" or (kind == "interleaved" and v == 1):
-        return float(min(m, p - device))
-    if kind == "interleaved":
-        return min(m * v, (p - device - 1) * 2 + (v - 1) * p + 1) / v
-    raise ValueError(f"unknown schedule {kind!r}; known: {', '.join(SCHEDULES)}")
+        held = [float(m)] * p
+    elif kind == "1f1b" or v == 1:
+        held = [float(min(m, p - d)) for d in range(p)]
+    else:
+        held = [min(m * v, (p - d - 1) * 2 + (v - 1) * p + 1) / v for d in range(p)]
+    return held if device is None else held[device]
 
 
 def step_time(kind: str, work, m: int, v: int = 1) -> float:
@@ -145,7 +148,7 @@ def split_stages(L: int, p: int, v: int, stage_layers=None) -> tuple[tuple[int, 
         return None, [f"L={L} layers do not split evenly into {S} {'virtual ' if v > 1 else ''}stages; pass "
                       f"stage_layers (e.g. {hint}, … — fewer layers on the first and last stage)"]
     try:
-        given = [int(x) if is_int(x) else None for x in stage_layers]
+        given = [x if type(x) is int else int(x) if is_int(x) else None for x in stage_layers]
     except TypeError:
         return None, [f"stage_layers must be a list of layer counts, got {stage_layers!r}"]
     if any(x is None or x < 0 for x in given):

@@ -402,8 +402,9 @@ class Plan:
                      + f", bubble {b.bubble:.0%}") if c.Z > 1 else "no pipeline"
             parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in b.memory.as_dict().items() if v)
             text += (f" The winner runs {c.microbatches} micro-batch{'es' if c.microbatches > 1 else ''} of "
-                     f"{mb:g} sequence{'s' if mb != 1 else ''} per data shard, {sched}, {c.remat} remat "
-                     f"(HFU {b.hfu:.0%}); per {unit}: {parts}. Defaults: {self.options_text}.")
+                     f"{mb:g} sequence{'s' if mb != 1 else ''} per data shard, {sched}, "
+                     f"{'no' if c.remat == 'none' else c.remat} recomputation (HFU {b.hfu:.0%}); per {unit}: {parts}. "
+                     f"Defaults: {self.options_text}.")
         return text
 
 
@@ -635,6 +636,7 @@ class _Setting:
     gpu: bool
     cluster: object = None
     n: int = 0
+    options_text: str = ""
 
 
 def _setting(cfg, spec, n_chips, batch_tokens, seq_len, dtype, options, book=False) -> _Setting:
@@ -654,8 +656,9 @@ def _setting(cfg, spec, n_chips, batch_tokens, seq_len, dtype, options, book=Fal
         if k in options:
             require_bool(k, options[k])
     terms = None if book else TL.model_terms(cfg, float(seq_len))
-    return _Setting(cfg, spec, terms, batch_tokens, seq_len, spec.peak_flops(dtype), MemoryOptions(**options), gpu,
-                    cluster, n or 0)
+    opts = MemoryOptions(**options)
+    return _Setting(cfg, spec, terms, batch_tokens, seq_len, spec.peak_flops(dtype), opts, gpu, cluster, n or 0,
+                    opts.describe())
 
 
 def _practitioner(st: _Setting, c: Config) -> Estimate:
@@ -675,7 +678,7 @@ def _practitioner(st: _Setting, c: Config) -> Estimate:
     return Estimate(c, not reasons, "; ".join(reasons), t_math, *times, bubble, memory, model_flops,
                     st.batch_tokens / c.chips, 1, st.spec.name, st.C, hardware_flops=executed, notes=shape.notes,
                     conventions="practitioner", activation_parts=tuple(acts.items()), worst_stage=worst,
-                    options_text=st.options.describe())
+                    options_text=st.options_text)
 
 
 def _cannot_run(st: _Setting, c: Config, reasons, notes) -> Estimate:
@@ -683,7 +686,7 @@ def _cannot_run(st: _Setting, c: Config, reasons, notes) -> Estimate:
     return Estimate(c, False, "; ".join(reasons), nan, nan, nan, nan, nan, nan, nan, Memory(nan, nan, nan, nan),
                     nan, st.batch_tokens / c.chips, 1, st.spec.name, st.C, hardware_flops=nan, reasons=tuple(reasons),
                     notes=tuple(notes), conventions="book" if st.terms is None else "practitioner",
-                    options_text="" if st.terms is None else st.options.describe())
+                    options_text="" if st.terms is None else st.options_text)
 
 
 def _conventions(conventions) -> str:

@@ -339,27 +339,33 @@ def practitioner_memory(terms: ModelTerms, c, shape: Shape, remat: str,
         if remat == "full" else 0.0
     t = shape.mb_sequences * terms.seq_len
     kind = c.pipeline if Z > 1 else "1f1b"
-    best = None
-    for d, (nd, nm) in enumerate(shape.device_layers):
-        dense = nd * terms.dense_layer + nm * terms.moe_layer
-        dense += (terms.embedding if d == 0 else 0.0) + (terms.head if d == Z - 1 else 0.0)
-        p, ex = dense / Y, nm * terms.experts / (ep * Y)
-        held = ps.in_flight(kind, Z, shape.m, c.virtual_stages, d)
-        acts = {k: x * held * t * (nd + nm) for k, x in parts.items()}
-        if work_set:
-            acts["recompute working set"] = work_set * t
-        if d == Z - 1:
-            acts["logits"] = logits_bytes_per_token(cfg, Y, o) * t * (shape.m if kind == "gpipe" else 1)
-        layer = (terms.dense_layer if nd >= nm else terms.moe_layer) / Y
-        mem = Memory(params=o.param_bytes * (p / (X if c.zero >= 3 else 1) + ex),
-                     grads=o.grad_bytes * (p / (X if c.zero >= 2 else 1) + ex),
-                     optimizer=o.optimizer_bytes * (p / (X if c.zero >= 1 else 1) + ex),
-                     activations=sum(acts.values()),
-                     gathered=2 * o.param_bytes * layer if (c.zero == 3 and X > 1) else 0.0,
-                     master=o.master_bytes * (p / (X if c.zero >= 1 else 1) + ex))
-        if best is None or mem.total > best[0].total:
-            best = (mem, acts, d)
-    return best
+    held = ps.in_flight(kind, Z, shape.m, c.virtual_stages, None)
+    logits = logits_bytes_per_token(cfg, Y, o) * t * (shape.m if kind == "gpipe" else 1)
+    z1, z2, z3 = (X if c.zero >= 1 else 1), (X if c.zero >= 2 else 1), (X if c.zero >= 3 else 1)
+    per_param = o.param_bytes / z3 + o.grad_bytes / z2 + (o.optimizer_bytes + o.master_bytes) / z1
+    per_expert = o.param_bytes + o.grad_bytes + o.optimizer_bytes + o.master_bytes
+    gathered = 2 * o.param_bytes * max(terms.dense_layer, terms.moe_layer) / Y if (c.zero == 3 and X > 1) else 0.0
+    worst, top = 0, -1.0
+    for d, (nd, nm) in enumerate(shape.device_layers):      # the fullest device; its parts are built below
+        dense = nd * terms.dense_layer + nm * terms.moe_layer + (terms.embedding if d == 0 else 0.0) \
+            + (terms.head if d == Z - 1 else 0.0)
+        total = per_param * dense / Y + per_expert * nm * terms.experts / (ep * Y) + gathered \
+            + held[d] * t * (nd + nm) * per_layer + work_set * t + (logits if d == Z - 1 else 0.0)
+        if total > top:
+            worst, top = d, total
+    nd, nm = shape.device_layers[worst]
+    dense = nd * terms.dense_layer + nm * terms.moe_layer + (terms.embedding if worst == 0 else 0.0) \
+        + (terms.head if worst == Z - 1 else 0.0)
+    p, ex = dense / Y, nm * terms.experts / (ep * Y)
+    acts = {k: x * held[worst] * t * (nd + nm) for k, x in parts.items()}
+    if work_set:
+        acts["recompute working set"] = work_set * t
+    if worst == Z - 1:
+        acts["logits"] = logits
+    mem = Memory(params=o.param_bytes * (p / z3 + ex), grads=o.grad_bytes * (p / z2 + ex),
+                 optimizer=o.optimizer_bytes * (p / z1 + ex), activations=sum(acts.values()), gathered=gathered,
+                 master=o.master_bytes * (p / z1 + ex))
+    return mem, acts, worst
 
 
 def layout_groups(cfg: tf.TransformerConfig, c, batch_tokens: float, seq_len: float, *, zero_stages, remats,

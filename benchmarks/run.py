@@ -317,7 +317,7 @@ def bench_planner(quick: bool) -> str:
     body = table(["planner", "model", "chip", "chips×slices", "batch", "layouts", "feasible", "plan() best",
                   "per layout", "winner"], rows, right={5, 6, 7, 8})
     return section(title, body, [f"best of {reps} runs; book planners: every X·Y·Z factorisation × ZeRO {{0,1,3}} × 3 "
-                                 "remat policies; unified: × ZeRO 0–3 × schedules (1F1B, interleaved ×2) × micro-batch "
+                                 "remat policies; unified: × ZeRO 0–3 × schedules (1F1B, interleaved ×2, ×4, ×8) × micro-batch "
                                  "counts, one layout kept per group (its micro-batch count searched); a widget redraw "
                                  "adds the figure (see the widget sections)"])
 

@@ -243,8 +243,8 @@ class Estimate:
             text += " Note: " + "; ".join(self.notes) + "."
         if not self.feasible:
             text += " Infeasible: " + "; ".join(self.reasons) + "."
-        text += (f" Counted with {self.options_text}." if self.options_text else
-                 " Counted with the book's conventions (10 B/param, activations of the whole batch, GPipe bubble).")
+        text += (f" Conventions: {self.options_text}." if self.options_text else
+                 " Conventions: the book's (10 B/param, activations of the whole batch, GPipe bubble).")
         return text
 
 
@@ -398,7 +398,7 @@ class Plan:
         if self.conventions == "practitioner":
             c, mb = b.config, self.batch_tokens / self.seq_len / (b.config.X * b.config.slices) / b.config.microbatches
             sched = (f"{c.pipeline} over {c.Z} stages" + (f" × {c.virtual_stages} virtual" if c.virtual_stages > 1
-                     else "") + (f" (layers {', '.join(map(str, c.stage_layers))})" if c.stage_layers else "")
+                     else "") + (f" (layers {_runs(c.stage_layers)})" if c.stage_layers else "")
                      + f", bubble {b.bubble:.0%}") if c.Z > 1 else "no pipeline"
             parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in b.memory.as_dict().items() if v)
             text += (f" The winner runs {c.microbatches} micro-batch{'es' if c.microbatches > 1 else ''} of "
@@ -483,7 +483,7 @@ def plan(model, chip="tpu-v5p", *book_form, **options) -> Plan:
     matches). `n_chips` is every chip (TPUs beyond one pod are split into DCN `slices`, default the fewest that
     fit). Every X·Y·Z layout (Y ≤ `max_tp`, default 64 on TPUs and one NVLink node on GPUs; Z ≤ `max_pp`,
     default 64) is tried with each ZeRO stage (`zero_stages`, default 0–3), remat policy (`remat`, default
-    none, selective, full), schedule (`pipelines`, default 1F1B and interleaved with `virtual_stages` (2,)
+    none, selective, full), schedule (`pipelines`, default 1F1B and interleaved with `virtual_stages` 2, 4 or 8
     chunks; "gpipe" on request; L that does not split evenly gets `balanced_stage_layers`) and number of
     micro-batches m (the divisors of a data shard's sequences: the fewest that fit without a pipeline, the most
     with one and ZeRO ≤ 1, all of them with ZeRO ≥ 2, where the collectives grow with m); each layout keeps its
@@ -506,7 +506,7 @@ def plan(model, chip="tpu-v5p", *book_form, **options) -> Plan:
 
 
 def _plan(model, chip, *, n_chips, batch_tokens, seq_len, conventions="practitioner", slices=None, max_tp=None,
-          max_pp=None, zero_stages=None, remat=None, pipelines=("1f1b", "interleaved"), virtual_stages=(2,),
+          max_pp=None, zero_stages=None, remat=None, pipelines=("1f1b", "interleaved"), virtual_stages=(2, 4, 8),
           dtype="bf16", **options) -> Plan:
     cfg, spec, conventions = tf.get_model(model), get_chip(chip), _conventions(conventions)
     n_chips = require_int("n_chips", n_chips)
@@ -711,6 +711,18 @@ def _slices(spec: ChipSpec, n_chips: int, slices, dp: int | None = None) -> int:
         if n_chips % s == 0 and (dp is None or dp % s == 0):
             return s
     return n_chips
+
+
+def _runs(xs) -> str:
+    """1, 1, 1, 2 → "1 ×3, 2" (a stage list in a sentence)."""
+    out, i = [], 0
+    while i < len(xs):
+        j = i
+        while j < len(xs) and xs[j] == xs[i]:
+            j += 1
+        out.append(f"{xs[i]}" + (f" ×{j - i}" if j - i > 1 else ""))
+        i = j
+    return ", ".join(out)
 
 
 def _finite(x: float) -> float:

@@ -371,8 +371,8 @@ def practitioner_memory(terms: ModelTerms, c, shape: Shape, remat: str,
 def layout_groups(cfg: tf.TransformerConfig, c, batch_tokens: float, seq_len: float, *, zero_stages, remats,
                   kinds, virtual_stages) -> Iterator[tuple[bool, list[dict]]]:
     """The practitioner planner's candidates for the degrees of layout `c`: for each schedule (1F1B only without a
-    pipeline; `kinds` and each of `virtual_stages` with one; `ps.balanced_stage_layers` when L does not split
-    evenly), ZeRO stage and remat policy, a group of `Config` keyword sets over m (the divisors of a data shard's
+    pipeline; `kinds` and each of `virtual_stages` with one, up to L + 2 chunks — at most the first and the last
+    empty, as in Llama 3; `ps.balanced_stage_layers` when L does not split evenly), ZeRO stage and remat policy, a group of `Config` keyword sets over m (the divisors of a data shard's
     sequences, multiples of pp when interleaved) and whether the group stops at its first feasible member. The
     planner keeps each group's fastest: without a pipeline the fewest micro-batches that fit (time does not fall
     with m); with one and ZeRO ≤ 1 only the most (time and memory both fall with m); with ZeRO ≥ 2 all of them
@@ -381,7 +381,7 @@ def layout_groups(cfg: tf.TransformerConfig, c, batch_tokens: float, seq_len: fl
     counts = divisors(per_shard) if per_shard >= 1 else [1]
     Z = c.Z
     schedules = [("1f1b", 1)] if Z == 1 else [(k, 1) for k in kinds if k != "interleaved"] + \
-        [("interleaved", v) for v in virtual_stages if "interleaved" in kinds and Z * v <= cfg.L]
+        [("interleaved", v) for v in virtual_stages if "interleaved" in kinds and Z * v <= cfg.L + 2]
     for kind, v in schedules:
         S = Z * v
         layers = None if cfg.L % S == 0 else ps.balanced_stage_layers(cfg.L, S)

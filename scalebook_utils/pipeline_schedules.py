@@ -20,6 +20,7 @@ Pipelines as they are run (issue 17; used by the training planner): `in_flight` 
 activations a device holds at its peak under each schedule — and `step_time`, the makespan of stages of unequal
 work (uneven `stage_layers`, the logits on the last stage), which is (m + p − 1)·W (v = 1) or (v·m + p − 1)·W/v
 for equal stages. `simulate(..., durations=)` gives chunks unequal lengths, so it is checked against a run too.
+`split_stages` checks a layout's layers per (virtual) stage and `balanced_stage_layers` proposes one.
 
 Time unit: one chunk's forward (= one chunk's backward); a full stage's forward takes v units. Pure Python.
 """

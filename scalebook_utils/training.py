@@ -31,10 +31,9 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from . import gpus
 from . import pipeline_schedules as PS
 from . import training_layouts as TL
 from . import transformer as tf

@@ -17,7 +17,10 @@ What it holds:
   compute and communication of the chapter's table (`layer_costs`, `comms_ratio`) and the collectives of its
   algorithm boxes (`step_collectives`); communication on different axes and compute overlap, so a layer
   takes max(T_math, T_comms on each axis) — a roofline (lower bound), not a simulation;
-- the GPipe bubble (`bubble_fraction`) and Adam/ZeRO memory per chip (`training_memory`, `checkpoint_bytes`).
+- the GPipe bubble (`bubble_fraction`) and Adam/ZeRO memory per chip (`training_memory`, `checkpoint_bytes`);
+- memory as practitioners count it, for the planner's default conventions (issue 17): `MemoryOptions` (bf16
+  weights + fp32 master + fp32 Adam m, v + bf16 gradients = 16 B/param, each an option) and the bytes the
+  data-parallel collectives move per ZeRO stage and micro-batch (`dp_bytes_per_param`).
 
 Pure Python. The planner that applies these rules to a whole transformer (`plan`, `evaluate`) is in
 `training`, which re-exports every public name here (and `_tpu`): chapters import `training`.

@@ -608,6 +608,11 @@ def evaluate_layout(model, chip, *, n_chips, batch_tokens, seq_len, dp, tp=1, pp
             return _cannot_run(_setting(cfg, spec, n_chips, batch_tokens, seq_len, dtype, {}, book=True), c,
                                reasons or ["uneven stage_layers are beyond the book's model; use conventions="
                                            "'practitioner'"], ())
+        extra = sorted(set(options) - {"grad_bytes", "allow_sequence_sharding"})
+        if extra:
+            raise TypeError(f"conventions='book' counts memory the book's way: {', '.join(extra)} "
+                            f"{'is' if len(extra) == 1 else 'are'} not among its options (grad_bytes, "
+                            "allow_sequence_sharding)")
         r_book = TL.BOOK_REMAT.get(r, r) if isinstance(r, str) else r
         c = Config(X=c.X, Y=tp, Z=pp, slices=slices, zero=zero, remat=r_book, microbatches=m, pipeline=kind,
                    virtual_stages=v)

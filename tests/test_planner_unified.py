@@ -196,6 +196,8 @@ def test_unknown_names_list_close_matches():
         _tiny(master_byte=4)
     with pytest.raises(ValueError, match="conventions must be one of practitioner, book"):
         _tiny(conventions="megatron")
+    with pytest.raises(TypeError, match="master_bytes is not among its options"):
+        _tiny(conventions="book", master_bytes=4)
 
 
 # --- one entry point, both chips, both conventions ----------------------------------------------------------

@@ -10,7 +10,9 @@ Sections (run all, or one with --only NAME):
   matmul     book ch. 1 "predict, then measure": calibrate this machine (jaxlab.calibrate), then
              predicted T_lower = max(2BDF / C, (BD + DF + BF)·4 / W) vs measured time of X[B,D] @ W[D,F]
              for square and skinny shapes, and the median predicted / measured ratio.
-  planner    training.plan and gpu_training.plan: a full layout enumeration, per layout.
+  planner    training.plan and gpu_training.plan: a full layout enumeration, per layout (the book's planners and
+             the unified one, incl. Llama 3 405B on 16,384 H100s).
+  rosetta    published training runs (Megatron-LM, PaLM, Llama 3): reported vs the roofline of their layout.
   frontier   serving.frontier: the latency–throughput frontier over batches and slices, per point.
   capstone   chapter 11's plan_model from cold caches (the app's update time is in `widgets`).
   decode     book ch. 7 on this CPU: the KV-cached decoder's measured step time vs the calibrated roofline per
@@ -39,7 +41,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "out" / "latest.txt"
-SECTIONS = ("coldstart", "widgets", "notebooks", "matmul", "planner", "frontier", "capstone", "decode")
+SECTIONS = ("coldstart", "widgets", "notebooks", "matmul", "planner", "rosetta", "frontier", "capstone", "decode")
 
 if str(ROOT) not in sys.path:  # run from a checkout without an install
     sys.path.insert(0, str(ROOT))
@@ -281,31 +283,59 @@ def bench_matmul(quick: bool) -> str:
 
 def bench_planner(quick: bool) -> str:
     """A full enumeration of training layouts (training.plan) for LLaMA 3-405B on a v5p pod, and 70B for scale;
-    the GPU planner (gpu_training.plan, ch. 12) on H100 and GB200 clusters."""
-    title = "training planners (ch. 5–6, ch. 12): full enumeration"
+    the GPU planner (gpu_training.plan, ch. 12) on H100 and GB200 clusters; the unified planner
+    (training.plan(model, chip, n_chips=, batch_tokens=, seq_len=), practitioner conventions, issue 17) on the
+    Llama 3 405B run's 16,384 H100s (target < 2 s) and a v5p pod."""
+    title = "training planners (ch. 5–6, ch. 12; issue 17's unified one): full enumeration"
     from scalebook_utils import gpu_training, training
 
     tpu = lambda m, b, n, s: training.plan(m, b, "tpu-v5p", n_chips=n, slices=s)  # noqa: E731
-    cases = [("llama3-405b", 16 * 2**20, 8960, 1, "tpu-v5p", tpu), ("llama3-405b", 16 * 2**20, 8960, 8, "tpu-v5p", tpu),
-             ("llama3-70b", 4 * 2**20, 8960, 1, "tpu-v5p", tpu), ("deepseek-v3-like", 16 * 2**20, 8960, 1, "tpu-v5p", tpu),
-             ("llama3-70b", 4 * 2**20, 4096, 1, "h100", lambda m, b, n, s: gpu_training.plan(m, b, "h100", n_gpus=n)),
-             ("llama3-405b", 16 * 2**20, 576, 1, "gb200", lambda m, b, n, s: gpu_training.plan(m, b, "gb200", n_gpus=n))]
+
+    def unified(chip, seq):
+        return lambda m, b, n, s: training.plan(m, chip, n_chips=n * s, batch_tokens=b, seq_len=seq)
+
+    cases = [("book TPU", "llama3-405b", 16 * 2**20, 8960, 1, "tpu-v5p", tpu),
+             ("book TPU", "llama3-405b", 16 * 2**20, 8960, 8, "tpu-v5p", tpu),
+             ("book TPU", "llama3-70b", 4 * 2**20, 8960, 1, "tpu-v5p", tpu),
+             ("book TPU", "deepseek-v3-like", 16 * 2**20, 8960, 1, "tpu-v5p", tpu),
+             ("book GPU", "llama3-70b", 4 * 2**20, 4096, 1, "h100", lambda m, b, n, s: gpu_training.plan(m, b, "h100", n_gpus=n)),
+             ("book GPU", "llama3-405b", 16 * 2**20, 576, 1, "gb200", lambda m, b, n, s: gpu_training.plan(m, b, "gb200", n_gpus=n)),
+             ("unified", "llama3-405b", 16 * 2**20, 16384, 1, "h100", unified("h100", 8192)),
+             ("unified", "llama3-70b", 4 * 2**20, 8960, 1, "tpu-v5p", unified("tpu-v5p", 4096))]
     reps = 3 if quick else 10
     rows = []
-    for model, batch, chips, slices, chip, planner in cases:
+    for kind, model, batch, chips, slices, chip, planner in cases:
         best = math.inf
         for _ in range(reps):
             t0 = time.perf_counter()
             p = planner(model, batch, chips, slices)
             best = min(best, time.perf_counter() - t0)
         b = p.best if p.feasible else None
-        rows.append([model, chip, f"{chips}×{slices}", f"{batch / 2**20:g}M", len(p.estimates), len(p.feasible),
+        rows.append([kind, model, chip, f"{chips}×{slices}", f"{batch / 2**20:g}M", len(p.estimates), len(p.feasible),
                      _ms(best), f"{best / len(p.estimates) * 1e6:.1f} µs",
                      b.config.name if b else "none feasible"])
-    body = table(["model", "chip", "chips×slices", "batch", "layouts", "feasible", "plan() best", "per layout", "winner"],
-                 rows, right={4, 5, 6, 7})
-    return section(title, body, [f"best of {reps} runs; every X·Y·Z factorisation × ZeRO {{0,1,3}} × 3 remat "
-                                 "policies; a widget redraw adds the figure (see the widget sections)"])
+    body = table(["planner", "model", "chip", "chips×slices", "batch", "layouts", "feasible", "plan() best",
+                  "per layout", "winner"], rows, right={5, 6, 7, 8})
+    return section(title, body, [f"best of {reps} runs; book planners: every X·Y·Z factorisation × ZeRO {{0,1,3}} × 3 "
+                                 "remat policies; unified: × ZeRO 0–3 × schedules (1F1B, interleaved ×2, ×4, ×8) × micro-batch "
+                                 "counts, one layout kept per group (its micro-batch count searched); a widget redraw "
+                                 "adds the figure (see the widget sections)"])
+
+
+def bench_rosetta(quick: bool) -> str:
+    """Published training runs (published_runs.RUNS) through training.evaluate_layout: the reported number, it as an
+    MFU in scalebook's FLOP count, the roofline MFU of the same layout, reported/predicted and the gap."""
+    title = "rosetta (issue 17): published training runs vs the roofline of their layouts"
+    from scalebook_utils import published_runs
+
+    rows = published_runs.rosetta()
+    body = table(["run", "chips", "layout", "reported", "as MFU", "roofline MFU", "rep/pred"],
+                 [r[:7] for r in published_runs.table(rows)], right={3, 4, 5, 6})
+    notes = [f"{r.run.name}: {r.gap}" for r in rows]
+    notes.append("'as MFU' converts each paper's number with its own FLOP count (Megatron-LM's counts the recompute, "
+                 "PaLM's 6N + 12LHQT) into scalebook's (≈ 6·P·tokens + causal attention) on scalebook's peak; "
+                 "the roofline must be at least that (tests/test_planner_unified.py)")
+    return section(title, body, notes)
 
 
 def bench_frontier(quick: bool) -> str:
@@ -391,7 +421,7 @@ def bench_decode(quick: bool) -> str:
 # --- main ------------------------------------------------------------------------------------------
 
 BENCHES = {"coldstart": bench_coldstart, "widgets": bench_widgets, "notebooks": bench_notebooks, "matmul": bench_matmul,
-           "planner": bench_planner,
+           "planner": bench_planner, "rosetta": bench_rosetta,
            "frontier": bench_frontier, "capstone": bench_capstone, "decode": bench_decode}
 
 

@@ -1,7 +1,9 @@
 """A GPU training planner: book ch. 12's rooflines applied to a whole training step (twin of `training.plan`).
 
 The layouts, FLOPs, pipeline bubble, validity rules and memory are the TPU planner's (book ch. 5–6; shared
-helpers in `training`); only the network differs. A cluster is one fat tree (`gpus.Cluster`: NVLink node,
+helpers in `training_layouts`); only the network differs (`layout_times`). `training.plan` and
+`training.evaluate_layout` reach this network for a GPU chip (with the practitioner's conventions by default);
+`plan` and `evaluate` here are the chapter's entry points, with the book's conventions. A cluster is one fat tree (`gpus.Cluster`: NVLink node,
 InfiniBand leaf, spine), so there are no DCN slices. Ranks are laid out TP innermost (Y consecutive GPUs),
 then the Z pipeline stages, then the X data shards outermost: the model-parallel group is M = Y·Z consecutive
 GPUs, and a data-parallel collective has stride M.
@@ -18,7 +20,7 @@ T_s = tokens per data shard = B/X, L' = L/Z layers per stage, P parameters, P_e 
 - T_tp = L' · 2 blocks · 6 · `gpus.collective`("all_gather", 2·T_s·D, Y): AllGather + ReduceScatter forward,
   twice that backward — ch. 12's T_comms = 4·B·D/W per MLP forward (W = W_gpu = 450 GB/s in an H100 node).
 - T_pp = 2 · `gpus.pipeline_comms_time`(T_s, D, m, Z, W), W = W_gpu when Y·Z ≤ D_node, else W_node/D_node.
-- T_ep (MoE): see `_t_ep`.
+- T_ep (MoE): see `layout_times`.
 
 A roofline like the TPU planner's: communication on different axes and compute overlap, a step takes the
 max of the times (a lower bound, not a simulation).
@@ -31,6 +33,7 @@ from typing import Iterable, Sequence
 
 from scalebook_utils.core.gpu import chips as gpus
 from scalebook_utils.core.training import planner as T
+from scalebook_utils.core.training import layouts as TL
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import ChipSpec, get_chip
 from scalebook_utils.core.units import is_int, require_positive
@@ -89,34 +92,6 @@ def training_cluster(chip="h100", n_gpus: int = 1024) -> gpus.Cluster:
 # --- communication per step (seconds per GPU) ------------------------------------------------------------
 
 
-def _t_fsdp(cfg: tf.TransformerConfig, c: T.Config, n: int, cluster: gpus.Cluster) -> float:
-    """Data-parallel collectives over X (stride M = Y·Z): n_coll × AllGather of the dense weights
-    (2·(P − P_e) bytes, sharded M ways inside the data group), plus the expert gradients' AllReduce
-    (2 × AllGather of 2·P_e bytes sharded ep·M ways) over the X/ep data shards that share an expert shard."""
-    if c.X == 1:
-        return 0.0
-    M = c.Y * c.Z
-    expert = T._routed_expert_params(cfg)
-    dense = T.PARAM_BYTES * (tf.param_count(cfg).total - expert)
-    if c.zero == 3:
-        colls = 2 * c.microbatches + 1 if c.Z > 1 else 3
-    else:
-        colls = 2
-    t = colls * gpus.sharded_all_gather(dense, M, n, cluster)
-    ep = T._ep_degree(cfg, c.X)
-    if expert and c.X > ep:
-        t += 2 * gpus.sharded_all_gather(T.PARAM_BYTES * expert, ep * M, n, cluster)
-    return t
-
-
-def _t_tp(cfg: tf.TransformerConfig, c: T.Config, tokens_per_shard: float, cluster: gpus.Cluster) -> float:
-    """L' · 2 blocks · 6 AllGathers of bf16[T_s, D] over Y GPUs, each 2·T_s·D/W (W = W_gpu in a node)."""
-    if c.Y == 1:
-        return 0.0
-    one = gpus.collective("all_gather", T.ACT_BYTES * tokens_per_shard * cfg.D, c.Y, cluster, exact=False).seconds
-    return T._layers_per_stage(cfg, c.Z) * 2 * 6 * one
-
-
 def _per_gpu_bandwidth(group: int, cluster: gpus.Cluster) -> float:
     """W_gpu when a group of `group` consecutive GPUs fits in one node, else the GPU's NIC share W_node/D_node."""
     if group <= cluster.gpus_per_node:
@@ -124,30 +99,40 @@ def _per_gpu_bandwidth(group: int, cluster: gpus.Cluster) -> float:
     return cluster.node_bytes_per_s / cluster.gpus_per_node
 
 
-def _t_pp(cfg: tf.TransformerConfig, c: T.Config, tokens_per_shard: float, cluster: gpus.Cluster) -> float:
-    """Forward + backward activation transfers: 2 · 2·T_s·D/(W·m) · (m + Z − 2) (ch. 12, "Pipeline
-    Parallelism"); W = W_gpu if the Y·Z group is in one node, else W_node/D_node (50 GB/s on DGX H100)."""
-    if c.Z == 1:
-        return 0.0
-    W = _per_gpu_bandwidth(c.Y * c.Z, cluster)
-    return 2 * gpus.pipeline_comms_time(tokens_per_shard, cfg.D, c.microbatches, c.Z, W, T.ACT_BYTES)
+def layout_times(cfg: tf.TransformerConfig, c: T.Config, load: TL.CommLoad, n: int,
+                 cluster: gpus.Cluster) -> tuple[float, float, float, float]:
+    """(T_fsdp, T_tp, T_pp, T_ep) of `load` (`training_layouts.CommLoad`) on a GPU cluster:
 
-
-def _t_ep(cfg: tf.TransformerConfig, c: T.Config, tokens_per_shard: float, cluster: gpus.Cluster) -> float:
-    """Expert AllToAlls (ep = gcd(X, E) ways over the data axis; ch. 12, "Expert Parallelism"):
-
-    T_ep = (MoE layers / Z) · 4 · 2·k·(T_s/Y)·D·(ep − 1)/ep / W
-
-    — 4 AllToAlls per MoE layer (dispatch and combine, forward and backward), each GPU sending its k routed
-    copies of its T_s/Y tokens except the 1/ep that stay local; W = W_gpu if the ep·M GPUs of an EP group
-    share a node, else the GPU's NIC share W_node/D_node (the book's B/(M·W_node) across M nodes).
+    - T_fsdp: the data-parallel collectives over X (stride M = Y·Z) as `gpus.sharded_all_gather` of load.dp_bytes
+      per GPU (the book's n_coll × AllGather of 2·(P − P_e) bytes sharded M ways; once M spans nodes each node
+      carries 1/(M/D_node) of the array, the effective bandwidth W_node·M/D_node — LLaMA-3 70B, TP 8 × PP 8 on
+      H100: 8 × 400 GB/s = 3.2 TB/s, ch12.q22k), plus the expert gradients over ep·M GPUs.
+    - T_tp = tp_layers · 2 blocks · 6 · `gpus.collective`("all_gather", 2·T_s·D, Y): AllGather + ReduceScatter
+      forward, twice that backward — ch. 12's T_comms = 4·B·D/W per MLP forward (W_gpu = 450 GB/s on H100).
+    - T_pp = v · 2 · `gpus.pipeline_comms_time`(T_s, D, m, Z, W), W = W_gpu when Y·Z ≤ D_node, else W_node/D_node.
+    - T_ep (MoE): moe_layers · 4 · 2·k·(T_s/Y)·D·(ep − 1)/ep / W — 4 AllToAlls per MoE layer (dispatch and
+      combine, forward and backward), each GPU sending its k routed copies of its T_s/Y tokens except the 1/ep
+      that stay local; W = W_gpu if the ep·M GPUs of an EP group share a node, else the GPU's NIC share
+      (the book's B/(M·W_node) across M nodes; ch. 12, "Expert Parallelism").
     """
-    ep = T._ep_degree(cfg, c.X)
-    if not cfg.is_moe or ep == 1:
-        return 0.0
-    per_gpu = T.ACT_BYTES * cfg.k * tokens_per_shard / c.Y * cfg.D * (ep - 1) / ep
-    W = _per_gpu_bandwidth(ep * c.Y * c.Z, cluster)
-    return cfg.moe_layers / c.Z * 4 * per_gpu / W
+    M, T_s = c.Y * c.Z, load.tokens_per_shard
+    ep = TL.ep_degree(cfg, c.X)
+    t_fsdp = gpus.sharded_all_gather(load.dp_bytes * M, M, n, cluster) if load.dp_bytes else 0.0
+    if load.expert_bytes:
+        t_fsdp += gpus.sharded_all_gather(load.expert_bytes * ep * M, ep * M, n, cluster)
+    t_tp = 0.0
+    if c.Y > 1:
+        one = gpus.collective("all_gather", T.ACT_BYTES * T_s * cfg.D, c.Y, cluster, exact=False).seconds
+        t_tp = load.tp_layers * 2 * 6 * one
+    t_pp = 0.0
+    if c.Z > 1:
+        W = _per_gpu_bandwidth(M, cluster)
+        t_pp = load.pp_chunks * 2 * gpus.pipeline_comms_time(T_s, cfg.D, c.microbatches, c.Z, W, T.ACT_BYTES)
+    t_ep = 0.0
+    if cfg.is_moe and ep > 1:
+        per_gpu = T.ACT_BYTES * cfg.k * T_s / c.Y * cfg.D * (ep - 1) / ep
+        t_ep = load.moe_layers * 4 * per_gpu / _per_gpu_bandwidth(ep * M, cluster)
+    return t_fsdp, t_tp, t_pp, t_ep
 
 
 # --- estimate and plan ---------------------------------------------------------------------------------
@@ -165,7 +150,7 @@ def evaluate(model, batch_tokens: float, config: T.Config, chip="h100", *, seq_l
     cfg = tf.get_model(model)
     spec = _gpu(chip)
     c = config
-    T._check_layout(c)
+    TL.check_layout(c)
     if c.slices != 1:
         raise ValueError(f"GPU clusters are one fat tree; use n_gpus (got slices={c.slices})")
     if n_gpus is not None and c.chips != _positive_int("n_gpus", n_gpus):
@@ -177,14 +162,12 @@ def evaluate(model, batch_tokens: float, config: T.Config, chip="h100", *, seq_l
         raise ValueError(f"cluster {cluster.name!r} is built of {cluster.chip}, not {spec.name}")
     n = cluster.require_gpus(c.chips)
     C = spec.peak_flops(dtype)
-    reasons, seq_shards, tokens_per_shard = T._reasons(cfg, c, batch_tokens, seq_len, allow_sequence_sharding)
-    t_math, model_flops, bubble = T._flops(cfg, batch_tokens, c, seq_len, C)
-    t_fsdp = _t_fsdp(cfg, c, n, cluster)
-    t_tp = _t_tp(cfg, c, tokens_per_shard, cluster)
-    t_pp = _t_pp(cfg, c, tokens_per_shard, cluster)
-    t_ep = _t_ep(cfg, c, tokens_per_shard, cluster)
-    memory = T._memory(cfg, c, batch_tokens, grad_bytes)
-    reasons += T._hbm_reasons(memory, spec, "GPU")
+    reasons, seq_shards, tokens_per_shard = TL.book_problems(cfg, c, batch_tokens, seq_len, allow_sequence_sharding)
+    t_math, model_flops, bubble = TL.book_step_flops(cfg, batch_tokens, c, seq_len, C)
+    load = TL.book_comm_load(cfg, c, tokens_per_shard, gpu=True)
+    t_fsdp, t_tp, t_pp, t_ep = layout_times(cfg, c, load, n, cluster)
+    memory = TL.book_memory(cfg, c, batch_tokens, grad_bytes)
+    reasons += TL.hbm_reasons(memory, spec, "GPU")
     return T.Estimate(c, not reasons, "; ".join(reasons), t_math, t_fsdp, t_tp, t_pp, t_ep, 0.0, bubble, memory,
                       model_flops, batch_tokens / n, seq_shards, spec.name, C)
 
@@ -210,16 +193,37 @@ def plan(model, batch_tokens: float, chip="h100", *, n_gpus: int | None = None, 
     cluster = training_cluster(spec, n)
     remat = tuple(remat)
     estimates = []
-    for X, Y, Z in T._layouts(n, max_tp, max_pp):
-        mb = T._microbatches(batch_tokens, seq_len, X, Z, microbatches_per_stage)
+    for X, Y, Z in TL.layouts(n, max_tp, max_pp):
+        mb = TL.pipeline_microbatches(batch_tokens, seq_len, X, Z, microbatches_per_stage)
         for zero in (zero_stages if X > 1 else (0,)):
             for r in remat:
                 layout = T.Config(X=X, Y=Y, Z=Z, zero=zero, remat=r, microbatches=mb)
                 estimates.append(evaluate(cfg, batch_tokens, layout, spec, seq_len=seq_len,
                                           allow_sequence_sharding=allow_sequence_sharding, grad_bytes=grad_bytes,
                                           dtype=dtype, cluster=cluster))
-    estimates.sort(key=T._rank_key)
+    estimates.sort(key=TL.rank_key)
     return T.Plan(cfg, spec.name, n, batch_tokens, seq_len, tuple(estimates))
 
 
-__all__ = ["training_cluster", "evaluate", "plan", "DEFAULT_N_GPUS", "DEFAULT_N_GPUS_BY_CHIP"]
+def rules_of_thumb(model, chip, n_gpus: int, best: T.Estimate) -> str:
+    """Book ch. 12's rules of thumb ("Rooflines for LLM Scaling on GPUs") for a plan's explanation: DP/ZeRO across
+    nodes needs B/X > C/W_node tokens per GPU (H100: 2475), ÷ M/D_node when M = Y·Z ways of model parallelism span
+    M/D_node nodes (`gpus.dp_critical_batch`); in one node C/W_gpu (2200). TP stays compute-bound up to
+    Y < F·W_gpu/C ways inside a node (`gpus.tp_max_degree`, ≈ F/2200 on H100)."""
+    spec, cfg = get_chip(chip), tf.get_model(model)
+    node = spec.gpus_per_node
+    M = best.config.Y * best.config.Z
+    if n_gpus <= node:
+        dp = (f"DP/ZeRO inside one node needs more than C/W_gpu = "
+              f"{gpus.dp_critical_batch(spec, across_nodes=False):.0f}")
+    else:
+        dp = f"DP/ZeRO across nodes needs more than C/W_node = {gpus.dp_critical_batch(spec):.0f}"
+        if M > node:
+            dp += (f" (÷ {M / node:g} = {gpus.dp_critical_batch(spec, model_parallel=M):.0f} with the winner's "
+                   f"{M}-way model parallelism spanning {M / node:g} nodes)")
+    return (f" Chapter 12's rules of thumb at {best.tokens_per_chip:.0f} tokens per GPU: {dp}; TP inside a node "
+            f"stays compute-bound up to F·W_gpu/C = {gpus.tp_max_degree(cfg.F, spec):.1f} ways.")
+
+
+__all__ = ["training_cluster", "evaluate", "plan", "layout_times", "rules_of_thumb", "DEFAULT_N_GPUS",
+           "DEFAULT_N_GPUS_BY_CHIP"]

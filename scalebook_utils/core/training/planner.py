@@ -10,11 +10,18 @@ Two layers of model:
    docstring: B tokens, D, F, L; X data, Y TP, Z pipeline degrees; N = X·Y·Z; C; W_ici; M_X, M_Y; α = C/W_ici).
    Every public name of it, and `_tpu`, is re-exported here, so `training.alpha`, `training.layer_costs`, …
    work as before.
-2. The planner (`plan`, `evaluate`, `Config`, `Estimate`, `Plan`), here: the same rules applied to a whole
-   `TransformerConfig` — attention and MLP blocks, embeddings, MoE experts, pipeline bubbles, DCN across
-   slices, Adam memory and activation checkpoints — to rank every configuration that fits a mesh and HBM by
-   estimated step time. Its FLOPs, validity rules and memory (`_flops`, `_reasons`, `_memory`, …) are shared
-   with the GPU planner (`gpu_training`, book ch. 12).
+2. The planner, here: the same rules applied to a whole `TransformerConfig` — attention and MLP blocks,
+   embeddings, MoE experts, pipeline bubbles, DCN across slices, Adam memory and activation checkpoints — to rank
+   every configuration that fits a mesh and HBM by estimated step time. Its network-free parts (FLOPs, validity
+   rules, memory) live in `training_layouts`, shared with the GPU planner (`gpu_training`, book ch. 12).
+
+One entry point for both kinds of chip (issue 17): `plan(model, chip, n_chips=, batch_tokens=, seq_len=, …)`
+ranks layouts and `evaluate_layout(model, chip, n_chips=, batch_tokens=, seq_len=, dp=, tp=, pp=, …)` estimates
+one; a TPU gets ICI and DCN slices, a GPU an NVLink node and a fat tree (`gpu_training`). Both count memory as a
+practitioner does by default (`training_layouts.MemoryOptions`: 16 B/param, activations per micro-batch and
+tensor, 1F1B/interleaved/uneven pipelines) and as the book does with `conventions="book"`. The chapters' forms —
+`plan(model, batch_tokens, chip, …)`, `evaluate(model, batch_tokens, Config(…), chip)` and `gpu_training`'s —
+keep the book's conventions and numbers.
 
 Overlap: like the book, communication on different axes and compute are assumed to overlap, so a step
 takes max(T_math, T_comms on each axis) — a roofline (lower bound), not a simulation.
@@ -23,22 +30,26 @@ takes max(T_math, T_comms on each axis) — a roofline (lower bound), not a simu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
-from typing import Iterable, Iterator, Sequence
+import numbers
+from dataclasses import dataclass
+from typing import Iterable, Sequence
 
-from scalebook_utils.core.gpu import chips as gpus
+from scalebook_utils.core.training import schedules as PS
+from scalebook_utils.core.training import layouts as TL
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import ChipSpec, get_chip
 # book ch. 5's closed forms (training_costs), used below and re-exported for the chapters
-from scalebook_utils.core.training.costs import (ACT_BYTES, ADAM_BYTES_PER_PARAM, OPTIMIZER_BYTES, PARAM_BYTES, STRATEGIES, Collective, LayerCosts, Memory, _tpu, all_comm_bound_batch, alpha, alpha_dcn, bubble_fraction, checkpoint_bytes, comms_ratio, dcn_bandwidth, dp_min_batch_per_chip, fsdp_min_batch_per_chip, fsdp_tp_degrees, ici_bandwidth, layer_costs, max_params_pure_dp, min_chips_for_memory, mixed_min_batch_per_chip, optimal_fsdp_degree, round_pow2, step_collectives, tp_max_degree, tp_min_F, training_memory, training_time)
-from scalebook_utils.core.units import (format_bytes, format_si, format_time, is_int, require_bytes, require_choices, require_int, require_positive)
+from scalebook_utils.core.training.costs import (ACT_BYTES, ADAM_BYTES_PER_PARAM, OPTIMIZER_BYTES, PARAM_BYTES, STRATEGIES, Collective, LayerCosts, Memory, _tpu, all_comm_bound_batch, alpha, alpha_dcn, bubble_fraction, checkpoint_bytes, comms_ratio, dcn_bandwidth, dp_min_batch_per_chip, fsdp_min_batch_per_chip, fsdp_tp_degrees, ici_bandwidth, layer_costs, max_params_pure_dp, min_chips_for_memory, mixed_min_batch_per_chip, optimal_fsdp_degree, round_pow2, step_collectives, tp_max_degree, tp_min_F, training_memory, training_time, MemoryOptions, dp_bytes_per_param)
+from scalebook_utils.core.training.layouts import CONVENTIONS, REMAT_POLICIES, CommLoad
+from scalebook_utils.core.units import (format_bytes, format_si, format_time, is_int, require_bool, require_bytes, require_choices, require_int, require_positive)
 
 CH5 = "book ch. 5 'How to Parallelize a Transformer for Training'"
 CH6 = "book ch. 6 'Training LLaMA 3 on TPUs'"
 
 __all__ = [
     # the planner (this module)
-    "CH5", "CH6", "Config", "Estimate", "Plan", "REMAT_CHOICES", "evaluate", "ici_axes", "plan",
+    "CH5", "CH6", "Config", "Estimate", "Plan", "REMAT_CHOICES", "evaluate", "evaluate_layout", "ici_axes", "plan",
+    "CONVENTIONS", "REMAT_POLICIES", "MemoryOptions",
     # re-exported from training_costs (book ch. 5's closed forms)
     "STRATEGIES", "ADAM_BYTES_PER_PARAM", "PARAM_BYTES", "OPTIMIZER_BYTES", "ACT_BYTES",
     "ici_bandwidth", "dcn_bandwidth", "alpha", "alpha_dcn",
@@ -46,7 +57,7 @@ __all__ = [
     "mixed_min_batch_per_chip", "optimal_fsdp_degree", "all_comm_bound_batch", "fsdp_tp_degrees",
     "min_chips_for_memory", "round_pow2", "training_time",
     "LayerCosts", "layer_costs", "comms_ratio", "Collective", "step_collectives", "bubble_fraction",
-    "Memory", "checkpoint_bytes", "training_memory",
+    "Memory", "checkpoint_bytes", "training_memory", "dp_bytes_per_param",
 ]
 
 
@@ -56,7 +67,9 @@ __all__ = [
 @dataclass(frozen=True)
 class Config:
     """One way to lay out a training step: `slices` ICI slices joined by DCN (pure DP across them); inside a
-    slice X data-parallel chips (ZeRO stage `zero`; 0 = plain DP, 3 = FSDP), Y-way TP, Z pipeline stages."""
+    slice X data-parallel chips (ZeRO stage `zero`; 0 = plain DP, 3 = FSDP), Y-way TP, Z pipeline stages run by
+    schedule `pipeline` ("gpipe", "1f1b", "interleaved" with `virtual_stages` chunks per device) over
+    `microbatches` micro-batches per data shard, with `stage_layers` layers per (virtual) stage (None: even)."""
 
     X: int
     Y: int = 1
@@ -65,6 +78,9 @@ class Config:
     zero: int = 3
     remat: str = "block"
     microbatches: int = 1
+    pipeline: str = "1f1b"
+    virtual_stages: int = 1
+    stage_layers: tuple[int, ...] | None = None
 
     @property
     def chips(self) -> int:
@@ -77,14 +93,22 @@ class Config:
         if self.Y > 1:
             parts.append(f"TP {self.Y}")
         if self.Z > 1:
-            parts.append(f"PP {self.Z}")
+            parts.append(f"PP {self.Z}" + (f" interleaved ×{self.virtual_stages}" if self.virtual_stages > 1 else
+                                           " GPipe" if self.pipeline == "gpipe" else "")
+                         + (" uneven" if self.stage_layers is not None else ""))
         name = " × ".join(parts) or "1 chip"
         return f"{name} × {self.slices} slices (DCN)" if self.slices > 1 else name
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A configuration's estimated step (seconds per step, per chip) and whether it is feasible."""
+    """A configuration's estimated step (seconds per step, per chip) and whether it is feasible.
+
+    `reasons` are the sentences that make it infeasible (`reason` joins them); a layout that cannot run at all
+    (degrees that do not multiply to the chips, TP that does not divide the heads, stages that do not cover the
+    layers, micro-batches that do not divide the batch, a schedule it cannot run) has NaN times, MFU and memory —
+    never a silent number. `memory` is the fullest chip's (under a pipeline: the fullest stage's, `worst_stage`).
+    """
 
     config: Config
     feasible: bool
@@ -102,6 +126,21 @@ class Estimate:
     seq_shards: int
     chip: str
     peak_flops_per_s: float
+    hardware_flops: float = math.nan
+    reasons: tuple[str, ...] | None = None
+    notes: tuple[str, ...] = ()
+    conventions: str = "book"
+    activation_parts: tuple[tuple[str, float], ...] = ()
+    worst_stage: int = 0
+    options_text: str = ""
+
+    def __post_init__(self):
+        if self.reasons is None:
+            object.__setattr__(self, "reasons", tuple(r for r in self.reason.split("; ") if r))
+        if self.hardware_flops != self.hardware_flops and self.t_math == self.t_math:
+            # T_math · chips · C · (1 − bubble): the FLOPs executed, recompute included
+            executed = self.t_math * self.config.chips * self.peak_flops_per_s * (1 - self.bubble)
+            object.__setattr__(self, "hardware_flops", executed)
 
     @property
     def times(self) -> dict[str, float]:
@@ -110,12 +149,34 @@ class Estimate:
 
     @property
     def step_time(self) -> float:
-        return max(self.times.values())
+        return max(self.times.values()) if self.t_math == self.t_math else math.nan
+
+    step_s = step_time
+
+    @property
+    def bubble_fraction(self) -> float:
+        """Idle fraction of the pipeline (0 without one); with uneven stages it includes their imbalance."""
+        return self.bubble
+
+    @property
+    def memory_bytes_per_chip(self) -> float:
+        return self.memory.total
+
+    @property
+    def memory_parts(self) -> dict[str, float]:
+        """Bytes per chip: params, master, grads, optimizer, activations, gathered, and the activations by
+        tensor family ("activations: attention", …) where the practitioner's convention counts them."""
+        out = self.memory.as_dict()
+        out.update({f"activations: {k}": v for k, v in self.activation_parts})
+        return out
 
     @property
     def bound(self) -> str:
         """What sets the step time: 'compute' (with a pipeline: 'compute + pipeline bubble', since the idle
-        stages are folded into T_math) or the name of the slowest communication."""
+        stages are folded into T_math) or the name of the slowest communication; 'cannot run' for a layout
+        that cannot run."""
+        if self.step_time != self.step_time:
+            return "cannot run"
         k = max(self.times, key=self.times.get)
         return "compute + pipeline bubble" if k == "compute" and self.bubble > 0 else k
 
@@ -143,6 +204,11 @@ class Estimate:
         """
         return self.model_flops / (self.config.chips * self.peak_flops_per_s * self.step_time)
 
+    @property
+    def hfu(self) -> float:
+        """Roofline HFU: FLOPs executed, the remat recompute included, / (chips · C · step time) (≥ MFU)."""
+        return self.hardware_flops / (self.config.chips * self.peak_flops_per_s * self.step_time)
+
     def summary(self) -> str:
         if not self.feasible:
             return f"{self.config.name}: infeasible — {self.reason}"
@@ -150,10 +216,29 @@ class Estimate:
                 f"{format_time(self.step_time)}/step, MFU {self.mfu:.0%}, bound by {self.bound}, "
                 f"{format_bytes(self.memory.total)}/{'GPU' if get_chip(self.chip).kind == 'gpu' else 'chip'}")
 
-
-def _divisors(n: int) -> list[int]:
-    small = [d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
+    def explain(self) -> str:
+        """The estimate in sentences: the layout and schedule, step time, MFU and HFU, what bounds it, the
+        memory per chip by part, and the conventions it counts with (or why it cannot run)."""
+        c = self.config
+        head = (f"{c.name} on {c.chips} × {self.chip} (ZeRO-{c.zero}, {c.remat} remat"
+                + (f", {c.pipeline} schedule, m={c.microbatches} micro-batches" if c.Z > 1 or c.microbatches > 1
+                   else "") + ")")
+        if self.step_time != self.step_time:
+            return f"{head} cannot run: " + "; ".join(self.reasons) + "."
+        unit = "GPU" if get_chip(self.chip).kind == "gpu" else "chip"
+        parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in self.memory.as_dict().items() if v)
+        acts = ", ".join(f"{k} {format_bytes(v)}" for k, v in self.activation_parts if v)
+        text = (f"{head}: {format_time(self.step_time)} per step, roofline MFU {self.mfu:.1%}, HFU {self.hfu:.1%}, "
+                f"bound by {self.bound}" + (f" (bubble {self.bubble:.1%})" if self.bubble else "") + ". "
+                f"Memory per {unit}{f' (stage {self.worst_stage}, the fullest)' if c.Z > 1 else ''}: "
+                f"{format_bytes(self.memory.total)} = {parts}" + (f"; activations: {acts}" if acts else "") + ".")
+        if self.notes:
+            text += " Note: " + "; ".join(self.notes) + "."
+        if not self.feasible:
+            text += " Infeasible: " + "; ".join(self.reasons) + "."
+        text += (f" Conventions: {self.options_text}." if self.options_text else
+                 " Conventions: the book's (10 B/param, activations of the whole batch, GPipe bubble).")
+        return text
 
 
 def ici_axes(chip, X: int, Y: int) -> tuple[int, int]:
@@ -168,16 +253,6 @@ def ici_axes(chip, X: int, Y: int) -> tuple[int, int]:
     longest = max(spec.pod_shape or (Y,))
     M_Y = 1 if Y <= longest else min(2, n)
     return max(n - M_Y, 1), M_Y
-
-
-def _remat_policy(remat) -> tuple[str, float | None]:
-    """A policy name of transformer.REMAT_TENSORS_PER_LAYER, or a number of D-wide checkpoints per layer
-    (book ch. 6: 2, with the FLOPs of block remat)."""
-    if isinstance(remat, str):
-        tf._policy(remat)
-        return remat, None
-    require_positive(checkpoints_per_layer=remat)
-    return "block", float(remat)
 
 
 def evaluate(model, batch_tokens: float, config: Config, chip="tpu-v5p", *, seq_len: int = 4096,
@@ -210,160 +285,38 @@ def evaluate(model, batch_tokens: float, config: Config, chip="tpu-v5p", *, seq_
                          f"count {n_chips}")
     require_positive(batch_tokens=batch_tokens, seq_len=seq_len)
     grad_bytes = require_bytes("grad_bytes", grad_bytes)
-    C, W = spec.peak_flops(dtype), ici_bandwidth(spec)
-    n_slice = c.X * c.Y * c.Z
-    M_X, M_Y = ici_axes(spec, c.X, c.Y)
-    pc = tf.param_count(cfg)
-    P = pc.total
-    expert = _routed_expert_params(cfg)
+    C = spec.peak_flops(dtype)
     reasons, seq_shards, tokens_per_shard = _reasons(cfg, c, batch_tokens, seq_len, allow_sequence_sharding)
-    ep = _ep_degree(cfg, c.X)
     t_math, model_flops, bubble = _flops(cfg, batch_tokens, c, seq_len, C)
-    # communication
-    P_gathered = (P - expert) / (c.Y * c.Z)  # expert weights stay on their EP shard
-    if c.X == 1:
-        t_fsdp = 0.0
-    else:
-        colls = 3 if c.zero == 3 else 2
-        t_fsdp = colls * PARAM_BYTES * P_gathered / (W * M_X)
-        if expert:  # expert gradients are reduced over the data chips that share an expert shard
-            t_fsdp += 2 * PARAM_BYTES * expert / (ep * c.Y * c.Z) / (W * M_X) * (c.X > ep)
-    layers_per_stage = _layers_per_stage(cfg, c.Z)
-    t_tp = 0.0 if c.Y == 1 else layers_per_stage * 2 * 12 * tokens_per_shard * cfg.D / (W * M_Y)
-    t_pp = 0.0 if c.Z == 1 else 2 * 2 * tokens_per_shard * cfg.D / spec.ici_link_bandwidth_oneway_bytes_per_s
-    t_ep = 0.0
-    if cfg.is_moe and ep > 1:
-        moe_per_stage = cfg.moe_layers / c.Z
-        t_ep = moe_per_stage * 4 * ACT_BYTES * cfg.k * tokens_per_shard * cfg.D * ep / (4 * W * M_X) / c.Y
-    t_dcn = 0.0 if c.slices == 1 else 2 * PARAM_BYTES * P / (n_slice * dcn_bandwidth(spec))
+    times = _tpu_times(spec, cfg, c, TL.book_comm_load(cfg, c, tokens_per_shard))
     memory = _memory(cfg, c, batch_tokens, grad_bytes)
     reasons += _hbm_reasons(memory, spec)
-    return Estimate(c, not reasons, "; ".join(reasons), t_math, t_fsdp, t_tp, t_pp, t_ep, t_dcn, bubble, memory,
+    return Estimate(c, not reasons, "; ".join(reasons), t_math, *times, bubble, memory,
                     model_flops, batch_tokens / c.chips, seq_shards, spec.name, C)
 
 
-# The parts of an estimate that do not depend on the network: shared by this planner and the GPU one
-# (gpu_training.evaluate, book ch. 12), which differ only in their communication times.
+def _tpu_times(spec: ChipSpec, cfg: tf.TransformerConfig, c: Config, load: CommLoad) -> tuple[float, ...]:
+    """(T_fsdp, T_tp, T_pp, T_ep, T_dcn) on ICI and DCN for `load` (see `evaluate` for the formulas; the
+    practitioner's load counts the busiest stage, its ZeRO collectives per micro-batch and v chunks)."""
+    W = ici_bandwidth(spec)
+    M_X, M_Y = ici_axes(spec, c.X, c.Y)
+    T_s = load.tokens_per_shard
+    t_fsdp = (load.dp_bytes + load.expert_bytes) / (W * M_X)
+    t_tp = 0.0 if c.Y == 1 else load.tp_layers * 2 * 12 * T_s * cfg.D / (W * M_Y)
+    t_pp = 0.0 if c.Z == 1 else load.pp_chunks * 2 * 2 * T_s * cfg.D / spec.ici_link_bandwidth_oneway_bytes_per_s
+    ep = TL.ep_degree(cfg, c.X)
+    t_ep = 0.0
+    if cfg.is_moe and ep > 1:
+        t_ep = load.moe_layers * 4 * ACT_BYTES * cfg.k * T_s * cfg.D * ep / (4 * W * M_X) / c.Y
+    t_dcn = 0.0 if c.slices == 1 else load.dcn_bytes / dcn_bandwidth(spec)
+    return t_fsdp, t_tp, t_pp, t_ep, t_dcn
 
 
-def _check_layout(c: Config) -> None:
-    """ValueError unless every degree of `c` (and its microbatch count) is a positive integer."""
-    for name in ("X", "Y", "Z", "slices", "microbatches"):
-        v = getattr(c, name)
-        if not is_int(v) or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
-
-
-def _reasons(cfg: tf.TransformerConfig, c: Config, batch_tokens: float, seq_len: float,
-             allow_sequence_sharding: bool) -> tuple[list[str], int, float]:
-    """(reasons the layout cannot run, sequence shards, tokens per data shard) for a batch of `batch_tokens`.
-
-    TP must divide the N heads and F, PP the L layers; each of the X data shards (a Y·Z group of chips) of a
-    slice needs at least one token, and more shards than sequences needs sequence sharding (uneven shards
-    are padded) into at most `seq_len` pieces. Book ch. 5–6.
-    """
-    B_s = batch_tokens / c.slices
-    tokens_per_shard = B_s / c.X  # tokens each data shard (a Y·Z group of chips) processes
-    sequences = B_s / seq_len
-    seq_shards = 1
-    reasons = []
-    if cfg.N % c.Y or cfg.F % c.Y:
-        reasons.append(f"TP degree {c.Y} must divide N={cfg.N} heads and F={cfg.F}")
-    if cfg.L % c.Z:
-        reasons.append(f"{c.Z} pipeline stages must divide L={cfg.L} layers")
-    if tokens_per_shard < 1:
-        reasons.append(f"{c.X}-way data parallelism leaves less than one token per shard (batch per slice {B_s:g})")
-    elif c.X > sequences:
-        seq_shards = math.ceil(c.X / max(sequences, 1))
-        if not allow_sequence_sharding:
-            reasons.append(f"{c.X}-way data parallelism exceeds the {sequences:g} sequences of the batch "
-                           "(sequence sharding not allowed)")
-        elif seq_shards > seq_len:
-            reasons.append(f"{c.X}-way data parallelism needs {seq_shards} shards per sequence of {seq_len} tokens")
-    return reasons, seq_shards, tokens_per_shard
-
-
-def _flops(cfg: tf.TransformerConfig, batch_tokens: float, c: Config, seq_len: float,
-           C: float) -> tuple[float, float, float]:
-    """(T_math, model FLOPs, bubble) of one step on `c.chips` chips of C FLOPs/s each:
-    T_math = tokens · FLOPs/token (with the remat recompute) / (chips · C) / (1 − bubble), the bubble of a
-    GPipe schedule of `c.microbatches` over Z stages; model FLOPs leave the recompute out (for MFU)."""
-    policy, _ = _remat_policy(c.remat)
-    flops_per_token = tf.training_flops_per_token(cfg, seq_len, causal=True, remat=policy)
-    model_flops = batch_tokens * tf.training_flops_per_token(cfg, seq_len, causal=True)
-    m = c.microbatches if c.Z > 1 else 1
-    bubble = bubble_fraction(c.Z, m) if c.Z > 1 else 0.0
-    t_math = batch_tokens * flops_per_token / (c.chips * C) / (1 - bubble)
-    return t_math, model_flops, bubble
-
-
-def _memory(cfg: tf.TransformerConfig, c: Config, batch_tokens: float, grad_bytes: float) -> Memory:
-    """Bytes per chip of layout `c`: `training_memory` of the dense parameters (ZeRO over X, TP × PP shards),
-    the routed experts sharded over ep·Y·Z chips, the activations of the remat policy (or checkpoints) spread
-    over all chips, and under FSDP the AllGathered layer being used (2 layers' worth, ÷ Y). Book ch. 5–6."""
-    policy, ckpt = _remat_policy(c.remat)
-    pc = tf.param_count(cfg)
-    P, expert = pc.total, _routed_expert_params(cfg)
-    if ckpt is None:
-        act_total = tf.activation_bytes(cfg, batch_tokens, policy)
-    else:
-        act_total = checkpoint_bytes(cfg.D, cfg.L, batch_tokens, ckpt)
-    layer_params = (P - pc.embedding - pc.unembedding) / cfg.L
-    gathered = 2 * PARAM_BYTES * layer_params / c.Y if (c.zero == 3 and c.X > 1) else 0.0
-    dense = training_memory(P - expert, zero=c.zero, X=c.X, model_shards=c.Y * c.Z,
-                            activation_bytes_total=act_total, n_chips=c.chips, grad_bytes=grad_bytes,
-                            gathered_bytes=gathered)
-    if expert:
-        ex = training_memory(expert, zero=0, model_shards=_ep_degree(cfg, c.X) * c.Y * c.Z, grad_bytes=grad_bytes)
-        dense = replace(dense, params=dense.params + ex.params, grads=dense.grads + ex.grads,
-                        optimizer=dense.optimizer + ex.optimizer)
-    return dense
-
-
-def _hbm_reasons(memory: Memory, spec: ChipSpec, unit: str = "chip") -> list[str]:
-    """[the reason] when `memory` exceeds the chip's HBM, else []."""
-    if memory.total > spec.hbm_bytes:
-        return [f"needs {format_bytes(memory.total)} per {unit} > {format_bytes(spec.hbm_bytes)} HBM"]
-    return []
-
-
-def _ep_degree(cfg: tf.TransformerConfig, X: int) -> int:
-    """Expert parallelism over the data axis: ep = gcd(X, E) ways (1 for a dense model)."""
-    return math.gcd(X, cfg.E) if cfg.is_moe else 1
-
-
-def _layers_per_stage(cfg: tf.TransformerConfig, Z: int) -> float:
-    return cfg.L // Z if cfg.L % Z == 0 else cfg.L / Z
-
-
-def _layouts(n: int, max_tp: int, max_pp: int) -> Iterator[tuple[int, int, int]]:
-    """Every (X, Y, Z) with X·Y·Z = n, Y ≤ max_tp, Z ≤ max_pp (Y, then Z ascending)."""
-    divs = _divisors(n)
-    for Y in (d for d in divs if d <= max_tp):
-        for Z in (d for d in divs if d <= max_pp and (n // Y) % d == 0):
-            yield n // (Y * Z), Y, Z
-
-
-def _microbatches(batch_tokens: float, seq_len: float, X: int, Z: int, per_stage: int) -> int:
-    """Microbatches of a Z-stage pipeline: per_stage·Z, capped by the sequences of a data shard (1 without PP)."""
-    if Z == 1:
-        return 1
-    return min(per_stage * Z, max(int(batch_tokens / seq_len / X), 1))
-
-
-def _rank_key(e: Estimate) -> tuple:
-    """The planners' order. Ties (several layouts compute-bound) go first to the higher ZeRO stage — same
-    speed, less memory, the book's "basically always use ZeRO-3" — then to the most communication headroom
-    (the book's X_opt, which balances the FSDP and TP times), then to less memory."""
-    return (not e.feasible, float(f"{e.step_time:.9g}"), -e.config.zero,
-            max(e.t_fsdp, e.t_tp, e.t_pp, e.t_ep, e.t_dcn), e.memory.total)
-
-
-def _routed_expert_params(cfg: tf.TransformerConfig) -> int:
-    if not cfg.is_moe:
-        return 0
-    width = cfg.F_expert or cfg.F
-    return cfg.moe_layers * cfg.E * cfg.mlp_matrices * cfg.D * width
+# The chapters' names of the shared helpers (now public in `training_layouts`)
+_check_layout, _reasons, _flops, _memory = TL.check_layout, TL.book_problems, TL.book_step_flops, TL.book_memory
+_hbm_reasons, _ep_degree, _layers_per_stage, _layouts = TL.hbm_reasons, TL.ep_degree, TL.layers_per_stage, TL.layouts
+_microbatches, _rank_key, _routed_expert_params = TL.pipeline_microbatches, TL.rank_key, TL.routed_expert_params
+_remat_policy, _divisors = TL.remat_policy, TL.divisors
 
 
 @dataclass(frozen=True)
@@ -376,6 +329,8 @@ class Plan:
     batch_tokens: float
     seq_len: int
     estimates: tuple[Estimate, ...]
+    conventions: str = "book"
+    options_text: str = ""
 
     @property
     def feasible(self) -> list[Estimate]:
@@ -397,8 +352,9 @@ class Plan:
         rows = []
         for e in self.feasible[:n]:
             rows.append({"config": e.config.name, "zero": e.config.zero, "remat": e.config.remat,
-                         "step_s": e.step_time, "mfu": e.mfu, "bound": e.bound,
-                         "memory_per_chip_bytes": e.memory.total, "tokens_per_chip": e.tokens_per_chip})
+                         "step_s": e.step_time, "mfu": e.mfu, "hfu": e.hfu, "bound": e.bound,
+                         "memory_per_chip_bytes": e.memory.total, "tokens_per_chip": e.tokens_per_chip,
+                         "pipeline": e.config.pipeline if e.config.Z > 1 else "", "microbatches": e.config.microbatches})
         return rows
 
     def explain(self) -> str:
@@ -418,7 +374,8 @@ class Plan:
                 f"{format_bytes(b.memory.total)} per {unit}.")
         per_chip = self.batch_tokens / self.n_chips
         if spec.kind == "gpu":
-            text += self._gpu_rules(b, per_chip)
+            from scalebook_utils.core.gpu import training as gpu_training
+            text += gpu_training.rules_of_thumb(self.model, spec, self.n_chips, b)
         else:
             n_axes = spec.ici_torus_dims or 1
             text += (f" Chapter 5's rules of thumb at {per_chip:.0f} tokens per chip: FSDP alone needs more than "
@@ -431,32 +388,23 @@ class Plan:
             fs = [e for e in self.estimates if e.family == "fsdp"]
             if fs:
                 text += f" Pure FSDP is not an option here: {fs[0].reason}."
+        if self.conventions == "practitioner":
+            c, mb = b.config, self.batch_tokens / self.seq_len / (b.config.X * b.config.slices) / b.config.microbatches
+            sched = (f"{c.pipeline} over {c.Z} stages" + (f" × {c.virtual_stages} virtual" if c.virtual_stages > 1
+                     else "") + (f" (layers {_runs(c.stage_layers)})" if c.stage_layers else "")
+                     + f", bubble {b.bubble:.0%}") if c.Z > 1 else "no pipeline"
+            parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in b.memory.as_dict().items() if v)
+            text += (f" The winner runs {c.microbatches} micro-batch{'es' if c.microbatches > 1 else ''} of "
+                     f"{mb:g} sequence{'s' if mb != 1 else ''} per data shard, {sched}, "
+                     f"{'no' if c.remat == 'none' else c.remat} recomputation (HFU {b.hfu:.0%}); per {unit}: {parts}. "
+                     f"Defaults: {self.options_text}.")
         return text
-
-    def _gpu_rules(self, b: Estimate, per_gpu: float) -> str:
-        """Book ch. 12's rules of thumb ("Rooflines for LLM Scaling on GPUs"): DP/ZeRO across nodes needs
-        B/X > C/W_node tokens per GPU (H100: 2475), ÷ M/D_node when M = Y·Z ways of model parallelism span
-        M/D_node nodes (`gpus.dp_critical_batch`); in one node C/W_gpu (2200). TP stays compute-bound up to
-        Y < F·W_gpu/C ways inside a node (`gpus.tp_max_degree`, ≈ F/2200 on H100)."""
-        spec = get_chip(self.chip)
-        node = spec.gpus_per_node
-        M = b.config.Y * b.config.Z
-        if self.n_chips <= node:
-            dp = (f"DP/ZeRO inside one node needs more than C/W_gpu = "
-                  f"{gpus.dp_critical_batch(spec, across_nodes=False):.0f}")
-        else:
-            dp = f"DP/ZeRO across nodes needs more than C/W_node = {gpus.dp_critical_batch(spec):.0f}"
-            if M > node:
-                dp += (f" (÷ {M / node:g} = {gpus.dp_critical_batch(spec, model_parallel=M):.0f} with the winner's "
-                       f"{M}-way model parallelism spanning {M / node:g} nodes)")
-        return (f" Chapter 12's rules of thumb at {per_gpu:.0f} tokens per GPU: {dp}; TP inside a node stays "
-                f"compute-bound up to F·W_gpu/C = {gpus.tp_max_degree(self.model.F, spec):.1f} ways.")
 
 
 REMAT_CHOICES = ("none", "big_matmuls", "block")
 
 
-def plan(model, batch_tokens: float, chip="tpu-v5p", *, n_chips: int | None = None, slices: int = 1,
+def _book_plan(model, batch_tokens: float, chip="tpu-v5p", *, n_chips: int | None = None, slices: int = 1,
          seq_len: int = 4096, max_tp: int = 64, max_pp: int = 16, zero_stages: Sequence[int] = (0, 1, 3),
          remat: Iterable = REMAT_CHOICES, microbatches_per_stage: int = 4, allow_sequence_sharding: bool = True,
          grad_bytes: float = 0.0, dtype: str = "bf16") -> Plan:
@@ -513,3 +461,267 @@ def plan(model, batch_tokens: float, chip="tpu-v5p", *, n_chips: int | None = No
                                           grad_bytes=grad_bytes, dtype=dtype))
     estimates.sort(key=_rank_key)
     return Plan(cfg, spec.name, n_chips * slices, batch_tokens, seq_len, tuple(estimates))
+
+
+# --- one entry point for TPUs and GPUs (issue 17) ---------------------------------------------------------
+
+MEMORY_OPTIONS = tuple(f for f in MemoryOptions.__dataclass_fields__)
+
+
+def plan(model, chip="tpu-v5p", *book_form, **options) -> Plan:
+    """Rank the layouts of a training step on TPUs (ICI, DCN slices; book ch. 5–6) or GPUs (NVLink node, fat
+    tree; ch. 12), chosen from the chip: `plan(model, chip, n_chips=, batch_tokens=, seq_len=, **options)`.
+
+    `model`: a preset name or TransformerConfig; `chip`: a name or ChipSpec (unknown names list the close
+    matches). `n_chips` is every chip (TPUs beyond one pod are split into DCN `slices`, default the fewest that
+    fit). Every X·Y·Z layout (Y ≤ `max_tp`, default 64 on TPUs and one NVLink node on GPUs; Z ≤ `max_pp`,
+    default 64) is tried with each ZeRO stage (`zero_stages`, default 0–3), remat policy (`remat`, default
+    none, selective, full), schedule (`pipelines`, default 1F1B and interleaved with `virtual_stages` 2, 4 or 8
+    chunks; "gpipe" on request; L that does not split evenly gets `balanced_stage_layers`) and number of
+    micro-batches m (the divisors of a data shard's sequences: the fewest that fit without a pipeline, the most
+    with one and ZeRO ≤ 1, all of them with ZeRO ≥ 2, where the collectives grow with m); each layout keeps its
+    best m. Memory options (`MemoryOptions` fields: param_bytes, master_bytes, optimizer_bytes, grad_bytes,
+    activation_bytes, logits_bytes, sequence_parallel, flash_attention) default to the practitioner's
+    (stated in `explain()`); `conventions="book"` plans as the chapters do (`plan(model, batch_tokens, chip)`,
+    `gpu_training.plan`), reproducing every book number.
+
+    The chapters' form `plan(model, batch_tokens, chip="tpu-v5p", *, n_chips=None, slices=1, seq_len=4096,
+    max_tp=64, max_pp=16, zero_stages=(0, 1, 3), remat=REMAT_CHOICES, microbatches_per_stage=4,
+    allow_sequence_sharding=True, grad_bytes=0.0, dtype="bf16")` — a number as the second argument — is the
+    book's TPU planner, unchanged (n_chips per slice, GPipe microbatches, 10 B/param).
+    """
+    if isinstance(chip, numbers.Real) and not isinstance(chip, bool):
+        return _book_plan(model, chip, *book_form, **options)
+    if book_form:
+        raise TypeError("plan(model, chip, *, n_chips=, batch_tokens=, seq_len=, ...) takes the model and the chip "
+                        "as its only positional arguments (the book's form is plan(model, batch_tokens, chip))")
+    return _plan(model, chip, **options)
+
+
+def _plan(model, chip, *, n_chips, batch_tokens, seq_len, conventions="practitioner", slices=None, max_tp=None,
+          max_pp=None, zero_stages=None, remat=None, pipelines=("1f1b", "interleaved"), virtual_stages=(2, 4, 8),
+          dtype="bf16", **options) -> Plan:
+    cfg, spec, conventions = tf.get_model(model), get_chip(chip), _conventions(conventions)
+    n_chips = require_int("n_chips", n_chips)
+    require_positive(batch_tokens=batch_tokens, seq_len=seq_len)
+    slices = _slices(spec, n_chips, slices)
+    if conventions == "book":
+        kw = {k: v for k, v in (("max_tp", max_tp), ("max_pp", max_pp), ("zero_stages", zero_stages),
+                                ("remat", remat)) if v is not None}
+        if spec.kind == "gpu":
+            from scalebook_utils.core.gpu import training as gpu_training
+            if slices != 1:
+                raise ValueError("GPU clusters are one fat tree: slices must be 1")
+            p = gpu_training.plan(cfg, batch_tokens, spec, n_gpus=n_chips, seq_len=seq_len, dtype=dtype, **kw, **options)
+        else:
+            p = _book_plan(cfg, batch_tokens, spec, n_chips=n_chips // slices, slices=slices, seq_len=seq_len,
+                           dtype=dtype, **kw, **options)
+        return p
+    st = _setting(cfg, spec, n_chips, batch_tokens, seq_len, dtype, options)
+    max_tp = require_int("max_tp", max_tp if max_tp is not None else (spec.gpus_per_node if st.gpu else 64))
+    max_pp = require_int("max_pp", 64 if max_pp is None else max_pp)
+    zero_stages = require_choices("zero_stages", (0, 1, 2, 3) if zero_stages is None else zero_stages,
+                                  "ZeRO stages (0 plain DP, 1, 2, 3 FSDP)", is_int)
+    for z in zero_stages:
+        require_int("each of zero_stages", z, 0, 3)
+    remats = [TL.remat_name(r) for r in require_choices("remat", REMAT_POLICIES if remat is None else remat,
+                                                        "remat policies (none, selective, full)",
+                                                        lambda r: isinstance(r, str))]
+    kinds = [TL.schedule_name(k) for k in require_choices("pipelines", pipelines, "schedules (gpipe, 1f1b, "
+                                                          "interleaved)", lambda k: isinstance(k, str))]
+    vs = [require_int("each of virtual_stages", v, 2) for v in require_choices("virtual_stages", virtual_stages,
+                                                                               "chunks per device (≥ 2)", is_int)]
+    estimates = []
+    for X, Y, Z in TL.layouts(n_chips // slices, max_tp, max_pp):
+        dp = X * slices
+        first = Config(X=X, Y=Y, Z=Z, slices=slices, zero=0, remat=remats[0],
+                       microbatches=TL.default_microbatches(batch_tokens, seq_len, dp, Z),
+                       stage_layers=None if cfg.L % Z == 0 or Z > cfg.L else PS.balanced_stage_layers(cfg.L, Z))
+        shape = TL.practitioner_shape(cfg, first, batch_tokens, seq_len)
+        if shape.reasons:  # the degrees themselves cannot run (heads, batch split, too many stages): one entry
+            estimates.append(_cannot_run(st, first, shape.reasons, shape.notes))
+            continue
+        for first_feasible, group in TL.layout_groups(cfg, first, batch_tokens, seq_len, zero_stages=zero_stages,
+                                                      remats=remats, kinds=kinds, virtual_stages=vs):
+            best = None
+            for kw in group:
+                e = _practitioner(st, Config(**kw))
+                if best is None or (not e.feasible, _finite(e.step_time), kw["microbatches"]) < \
+                        (not best.feasible, _finite(best.step_time), best.config.microbatches):
+                    best = e
+                if first_feasible and e.feasible:
+                    break
+            estimates.append(best)
+    estimates.sort(key=TL.rank_key)
+    return Plan(cfg, spec.name, n_chips, batch_tokens, seq_len, tuple(estimates), "practitioner",
+                st.options.describe())
+
+
+def evaluate_layout(model, chip, *, n_chips, batch_tokens, seq_len, dp, tp=1, pp=1, zero=1, remat="none",
+                    microbatches=None, pipeline="1f1b", virtual_stages=1, stage_layers=None,
+                    conventions="practitioner", slices=None, dtype="bf16", **options) -> Estimate:
+    """Estimate the layout a user names: dp data shards (ZeRO stage `zero`; on TPUs split over DCN `slices`),
+    tp-way TP, pp pipeline stages run by `pipeline` ("1f1b", "interleaved" with `virtual_stages` chunks per
+    device, "gpipe") over `microbatches` micro-batches per data shard (None: one sequence each with a pipeline,
+    1 without), `stage_layers` layers per stage (or per virtual stage; None: even), remat "none", "selective"
+    or "full" (the book's names too). TPU or GPU from the chip; model and chip as in `plan`.
+
+    Returns an `Estimate` (feasible, reasons, step_s, mfu, hfu, bubble_fraction, memory_bytes_per_chip,
+    memory_parts, bound, explain()). A layout that cannot run — dp·tp·pp ≠ n_chips, TP that does not divide the
+    query heads or F or does not fit the KV heads, stages that do not cover the layers, micro-batches that do not
+    divide a data shard's sequences, a schedule the layout cannot run — is infeasible with its reasons and NaN
+    numbers; one that runs but does not fit is infeasible with its numbers. Memory options and conventions as in
+    `plan` (`conventions="book"`: the chapters' `evaluate` / `gpu_training.evaluate`, reproducing the book).
+    """
+    cfg, spec, conventions = tf.get_model(model), get_chip(chip), _conventions(conventions)
+    n_chips = require_int("n_chips", n_chips)
+    dp, tp, pp = (require_int(k, v) for k, v in (("dp", dp), ("tp", tp), ("pp", pp)))
+    zero = require_int("zero", zero, 0, 3)
+    v = require_int("virtual_stages", virtual_stages)
+    require_positive(batch_tokens=batch_tokens, seq_len=seq_len)
+    kind = TL.schedule_name(pipeline)
+    if conventions == "book" and not isinstance(remat, str):
+        r = remat
+        TL.remat_policy(r)
+    else:
+        r = TL.remat_name(remat)
+    m = TL.default_microbatches(batch_tokens, seq_len, dp, pp) if microbatches is None else \
+        require_int("microbatches", microbatches)
+    layers = None if stage_layers is None else tuple(stage_layers) if hasattr(stage_layers, "__iter__") \
+        else stage_layers
+    slices = _slices(spec, n_chips, slices, dp)
+    reasons = []
+    if dp * tp * pp != n_chips:
+        reasons.append(f"dp × tp × pp = {dp} × {tp} × {pp} = {dp * tp * pp} is not the {n_chips} chips")
+    if dp % slices:
+        reasons.append(f"dp={dp} does not split over {slices} DCN slices")
+    c = Config(X=max(dp // slices, 1), Y=tp, Z=pp, slices=slices, zero=zero, remat=r, microbatches=m,
+               pipeline=kind, virtual_stages=v, stage_layers=layers)
+    if conventions == "book":
+        if reasons or stage_layers is not None:
+            return _cannot_run(_setting(cfg, spec, n_chips, batch_tokens, seq_len, dtype, {}, book=True), c,
+                               reasons or ["uneven stage_layers are beyond the book's model; use conventions="
+                                           "'practitioner'"], ())
+        extra = sorted(set(options) - {"grad_bytes", "allow_sequence_sharding"})
+        if extra:
+            raise TypeError(f"conventions='book' counts memory the book's way: {', '.join(extra)} "
+                            f"{'is' if len(extra) == 1 else 'are'} not among its options (grad_bytes, "
+                            "allow_sequence_sharding)")
+        r_book = TL.BOOK_REMAT.get(r, r) if isinstance(r, str) else r
+        c = Config(X=c.X, Y=tp, Z=pp, slices=slices, zero=zero, remat=r_book, microbatches=m, pipeline=kind,
+                   virtual_stages=v)
+        if spec.kind == "gpu":
+            from scalebook_utils.core.gpu import training as gpu_training
+            return gpu_training.evaluate(cfg, batch_tokens, c, spec, seq_len=seq_len, dtype=dtype, **options)
+        return evaluate(cfg, batch_tokens, c, spec, seq_len=seq_len, dtype=dtype, **options)
+    st = _setting(cfg, spec, n_chips, batch_tokens, seq_len, dtype, options)
+    if reasons:
+        return _cannot_run(st, c, reasons, ())
+    return _practitioner(st, c)
+
+
+@dataclass(frozen=True)
+class _Setting:
+    """What every layout of one planning question shares: model, chip, batch, memory options, the network."""
+
+    cfg: tf.TransformerConfig
+    spec: ChipSpec
+    terms: TL.ModelTerms | None
+    batch_tokens: float
+    seq_len: float
+    C: float
+    options: MemoryOptions
+    gpu: bool
+    cluster: object = None
+    n: int = 0
+    options_text: str = ""
+
+
+def _setting(cfg, spec, n_chips, batch_tokens, seq_len, dtype, options, book=False) -> _Setting:
+    unknown = sorted(set(options) - set(MEMORY_OPTIONS))
+    if unknown:
+        raise TypeError(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; memory options: "
+                        f"{', '.join(MEMORY_OPTIONS)}")
+    gpu = spec.kind == "gpu"
+    cluster = n = None
+    if gpu:
+        from scalebook_utils.core.gpu import training as gpu_training
+        cluster = gpu_training.training_cluster(spec, n_chips)
+        n = cluster.require_gpus(n_chips)
+    else:
+        _tpu(spec)
+    for k in ("sequence_parallel", "flash_attention"):
+        if k in options:
+            require_bool(k, options[k])
+    terms = None if book else TL.model_terms(cfg, float(seq_len))
+    opts = MemoryOptions(**options)
+    return _Setting(cfg, spec, terms, batch_tokens, seq_len, spec.peak_flops(dtype), opts, gpu, cluster, n or 0,
+                    opts.describe())
+
+
+def _practitioner(st: _Setting, c: Config) -> Estimate:
+    """One layout under the practitioner's conventions (`training_layouts`), timed on the chip's network."""
+    shape = TL.practitioner_shape(st.cfg, c, st.batch_tokens, st.seq_len)
+    if shape.reasons:
+        return _cannot_run(st, c, shape.reasons, shape.notes)
+    t_math, model_flops, executed, bubble = TL.practitioner_flops(st.terms, c, shape, c.remat, st.C)
+    memory, acts, worst = TL.practitioner_memory(st.terms, c, shape, c.remat, st.options)
+    load = TL.practitioner_comm_load(st.terms, c, shape, st.options)
+    if st.gpu:
+        from scalebook_utils.core.gpu import training as gpu_training
+        times = (*gpu_training.layout_times(st.cfg, c, load, st.n, st.cluster), 0.0)
+    else:
+        times = _tpu_times(st.spec, st.cfg, c, load)
+    reasons = TL.hbm_reasons(memory, st.spec, "GPU" if st.gpu else "chip")
+    return Estimate(c, not reasons, "; ".join(reasons), t_math, *times, bubble, memory, model_flops,
+                    st.batch_tokens / c.chips, 1, st.spec.name, st.C, hardware_flops=executed, notes=shape.notes,
+                    conventions="practitioner", activation_parts=tuple(acts.items()), worst_stage=worst,
+                    options_text=st.options_text)
+
+
+def _cannot_run(st: _Setting, c: Config, reasons, notes) -> Estimate:
+    nan = math.nan
+    return Estimate(c, False, "; ".join(reasons), nan, nan, nan, nan, nan, nan, nan, Memory(nan, nan, nan, nan),
+                    nan, st.batch_tokens / c.chips, 1, st.spec.name, st.C, hardware_flops=nan, reasons=tuple(reasons),
+                    notes=tuple(notes), conventions="book" if st.terms is None else "practitioner",
+                    options_text="" if st.terms is None else st.options_text)
+
+
+def _conventions(conventions) -> str:
+    if conventions not in CONVENTIONS:
+        raise ValueError(f"conventions must be one of {', '.join(CONVENTIONS)}, got {conventions!r}")
+    return conventions
+
+
+def _slices(spec: ChipSpec, n_chips: int, slices, dp: int | None = None) -> int:
+    """DCN slices: 1 on GPUs and for TPUs within one pod; else the fewest that divide n_chips (and dp) into pods."""
+    if slices is not None:
+        slices = require_int("slices", slices)
+        if spec.kind == "gpu" and slices != 1:
+            raise ValueError("GPU clusters are one fat tree: slices must be 1")
+        if n_chips % slices:
+            raise ValueError(f"slices={slices} must divide n_chips={n_chips}")
+        return slices
+    pod = spec.pod_chips
+    if spec.kind == "gpu" or pod is None or n_chips <= pod:
+        return 1
+    for s in range(math.ceil(n_chips / pod), n_chips + 1):
+        if n_chips % s == 0 and (dp is None or dp % s == 0):
+            return s
+    return n_chips
+
+
+def _runs(xs) -> str:
+    """1, 1, 1, 2 → "1 ×3, 2" (a stage list in a sentence)."""
+    out, i = [], 0
+    while i < len(xs):
+        j = i
+        while j < len(xs) and xs[j] == xs[i]:
+            j += 1
+        out.append(f"{xs[i]}" + (f" ×{j - i}" if j - i > 1 else ""))
+        i = j
+    return ", ".join(out)
+
+
+def _finite(x: float) -> float:
+    return x if x == x else math.inf

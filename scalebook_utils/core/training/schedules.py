@@ -16,6 +16,12 @@ microbatch and stage,
 order, each starting when its device is free and its input has arrived — and returns the timeline, so the
 formulas above are checked against a simulation (tests/test_pipeline_schedules.py), not asserted.
 
+Pipelines as they are run (issue 17; used by the training planner): `in_flight` — the micro-batches whose
+activations a device holds at its peak under each schedule — and `step_time`, the makespan of stages of unequal
+work (uneven `stage_layers`, the logits on the last stage), which is (m + p − 1)·W (v = 1) or (v·m + p − 1)·W/v
+for equal stages. `simulate(..., durations=)` gives chunks unequal lengths, so it is checked against a run too.
+`split_stages` checks a layout's layers per (virtual) stage and `balanced_stage_layers` proposes one.
+
 Time unit: one chunk's forward (= one chunk's backward); a full stage's forward takes v units. Pure Python.
 """
 
@@ -25,8 +31,8 @@ from dataclasses import dataclass
 
 from scalebook_utils.core.units import is_int
 
-__all__ = ["SCHEDULES", "gpipe_bubble", "one_f_one_b_bubble", "interleaved_bubble", "bubble", "Op", "Timeline",
-           "device_order", "simulate"]
+__all__ = ["SCHEDULES", "gpipe_bubble", "one_f_one_b_bubble", "interleaved_bubble", "bubble", "in_flight",
+           "step_time", "balanced_stage_layers", "split_stages", "Op", "Timeline", "device_order", "simulate"]
 
 #: schedule names `simulate` and `bubble` accept
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
@@ -67,6 +73,103 @@ def bubble(kind: str, p: int, m: int, v: int = 1) -> float:
     if kind == "interleaved":
         return interleaved_bubble(p, m, v)
     raise ValueError(f"unknown schedule {kind!r}; known: {', '.join(SCHEDULES)}")
+
+
+def in_flight(kind: str, p: int, m: int, v: int = 1, device: int | None = 0):
+    """Micro-batches whose activations `device` holds at its peak, in full-stage micro-batches (a chunk's forward
+    leaves 1/v of one until its backward): GPipe m (every forward runs before the first backward); 1F1B
+    min(m, p − device) (its warm-up forwards, then one more); interleaved min(m·v, (p − device − 1)·2 + (v − 1)·p
+    + 1)/v — stage 0 of p = 4, v = 2 holds 6.5 micro-batches where 1F1B holds 4 (Narayanan et al. 2021).
+    Equal to `simulate(kind, p, m, v).peak_activations(device)` (tests/test_pipeline_schedules.py).
+    `device=None`: the list for every device."""
+    _check(p, m, v)
+    if kind not in SCHEDULES:
+        raise ValueError(f"unknown schedule {kind!r}; known: {', '.join(SCHEDULES)}")
+    if device is not None and (not is_int(device) or not 0 <= device < p):
+        raise ValueError(f"device must be an integer in [0, {p}), got {device!r}")
+    if kind == "gpipe":
+        held = [float(m)] * p
+    elif kind == "1f1b" or v == 1:
+        held = [float(min(m, p - d)) for d in range(p)]
+    else:
+        held = [min(m * v, (p - d - 1) * 2 + (v - 1) * p + 1) / v for d in range(p)]
+    return held if device is None else held[device]
+
+
+def step_time(kind: str, work, m: int, v: int = 1) -> float:
+    """Makespan of m micro-batches through a pipeline whose device d needs `work[d]` (forward + backward of all
+    its chunks) per micro-batch; a roofline's lower bound, exact for equal stages.
+
+    GPipe: (m − 1)·max_d W_d + Σ_d W_d (the forward phase, then the backward phase, each gated by the slowest
+    stage). 1F1B and interleaved: max_d [m·W_d + Σ_{d' < d} W_d' / v] — device d runs its m micro-batches, and
+    cannot start before the first one's forward has crossed the devices before it nor finish before the last
+    one's backward has (in chunks of 1/v of their work). Equal stages (W_d = W): (m + p − 1)·W for GPipe and
+    1F1B, (v·m + p − 1)·W/v interleaved — the bubbles above. Checked against `simulate(..., durations=)`.
+    """
+    work = [float(w) for w in work]
+    if not work or min(work) < 0:
+        raise ValueError(f"work must be one non-negative time per device, got {work!r}")
+    _check(len(work), m, v)
+    if kind == "gpipe":
+        return (m - 1) * max(work) + sum(work)
+    if kind not in SCHEDULES:
+        raise ValueError(f"unknown schedule {kind!r}; known: {', '.join(SCHEDULES)}")
+    v = v if kind == "interleaved" else 1
+    before, best = 0.0, 0.0
+    for w in work:
+        best = max(best, m * w + before / v)
+        before += w
+    return best
+
+
+def balanced_stage_layers(L: int, n: int) -> tuple[int, ...]:
+    """L layers over n stages as evenly as possible, the shorter stages at both ends (the first holds the
+    embedding, the last the logits): LLaMA 3 405B's 126 layers over 16 stages → 7, 8 × 14, 7 (Llama 3 paper,
+    "Pipeline parallelism": one layer fewer on the first and the last stage)."""
+    base, extra = divmod(L, n)
+    out = [base + 1] * n
+    ends = [i for pair in zip(range(n), reversed(range(n))) for i in pair]
+    for i in list(dict.fromkeys(ends))[:n - extra]:
+        out[i] = base
+    return tuple(out)
+
+
+def split_stages(L: int, p: int, v: int, stage_layers=None) -> tuple[tuple[int, ...] | None, list[str]]:
+    """(layers of each virtual stage s = chunk·p + device, reasons) for p devices of v chunks each.
+
+    `stage_layers`: None (L must split evenly into p·v chunks), p numbers (one per device, each split evenly over
+    its v chunks) or p·v numbers (one per virtual stage; a chunk may be empty, e.g. an embedding-only chunk).
+    They must be integers ≥ 0 that sum to L, with at least one layer on every device.
+    """
+    S = p * v
+    if stage_layers is None:
+        if L % S == 0:
+            return (L // S,) * S, []
+        hint = ", ".join(str(x) for x in balanced_stage_layers(L, S)[:3])
+        return None, [f"L={L} layers do not split evenly into {S} {'virtual ' if v > 1 else ''}stages; pass "
+                      f"stage_layers (e.g. {hint}, … — fewer layers on the first and last stage)"]
+    try:
+        given = [x if type(x) is int else int(x) if is_int(x) else None for x in stage_layers]
+    except TypeError:
+        return None, [f"stage_layers must be a list of layer counts, got {stage_layers!r}"]
+    if any(x is None or x < 0 for x in given):
+        return None, [f"stage_layers must be whole numbers of layers ≥ 0, got {list(stage_layers)!r}"]
+    if len(given) == p and v > 1:
+        if any(x % v for x in given):
+            return None, [f"stage_layers per device {given} must each split into virtual_stages={v} chunks "
+                          f"(or give {S} numbers, one per virtual stage)"]
+        given = [given[s % p] // v for s in range(S)]
+    if len(given) != S:
+        return None, [f"stage_layers has {len(given)} entries; the layout has {p} stages"
+                      + (f" × {v} virtual stages = {S}" if v > 1 else "")]
+    if sum(given) != L:
+        return None, [f"stage_layers sum to {sum(given)} layers, but the model has L={L}: the stages must cover "
+                      "every layer exactly once"]
+    empty = [d for d in range(p) if not any(given[c * p + d] for c in range(v))]
+    if empty:
+        return None, [f"pipeline stage{'s' if len(empty) > 1 else ''} {', '.join(map(str, empty))} "
+                      "would hold no layer"]
+    return tuple(given), []
 
 
 @dataclass(frozen=True)
@@ -139,22 +242,28 @@ class Timeline:
 
     def peak_activations(self, device: int = 0) -> float:
         """Most activations device `device` holds at once, in full-stage microbatches (a chunk's forward
-        leaves 1/v of one until its backward runs)."""
+        leaves 1/v of one until its backward runs). An op lasting several time units is counted once."""
         held = peak = 0
+        prev = None
         for op in self.grid[device]:
-            if op is not None:
+            if op is not None and op != prev:
                 held += 1 if op.kind == "F" else -1
                 peak = max(peak, held)
+            prev = op
         return peak / self.v
 
 
-def simulate(kind: str, p: int, m: int, v: int = 1) -> Timeline:
+def simulate(kind: str, p: int, m: int, v: int = 1, durations=None) -> Timeline:
     """Run schedule `kind` on p devices: each device takes its `device_order` ops in turn; an op starts when its
     device is free and its input is ready (F of virtual stage s after F of s − 1; B of s after B of s + 1, the
-    last stage's B after its own F). Every op takes one time unit."""
+    last stage's B after its own F). Every op takes one time unit, or `durations[s]` units (positive integers,
+    one per virtual stage s = chunk·p + device) for stages of unequal work."""
     v = v if kind == "interleaved" else 1
     orders = [device_order(kind, p, m, v, d) for d in range(p)]
     S = p * v
+    dur = [1] * S if durations is None else list(durations)
+    if len(dur) != S or not all(is_int(x) and x >= 1 for x in dur):
+        raise ValueError(f"durations must be {S} positive integers (one per virtual stage), got {durations!r}")
     done: dict[tuple[str, int, int], int] = {}   # (kind, mb, virtual stage) -> finish time
     pos, free = [0] * p, [0] * p
     rows: list[list[Op | None]] = [[] for _ in range(p)]
@@ -171,12 +280,12 @@ def simulate(kind: str, p: int, m: int, v: int = 1) -> Timeline:
             if dep is not None and done.get(dep, t + 1) > t:
                 continue
             rows[d].extend([None] * (t - len(rows[d])))
-            rows[d].append(op)
-            done[(op.kind, op.mb, s)] = t + 1
-            free[d], pos[d] = t + 1, pos[d] + 1
+            rows[d].extend([op] * dur[s])
+            done[(op.kind, op.mb, s)] = t + dur[s]
+            free[d], pos[d] = t + dur[s], pos[d] + 1
             remaining -= 1
         t += 1
-        if t > 4 * S * m + 4 * S:
+        if t > (4 * S * m + 4 * S) * max(dur):
             raise RuntimeError(f"{kind} schedule deadlocked (p = {p}, m = {m}, v = {v})")
     end = max(len(r) for r in rows)
     grid = tuple(tuple(r + [None] * (end - len(r))) for r in rows)

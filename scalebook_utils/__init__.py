@@ -77,6 +77,11 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self.home_specs[module.__name__] = module.__spec__
         return module
 
+    def get_code(self, fullname):
+        """`python -m scalebook_utils.jaxmulti …`: run the home module's code (runpy asks the loader for it)."""
+        home = importlib.util.find_spec(f"{__name__}.{_HOME[fullname.rpartition('.')[2]]}")
+        return home.loader.get_code(home.name)
+
     def exec_module(self, module):
         """Nothing to run (the home module ran when it was imported); undo the import system's `__spec__`
         stamp so the module still names its home (`module.__spec__.name == module.__name__`)."""

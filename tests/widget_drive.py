@@ -2,7 +2,7 @@
 
 Run by tests/test_widgets_colab.py in the Colab-like venv (ipywidgets 7.7.1) and in .venv (ipywidgets 8):
     python widget_drive.py  → one JSON line {ipywidgets, built: [...], driven: N, failures: [...]}
-A widget builder is a public function of scalebook_utils.widgets or a *_views module annotated to return a
+A widget builder is a public function of a scalebook_utils.views module annotated to return a
 box (W.VBox/W.HBox) whose parameters all have defaults. Each control is moved to another value (Dropdown,
 sliders, text boxes, checkboxes) or clicked (Button); a failure is an exception, an error captured in one of the
 widget's Output areas, or a box that does not hold a `.snapshot()` PNG.
@@ -23,9 +23,11 @@ import scalebook_utils  # noqa: E402
 
 
 def builders():
-    names = [m.name for m in pkgutil.iter_modules(scalebook_utils.__path__) if m.name == "widgets" or m.name.endswith("_views")]
+    import scalebook_utils.views as views
+
+    names = [m.name for m in pkgutil.iter_modules(views.__path__) if not m.name.startswith("_")]
     for name in names:
-        mod = importlib.import_module(f"scalebook_utils.{name}")
+        mod = importlib.import_module(f"scalebook_utils.views.{name}")
         for fname, f in inspect.getmembers(mod, inspect.isfunction):
             if f.__module__ != mod.__name__ or fname.startswith("_"):
                 continue

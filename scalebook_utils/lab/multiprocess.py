@@ -25,7 +25,7 @@ Usage (a notebook cell or a test)::
 
 Command line (what the parent runs, once per process)::
 
-    python -m scalebook_utils.jaxmulti worker --port 12345 --process-id 0 --num-processes 2 --local-devices 4
+    python -m scalebook_utils.lab.multiprocess worker --port 12345 --process-id 0 --num-processes 2 --local-devices 4
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def run_processes(num_processes: int = 2, local_devices: int = 4, n: int = 4, ti
     timed_out = False
     try:
         for i in range(num_processes):
-            cmd = [python or sys.executable, "-m", "scalebook_utils.jaxmulti", "worker", "--port", str(port),
+            cmd = [python or sys.executable, "-m", "scalebook_utils.lab.multiprocess", "worker", "--port", str(port),
                    "--process-id", str(i), "--num-processes", str(num_processes), "--local-devices", str(local_devices),
                    "--n", str(n), "--init-timeout", str(max(10, int(timeout)))]
             procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -213,7 +213,7 @@ def run_processes(num_processes: int = 2, local_devices: int = 4, n: int = 4, ti
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m scalebook_utils.jaxmulti", description="multi-process JAX demo")
+    ap = argparse.ArgumentParser(prog="python -m scalebook_utils.lab.multiprocess", description="multi-process JAX demo")
     sub = ap.add_subparsers(dest="cmd", required=True)
     w = sub.add_parser("worker", help="one process of the group (started by run_processes)")
     w.add_argument("--port", type=int, required=True)

@@ -13,7 +13,7 @@ profile, the graph viewer and the memory viewer. `start(DIR)` runs the XProf ser
 `XProf.trace_events()` asks the running server for its trace viewer's data (the events it draws, µs), which is how
 the project's own trace parser (`profiling.load_trace`) is checked against XProf (tests/test_xprof.py).
 
-`python -m scalebook_utils.xprof_server DIR` (`make profile`) starts it from a shell and waits for Ctrl-C.
+`python -m scalebook_utils.lab.xprof_server DIR` (`make profile`) starts it from a shell and waits for Ctrl-C.
 
 Pure standard library (no jax): it runs a program and speaks HTTP.
 """
@@ -238,10 +238,10 @@ def start(logdir: str | os.PathLike, *, port: int | None = None, grpc_port: int 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m scalebook_utils.xprof_server DIR [PORT]`: serve DIR until Ctrl-C (`make profile`)."""
+    """`python -m scalebook_utils.lab.xprof_server DIR [PORT]`: serve DIR until Ctrl-C (`make profile`)."""
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: python -m scalebook_utils.xprof_server TRACE_DIR [PORT]")
+        print("usage: python -m scalebook_utils.lab.xprof_server TRACE_DIR [PORT]")
         return 2
     logdir = argv[0]
     if not os.path.isdir(logdir):

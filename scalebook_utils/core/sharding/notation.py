@@ -352,4 +352,4 @@ def _coords(sizes: Sequence[int]):
 
 
 __all__ = ["ShardingError", "Mesh", "parse_mesh", "ShardedArray", "parse_array", "check", "local_shape",
-           "bytes_per_device", "replication", "total_bytes", "device_blocks", "MAX_BLOCK_DEVICES"]
+           "bytes_per_device", "replication", "total_bytes", "device_blocks", "MAX_BLOCK_DEVICES", "shape_tuple"]

@@ -30,6 +30,7 @@ from .gpu_collectives import (
     ragged_all_to_all_factor, all_gather_bytes_per_level, sharded_all_gather, sharp_sharded_all_reduce,
     sharded_all_reduce_simple, SwitchTraffic, su_all_gather_traffic, sharp_node_traffic,
     MEASURED_AR_BUS_BANDWIDTH_PEAK, MEASURED_AR_BUS_BANDWIDTH_58MB, MEASURED_SHARP_AR_BANDWIDTH, bus_bandwidth,
+    NCCL_BASE_LATENCY_S, NCCL_NVLINK_STEP_LATENCY_S, NCCL_NET_STEP_LATENCY_S, NCCL_NET_OVERHEAD_S, nccl_latency,
 )
 from .gpu_network import (
     CH12_NET, CH12_APPB, gpu_chip, NVLinkGeneration, NVLINK, NVSWITCH_PORTS, IB_SWITCH_PORTS, IB_PORT_BYTES_PER_S,
@@ -318,4 +319,6 @@ __all__ = [
 __all__ += [
     "CH12_NET", "CH12_APPB", "NVSWITCH_PORTS", "IB_SWITCH_PORTS", "IB_PORT_BYTES_PER_S", "NICS_PER_NODE",
     "MEASURED_AR_BUS_BANDWIDTH_PEAK", "MEASURED_AR_BUS_BANDWIDTH_58MB", "MEASURED_SHARP_AR_BANDWIDTH",
+    "NCCL_BASE_LATENCY_S", "NCCL_NVLINK_STEP_LATENCY_S", "NCCL_NET_STEP_LATENCY_S", "NCCL_NET_OVERHEAD_S",
+    "nccl_latency",
 ]

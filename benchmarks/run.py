@@ -17,6 +17,9 @@ Sections (run all, or one with --only NAME):
   capstone   chapter 11's plan_model from cold caches (the app's update time is in `widgets`).
   decode     book ch. 7 on this CPU: the KV-cached decoder's measured step time vs the calibrated roofline per
              batch (jaxdecode.measure_decode), and prefill vs decode cost per token.
+  peers      scalebook beside llm-analysis 0.2.2 and GenZ (genz-llm 0.0.16) on the same inputs, with the cause of
+             each difference (benchmarks/peers.py; the peers are pip-installed into benchmarks/out/peers-venv
+             by the bench only, and the section is skipped with the reason when they cannot be).
 
 --quick: fewer repeats, a quick calibration, smaller sweeps. The tables are also written to
 benchmarks/out/latest.txt (gitignored).
@@ -41,7 +44,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "out" / "latest.txt"
-SECTIONS = ("coldstart", "widgets", "notebooks", "matmul", "planner", "rosetta", "frontier", "capstone", "decode")
+SECTIONS = ("coldstart", "widgets", "notebooks", "matmul", "planner", "rosetta", "frontier", "capstone", "decode", "peers")
 
 if str(ROOT) not in sys.path:  # run from a checkout without an install
     sys.path.insert(0, str(ROOT))
@@ -418,11 +421,19 @@ def bench_decode(quick: bool) -> str:
         f"decode / prefill cost per token (B = 1, T = 128): {pvd.ratio:.1f}× (roofline {pvd.predicted_ratio:.1f}×)"])
 
 
+def bench_peers(quick: bool) -> str:
+    """scalebook, llm-analysis and GenZ side by side (benchmarks/peers.py); skipped when they cannot be installed."""
+    import peers
+
+    body, notes = peers.report()
+    return section("peers: scalebook vs llm-analysis 0.2.2 and GenZ 0.0.16 on the same inputs", body, notes)
+
+
 # --- main ------------------------------------------------------------------------------------------
 
 BENCHES = {"coldstart": bench_coldstart, "widgets": bench_widgets, "notebooks": bench_notebooks, "matmul": bench_matmul,
            "planner": bench_planner, "rosetta": bench_rosetta,
-           "frontier": bench_frontier, "capstone": bench_capstone, "decode": bench_decode}
+           "frontier": bench_frontier, "capstone": bench_capstone, "decode": bench_decode, "peers": bench_peers}
 
 
 def header(args) -> str:

@@ -74,15 +74,15 @@ def test_tp_check_readout_numbers():
 
 
 def test_prefill_readout():
-    pf = I.prefill_time(L70, 8192, V5E, 16, "bf16", mfu=0.4)
-    att = I.prefill_time(L70, 8192, V5E, 16, "bf16", mfu=0.4, include_attention=True)
+    pf = I.prefill_time(L70, 8192, V5E, 16, "bf16", mfu=0.4, conventions="book")
+    att = I.prefill_time(L70, 8192, V5E, 16, "bf16", mfu=0.4, include_attention=True, conventions="book")
     assert A.prefill_readout(8192, 16, 0.4, L70) == (
         f"prefill: T=8192 on 16 × tpu-v5e at MFU 40% → {format_time(pf.time)} (2·P·T = {pf.flops:.3g} FLOPs) | "
         f"with causal attention FLOPs {format_time(att.time)} | weight loads {format_time(pf.t_hbm_weights)}: compute-bound")
 
 
 def test_disaggregation_readout_and_book_ratio():
-    pf = I.prefill_time(L70, 8192, V5E, 16, "bf16", mfu=0.4)
+    pf = I.prefill_time(L70, 8192, V5E, 16, "bf16", mfu=0.4, conventions="book")
     pt = S.plan_serving(L70, V5E, "4x4", "bf16", 8192 + 256, batches=[32]).points[0]
     ratio = I.prefill_servers_per_generate_server(pf.time, pt.latency, 32, 512)
     ev = I.kv_eviction_rate(32, 8192, 512)

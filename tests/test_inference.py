@@ -145,11 +145,12 @@ def test_kv_bytes_follow_kv_heads():
 # --- prefill ------------------------------------------------------------------------------------------
 
 def test_prefill_is_compute_bound_and_linear_in_tokens():
-    a, b = I.prefill_time(M70, 4096, "v5e", 16), I.prefill_time(M70, 8192, "v5e", 16)
+    book = dict(conventions="book")  # 2·P·T alone (the default adds attention FLOPs and the TP collectives)
+    a, b = I.prefill_time(M70, 4096, "v5e", 16, **book), I.prefill_time(M70, 8192, "v5e", 16, **book)
     assert a.t_math > a.t_hbm_weights
     assert b.time == approx(2 * a.time)
-    assert I.prefill_time(M70, 8192, "v5e", 16, mfu=0.5).time == approx(2 * b.time)
-    assert I.prefill_time(M70, 8192, "v5e", 16, include_attention=True).time > b.time
+    assert I.prefill_time(M70, 8192, "v5e", 16, mfu=0.5, **book).time == approx(2 * b.time)
+    assert I.prefill_time(M70, 8192, "v5e", 16, include_attention=True, **book).time > b.time
     with pytest.raises(ValueError, match="mfu must be in \\(0, 1\\]"):
         I.prefill_time(M70, 8192, "v5e", 16, mfu=1.5)
     with pytest.raises(ValueError, match="T \\(prompt tokens\\)"):

@@ -53,13 +53,13 @@ def test_step_time_readout_book_roofline():
 
 
 def test_step_time_readout_kv_bound_and_gpu():
-    d = inf.decode_step("llama3-70b", 138, 8192, "tpu-v5e", 16, "int8-weights", shape=(4, 4))
+    d = inf.decode_step("llama3-70b", 138, 8192, "tpu-v5e", 16, "int8-weights", shape=(4, 4), conventions="book")
     line = V.step_time_readout(B=138)
     assert line.startswith(f"decode step: B=138 → {d.step_time * 1e3:.3g} ms/step, {d.tokens_per_s_per_chip:.0f} "
                            "tokens/s/chip"), line
     assert "KV-bound (B_crit=120, B_max=138)" in line
     # on 64 chips the ICI is the largest single term but KV + FLOPs (4.7 ms) set the step
-    d64 = inf.decode_step("llama3-70b", 128, 8192, "tpu-v5e", 64, "int8-weights", shape=(8, 8))
+    d64 = inf.decode_step("llama3-70b", 128, 8192, "tpu-v5e", 64, "int8-weights", shape=(8, 8), conventions="book")
     assert d64.t_ici > d64.t_hbm_kv and d64.t_ici < d64.step_time == pytest.approx(d64.t_hbm_kv + d64.t_math)
     assert "4.71 ms/step, 425 tokens/s/chip ($0.784/1M tokens), KV-bound" in V.step_time_readout(slice_="8x8", B=128)
     assert "ICI-bound" in V.step_time_readout(slice_="16x16", B=4)  # 16 hops × 1 µs × 4 collectives × 80 layers

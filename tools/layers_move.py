@@ -26,7 +26,7 @@ MOVES = {
     "training": "core.training.planner", "training_costs": "core.training.costs",
     "pipeline_schedules": "core.training.schedules",
     "training_layouts": "core.training.layouts", "published_runs": "core.training.published_runs",
-    "inference": "core.inference.costs", "serving": "core.inference.serving", "engine": "core.inference.engine",
+    "inference": "core.inference.costs", "inference_comms": "core.inference.comms", "serving": "core.inference.serving", "engine": "core.inference.engine",
     "gpus": "core.gpu.chips", "gpu_network": "core.gpu.network", "gpu_collectives": "core.gpu.collectives",
     "gpu_training": "core.gpu.training",
     "hlo": "core.hlo.text", "compiled_collectives": "core.hlo.collectives",

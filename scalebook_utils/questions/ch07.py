@@ -72,7 +72,7 @@ DECODE_OPTIONS = (
 
 def pq1(B: int) -> I.DecodeStep:
     """The pop quiz's generate step on 16 v5e chips."""
-    return I.decode_step(PQ_MODEL, B, PQ_CONTEXT, V5E, SLICE, PQ_PRECISION)
+    return I.decode_step(PQ_MODEL, B, PQ_CONTEXT, V5E, SLICE, PQ_PRECISION, conventions="book")
 
 
 def q4_prefill() -> str:
@@ -89,7 +89,8 @@ def q4_prefill() -> str:
 
 def q4_decode_step() -> I.DecodeStep:
     """16-way model parallelism, B = 32 sequences of 8192 tokens, everything int8."""
-    return I.decode_step(MODEL, Q4_BATCH, Q4_CONTEXT, V5E, SLICE, INT8, shape=slice_shape(V5E, SLICE))
+    return I.decode_step(MODEL, Q4_BATCH, Q4_CONTEXT, V5E, SLICE, INT8, shape=slice_shape(V5E, SLICE),
+                         conventions="book")
 
 
 def q4_decode_candidates() -> dict[str, float]:
@@ -99,7 +100,8 @@ def q4_decode_candidates() -> dict[str, float]:
     replicated_kv = m.weight_bytes(INT8) / SLICE + kv_full
     return {
         DECODE_OPTIONS[0]: q4_decode_step().step_time,
-        DECODE_OPTIONS[1]: I.decode_step(MODEL, Q4_BATCH // 4, Q4_CONTEXT, V5E, SLICE // 4, INT8).step_time,
+        DECODE_OPTIONS[1]: I.decode_step(MODEL, Q4_BATCH // 4, Q4_CONTEXT, V5E, SLICE // 4, INT8,
+                                         conventions="book").step_time,
         DECODE_OPTIONS[2]: I.collective_time(m.weight_bytes(INT8), SLICE, V5E),   # the weight AllGather alone
         DECODE_OPTIONS[3]: math.inf if replicated_kv > chip.hbm_bytes else q4_decode_step().step_time,
     }
@@ -115,7 +117,7 @@ def q4_decode() -> str:
 
 def q6_step() -> I.DecodeStep:
     """The MoE fully sharded over the 8x16 (128 chips); one step loads every expert (B·k ≥ E)."""
-    return I.decode_step(MOE, 1, 1, V5E, Q6_Y * Q6_Z, INT8, shape=(Q6_Y, Q6_Z))
+    return I.decode_step(MOE, 1, 1, V5E, Q6_Y * Q6_Z, INT8, shape=(Q6_Y, Q6_Z), conventions="book")
 
 
 def _chip(C: float | None = None, W: float | None = None):
@@ -171,7 +173,7 @@ add("ch7.q2b", "number", "Same with K=1 (MQA: an 8× smaller KV cache)",
     accept=(54.32, 57.68), note="K=1 also drops 7/8 of W_K and W_V: 17.4e9 params, 56.9 → 56.")
 add("ch7.q3", "number", "Question 3: the same model, int8 parameters fully sharded over a v5e 4x4: time to load all "
     "of them from HBM (a lower bound on one step)",
-    lambda: I.decode_step(MODEL, 1, 1, V5E, SLICE, INT8).t_hbm_weights, unit="s",
+    lambda: I.decode_step(MODEL, 1, 1, V5E, SLICE, INT8, conventions="book").t_hbm_weights, unit="s",
     accept=(0.001358, 0.001442), note="18.4e9 B / (16 · 8.2e11 B/s) = 1.40 ms.")
 add("ch7.q4a", "choice", "Question 4: the same model on a v5e 4x4 with int8 weights, activations and FLOPs: how to "
     "shard prefill", q4_prefill, options=PREFILL_OPTIONS,

@@ -98,7 +98,7 @@ Q3_BEST_OPTIONS = tuple(f"{shape(n)} ({n} chips) at its highest-throughput batch
 
 def step(n_chips: int, precision: str, B: int, model=L70, S: float = CONTEXT) -> I.DecodeStep:
     """One generate step with n_chips-way model parallelism; the collectives span the slice's axes."""
-    return I.decode_step(model, B, S, V5E, n_chips, precision, shape=sv.slice_shape(V5E, n_chips))
+    return I.decode_step(model, B, S, V5E, n_chips, precision, shape=sv.slice_shape(V5E, n_chips), conventions="book")
 
 
 def smallest(precision: str) -> int:
@@ -127,12 +127,12 @@ def iq9_large_batch_limit() -> float:
 
 
 def prefill_s() -> float:
-    return I.prefill_time(L70, CONTEXT, V5E, PREFILL_CHIPS, BF16, mfu=PREFILL_MFU).time
+    return I.prefill_time(L70, CONTEXT, V5E, PREFILL_CHIPS, BF16, mfu=PREFILL_MFU, conventions="book").time
 
 
 def _forward_405b(P, N, field: str) -> float:
     """One token's forward pass of a P-parameter LLaMA 3-405B-shaped model on N v5e chips, bf16."""
-    return getattr(I.prefill_time(I.served_model(L405, params=P), 1, V5E, N, BF16), field)
+    return getattr(I.prefill_time(I.served_model(L405, params=P), 1, V5E, N, BF16, conventions="book"), field)
 
 
 def q1_flops_bound(P, N):
@@ -272,7 +272,8 @@ add("ch8.iq12", "number", "Disaggregated serving: prefill of 8192 tokens (iq10's
     lambda: I.prefill_servers_per_generate_server(prefill_s(), STEP_S, BATCH, DECODE_LEN), unit="ratio",
     accept=(2.91, 3.09), note="0.91 · 32 / (0.019 · 512) = 2.99.")
 add("ch8.q1a", "number", "Worked problem 1: LLaMA 3-405B (L=126, D=16,384, F=53,248, N=128, K=8, H=128, V=128,256): "
-    "forward FLOPs per token (2 · params)", lambda: I.prefill_time(L405, 1, V5E).flops, unit="FLOPs",
+    "forward FLOPs per token (2 · params)", lambda: I.prefill_time(L405, 1, V5E, conventions="book").flops,
+    unit="FLOPs",
     note="Not answered in the book. 2 · 405.9e9 = 8.1e11 (2·matmul params without the embedding lookup is "
          "0.5% less, also accepted).")
 add("ch8.q1b", "formula", "Same: lower bound (s) on one token's forward pass on N v5e chips if FLOPs-bound, as a "

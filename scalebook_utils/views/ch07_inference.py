@@ -150,7 +150,8 @@ def _decode(plan: sv.ServingPlan, model, precision, B, *, check_memory=True) -> 
     if check_memory and B > plan.B_max:
         raise ValueError(f"B={_fmt(B)} does not fit: at most {plan.B_max} sequences of {plan.S:g} tokens fit beside "
                          f"the weights on {_on(plan)} in {plan.precision}")
-    return inf.decode_step(model, B, plan.S, plan.chip, plan.n_chips, precision, shape=plan.shape, check_memory=False)
+    return inf.decode_step(model, B, plan.S, plan.chip, plan.n_chips, precision, shape=plan.shape, check_memory=False,
+                           conventions="book")
 
 
 @contextlib.contextmanager
@@ -392,7 +393,7 @@ def kv_readout(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v
             return line + f"weights do not fit (≥ {inf.min_chips(m, c, p, pow2=False)} chips needed)"
         line += f"max batch {inf.max_batch(m, S, c, n_chips, p)}"
         if B is not None:
-            d = inf.decode_step(m, B, S, c, n_chips, p, check_memory=False)
+            d = inf.decode_step(m, B, S, c, n_chips, p, check_memory=False, conventions="book")
             fits = "fits" if d.memory_bytes <= hbm else "does not fit"
             line += (f" | B={_fmt(B)}: {format_bytes(d.memory_bytes)} ({fits}), {_sig(d.step_time * 1e3)} ms/step, "
                      f"{_sig(d.tokens_per_s)} tokens/s")
@@ -421,7 +422,7 @@ def render_kv(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v5
         curves = {}
         for k in variants:
             m = _kv_model(cfg, None if cfg.is_mla else k)[2]
-            steps = [inf.decode_step(m, b, S, c, n_chips, p, check_memory=False) for b in x]
+            steps = [inf.decode_step(m, b, S, c, n_chips, p, check_memory=False, conventions="book") for b in x]
             curves[k] = {"mem": np.array([d.memory_bytes for d in steps]) / 1e9,
                          "ms": np.array([d.step_time for d in steps]) * 1e3,
                          "tps": np.array([d.tokens_per_s for d in steps])}
@@ -441,7 +442,7 @@ def render_kv(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v5
     axes[0].axhline(hbm / 1e9, color="#d62728", lw=1.5, ls="--", label=f"HBM {format_bytes(hbm)}")
     axes[0].axhline(m0.weight_bytes(p) / 1e9, color="0.4", lw=1, ls="-.", label="weights alone")
     if B is not None:
-        d = inf.decode_step(m0, B, S, c, n_chips, p, check_memory=False)
+        d = inf.decode_step(m0, B, S, c, n_chips, p, check_memory=False, conventions="book")
         for ax, v in zip(axes, (d.memory_bytes / 1e9, d.step_time * 1e3, d.tokens_per_s)):
             ax.plot([B], [v], "o", color="#d62728", ms=7, zorder=5)
     for ax, ylabel, title in zip(axes, ("memory: weights + KV caches (GB)", "time per decode step (ms)",

@@ -443,11 +443,12 @@ def tp_check_widget(slice_: str = "4x8", precision: str = "bf16", B: int = 64, m
 def prefill_readout(T: float = 8192, n_chips: int = 16, mfu: float = 0.4, model=BOOK_70B, chip="tpu-v5e",
                     precision="bf16") -> str:
     """``prefill: T=8192 on 16 × tpu-v5e at MFU 40% → 910 ms (2·P·T = 1.15e+15 FLOPs) | with causal attention
-    FLOPs 979 ms | weight loads 10.7 ms: compute-bound`` (book ch. 8 in-text question 10)."""
+    FLOPs 979 ms | weight loads 10.7 ms: compute-bound`` (book ch. 8 in-text question 10; the book's
+    conventions, `inference.prefill_time(..., conventions="book")`: no communication term)."""
     head = f"{PREFILL_PREFIX}T={_safe_num(T)} on {n_chips} × {chip} at MFU {_pct(mfu)}"
     try:
-        pf = I.prefill_time(model, T, chip, n_chips, precision, mfu=mfu)
-        att = I.prefill_time(model, T, chip, n_chips, precision, mfu=mfu, include_attention=True)
+        pf = I.prefill_time(model, T, chip, n_chips, precision, mfu=mfu, conventions="book")
+        att = I.prefill_time(model, T, chip, n_chips, precision, mfu=mfu, include_attention=True, conventions="book")
     except INPUT_ERRORS as exc:
         return _fail(head, exc)
     bound = "compute-bound" if pf.t_math >= pf.t_hbm_weights else "weight-load-bound"
@@ -469,10 +470,11 @@ def render_prefill(model=BOOK_70B, chip="tpu-v5e", precision="bf16", mfu: float 
     causal attention FLOPs (dashed); the weight-loading floor shows where short prompts stop being compute-bound."""
     try:
         Ts = np.geomspace(T_range[0], T_range[1], 120)
-        curves = {n: ([I.prefill_time(model, t, chip, n, precision, mfu=mfu).time for t in Ts],
-                      [I.prefill_time(model, t, chip, n, precision, mfu=mfu, include_attention=True).time for t in Ts])
+        book = dict(mfu=mfu, conventions="book")   # ch. 8's 2·P·T/(N·C·MFU): no communication term
+        curves = {n: ([I.prefill_time(model, t, chip, n, precision, **book).time for t in Ts],
+                      [I.prefill_time(model, t, chip, n, precision, include_attention=True, **book).time for t in Ts])
                   for n in chips}
-        here = {n: I.prefill_time(model, T, chip, n, precision, mfu=mfu).time for n in chips}
+        here = {n: I.prefill_time(model, T, chip, n, precision, mfu=mfu, conventions="book").time for n in chips}
         name = _label(model)
     except INPUT_ERRORS as exc:
         return _message_figure(f"cannot draw: {error_text(exc)}")
@@ -551,7 +553,7 @@ def disaggregation(prompt: int = 8192, decode: int = 512, B: int = 32, prefill_s
     ctx = prompt + decode / 2
     plan = SV.plan_serving(model, c, generate_slice, precision, ctx, batches=[B])
     pt = plan.points[0]
-    pf = I.prefill_time(model, prompt, c, n_pre, precision, mfu=mfu)
+    pf = I.prefill_time(model, prompt, c, n_pre, precision, mfu=mfu, conventions="book")
     kv_tok = I.served_model(model).kv_bytes_per_token(precision)
     ev = I.kv_eviction_rate(B, prompt, decode, kv_bytes_per_token=kv_tok, step_time=pt.latency)
     return Disaggregation(prompt=prompt, decode=decode, B=B, context=ctx, prefill_chips=n_pre,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scalebook_utils.core.gpu.collectives import (KINDS, GPUCollectiveCost, collective, all_gather, reduce_scatter, all_reduce, all_to_all, ragged_all_to_all_factor, all_gather_bytes_per_level, sharded_all_gather, sharp_sharded_all_reduce, sharded_all_reduce_simple, SwitchTraffic, su_all_gather_traffic, sharp_node_traffic, MEASURED_AR_BUS_BANDWIDTH_PEAK, MEASURED_AR_BUS_BANDWIDTH_58MB, MEASURED_SHARP_AR_BANDWIDTH, bus_bandwidth)
+from scalebook_utils.core.gpu.collectives import (KINDS, GPUCollectiveCost, collective, all_gather, reduce_scatter, all_reduce, all_to_all, ragged_all_to_all_factor, all_gather_bytes_per_level, sharded_all_gather, sharp_sharded_all_reduce, sharded_all_reduce_simple, SwitchTraffic, su_all_gather_traffic, sharp_node_traffic, MEASURED_AR_BUS_BANDWIDTH_PEAK, MEASURED_AR_BUS_BANDWIDTH_58MB, MEASURED_SHARP_AR_BANDWIDTH, bus_bandwidth, NCCL_BASE_LATENCY_S, NCCL_NVLINK_STEP_LATENCY_S, NCCL_NET_STEP_LATENCY_S, NCCL_NET_OVERHEAD_S, nccl_latency)
 from scalebook_utils.core.gpu.network import (CH12_NET, CH12_APPB, gpu_chip, NVLinkGeneration, NVLINK, NVSWITCH_PORTS, IB_SWITCH_PORTS, IB_PORT_BYTES_PER_S, NICS_PER_NODE, nvlink_generation, node_switch_bytes_per_s, node_bandwidth, node_bisection_bandwidth, NetworkLevel, Cluster, superpod, single_node, max_sus, as_cluster, fat_tree_switches, su_bandwidths)
 from scalebook_utils.core.hardware import ChipSpec, get_chip
 from scalebook_utils.core.units import is_int, require_positive
@@ -309,4 +309,6 @@ __all__ = [
 __all__ += [
     "CH12_NET", "CH12_APPB", "NVSWITCH_PORTS", "IB_SWITCH_PORTS", "IB_PORT_BYTES_PER_S", "NICS_PER_NODE",
     "MEASURED_AR_BUS_BANDWIDTH_PEAK", "MEASURED_AR_BUS_BANDWIDTH_58MB", "MEASURED_SHARP_AR_BANDWIDTH",
+    "NCCL_BASE_LATENCY_S", "NCCL_NVLINK_STEP_LATENCY_S", "NCCL_NET_STEP_LATENCY_S", "NCCL_NET_OVERHEAD_S",
+    "nccl_latency",
 ]

@@ -42,6 +42,7 @@ class GPUCollectiveCost:
     bottleneck: str
     sharp: bool
     note: str
+    latency_s: float = 0.0     # the NCCL latency included in `seconds` (0 unless collective(..., latency=True))
 
     @property
     def bandwidth(self) -> float:
@@ -71,7 +72,7 @@ def _gather_levels(n_bytes: float, n_gpus: int, c: Cluster, exact: bool, Y: int 
 
 
 def collective(kind: str, n_bytes: float, n_gpus: int, system="h100", *, sharp: bool = False,
-               exact: bool = True, k: float | None = None) -> GPUCollectiveCost:
+               exact: bool = True, k: float | None = None, latency: bool = False) -> GPUCollectiveCost:
     """Bandwidth-bound time of a collective over `n_gpus` contiguous GPUs of `system` (a Cluster or GPU name).
 
     n_bytes is the whole array (gathered size for AllGather, one GPU's unreduced array for ReduceScatter and
@@ -82,6 +83,10 @@ def collective(kind: str, n_bytes: float, n_gpus: int, system="h100", *, sharp: 
     - AllReduce: 2 × that; with `sharp` (in-network reduction) bytes · max_i 1/W_link,i (bytes/W_gpu in a node).
     - AllToAll: in a node bytes·(N − 1)/(N²·W_gpu); across M nodes bytes·(M − 1)/(M²·W_node). A ragged
       AllToAll with at most `k` non-zero targets of N multiplies by min(k/N, 1) (the book's approximation).
+
+    The chapter's times are bandwidth only. `latency=True` adds NCCL's latency α (`nccl_latency`, an AllReduce,
+    AllGather or ReduceScatter; not the book's) in the α + bytes/β form NCCL itself uses: what small messages,
+    such as decode's activations, cost.
     """
     kd = _kind(kind)
     n_bytes = require_bytes("n_bytes", n_bytes)
@@ -115,7 +120,11 @@ def collective(kind: str, n_bytes: float, n_gpus: int, system="h100", *, sharp: 
             require_positive(k=k)
             t = min(k / n, 1.0) * n_bytes / ((c.gpu_bytes_per_s * n) if n <= D else (c.node_bytes_per_s * M))
             note = "ragged: min(k/N, 1) · bytes/(W·N)" if n <= D else "ragged: min(k/N, 1) · bytes/(W_node·M)"
-    return GPUCollectiveCost(kd, n_bytes, n, t, where, sharp, note)
+    lat = 0.0
+    if latency:
+        lat = nccl_latency(kd, n, c.gpus_per_node)
+        note += f" + NCCL latency {lat * 1e6:.3g} µs"
+    return GPUCollectiveCost(kd, n_bytes, n, t + lat, where, sharp, note, lat)
 
 
 def all_gather(n_bytes: float, n_gpus: int, system="h100", exact: bool = True) -> GPUCollectiveCost:
@@ -228,6 +237,44 @@ MEASURED_AR_BUS_BANDWIDTH_58MB = 150e9     # the LLaMA-3 70B MLP shard bf16[8192
 MEASURED_SHARP_AR_BANDWIDTH = 480e9        # with SHARP (NCCL 2.27.5): ≈ +30%, not the predicted +75%
 
 
+#: NCCL's own latency model (NVIDIA/nccl v2.20.3, src/graph/tuning.cc, "Latencies in us"): the ring algorithm
+#: with the LL protocol, which NCCL picks for small messages. Not in the book (its GPU collectives are
+#: bandwidth only). A base latency per call, then one per ring step: over NVLink, over the network, and at least
+#: the network post overhead for the in-node steps of a ring that leaves the node (1 µs on x86).
+NCCL_BASE_LATENCY_S = 6.6e-6           # baseLat[Ring][LL]
+NCCL_NVLINK_STEP_LATENCY_S = 0.6e-6    # hwLat[NVLINK][Ring][LL]
+NCCL_NET_STEP_LATENCY_S = 2.7e-6       # hwLat[NET][Ring][LL]
+NCCL_NET_OVERHEAD_S = 1.0e-6           # getNetOverhead() on x86
+
+
+def nccl_latency(kind: str, n_gpus: int, gpus_per_node: int = 8) -> float:
+    """α of one ring collective over `n_gpus` GPUs (seconds), as NCCL 2.20's tuner models it (not the book's):
+
+        α = base + (steps − inter)·t_intra + inter·t_net,
+        AllReduce: steps = 2(N − 1), inter = 2·nodes (0 in one node); AllGather/ReduceScatter: N − 1, nodes − 1;
+        t_intra = 0.6 µs over NVLink in one node, max(0.6, 1.0) µs once the ring crosses nodes; t_net = 2.7 µs.
+
+    8 H100 in a node: AllReduce 6.6 + 14·0.6 = 15.0 µs, AllGather 6.6 + 7·0.6 = 10.8 µs; 4 GPUs: AllReduce
+    10.2 µs; 16 GPUs on 2 nodes: AllReduce 6.6 + 26·1.0 + 4·2.7 = 43.4 µs. One GPU: 0.
+    """
+    kd = _kind(kind)
+    if kd == "all_to_all":
+        raise ValueError("NCCL's ring latency model covers AllReduce, AllGather and ReduceScatter, not AllToAll")
+    if not is_int(n_gpus) or n_gpus < 1:
+        raise ValueError(f"n_gpus must be a positive integer, got {n_gpus!r}")
+    if not is_int(gpus_per_node) or gpus_per_node < 1:
+        raise ValueError(f"gpus_per_node must be a positive integer, got {gpus_per_node!r}")
+    if n_gpus == 1:
+        return 0.0
+    nodes = math.ceil(n_gpus / gpus_per_node)
+    if kd == "all_reduce":
+        steps, inter = 2 * (n_gpus - 1), (2 * nodes if nodes > 1 else 0)
+    else:
+        steps, inter = n_gpus - 1, nodes - 1
+    intra = NCCL_NVLINK_STEP_LATENCY_S if nodes == 1 else max(NCCL_NVLINK_STEP_LATENCY_S, NCCL_NET_OVERHEAD_S)
+    return NCCL_BASE_LATENCY_S + (steps - inter) * intra + inter * NCCL_NET_STEP_LATENCY_S
+
+
 def bus_bandwidth(n_bytes: float, n_gpus: int, seconds: float) -> float:
     """NCCL's AllReduce 'bus bandwidth' 2 · bytes · (N − 1)/(N · runtime) (book ch. 12)."""
     require_positive(n_bytes=n_bytes, n_gpus=n_gpus, seconds=seconds)
@@ -239,5 +286,6 @@ __all__ = [
     "ragged_all_to_all_factor", "all_gather_bytes_per_level", "sharded_all_gather", "sharp_sharded_all_reduce",
     "sharded_all_reduce_simple", "SwitchTraffic", "su_all_gather_traffic", "sharp_node_traffic",
     "MEASURED_AR_BUS_BANDWIDTH_PEAK", "MEASURED_AR_BUS_BANDWIDTH_58MB", "MEASURED_SHARP_AR_BANDWIDTH",
-    "bus_bandwidth",
+    "bus_bandwidth", "NCCL_BASE_LATENCY_S", "NCCL_NVLINK_STEP_LATENCY_S", "NCCL_NET_STEP_LATENCY_S",
+    "NCCL_NET_OVERHEAD_S", "nccl_latency",
 ]

@@ -17,6 +17,18 @@ i.e. a *sum* of the attention term and a *max* for the parameter matmuls, exactl
 ICI term of model parallelism is compared by max (assumed to overlap, as ch. 7 does when it asks whether
 "T_ICI > T_HBM"). Like the book we load every parameter on every step (true for a dense model, and for an MoE
 once B·k ≥ E), count matmul FLOPs with the activated parameters, and ignore activations in HBM.
+
+Conventions (`conventions=` on `decode_step`, `prefill_time`, `speculative_step`): "practice" (the default)
+differs from the book in three places, and conventions="book" reproduces the book's numbers:
+
+- the input embedding is a gather: a step reads the tokens' rows, not the V·D table, and costs no 2·V·D
+  FLOPs per token (the unembedding stays a matmul; with tied embeddings the table is read for it anyway).
+  The book streams and multiplies all P parameters (2·P·T for prefill);
+- prefill has its communication term (`inference_comms.tp_comm`, the decode rule at B·T tokens) and counts
+  causal attention FLOPs by default; the book's ch. 8 prefill is 2·P·T/(N·C·MFU) alone;
+- GPUs run their TP collectives as NCCL does: 2 AllReduces per layer with NCCL's latency, not overlapped (the
+  book's TPU rule, overlapped and without latency on a GPU, under "book"). Both conventions move a GPU group
+  larger than a node at the inter-node bandwidth (ch. 12's fat-tree rule) or refuse it with the reason.
 """
 
 from __future__ import annotations
@@ -27,6 +39,7 @@ from dataclasses import dataclass
 
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.errors import UnknownNameError
+from scalebook_utils.core.inference.comms import CONVENTIONS, TPComm, check_conventions, tp_comm
 from scalebook_utils.core.hardware import ChipSpec, get_chip
 from scalebook_utils.core.units import require_int, require_positive
 
@@ -126,7 +139,9 @@ class ServedModel:
     params: parameters stored (all loaded from HBM each step); active_params: parameters each token multiplies
     (matmul FLOPs per token = 2·active_params); kv_elements_per_token: 2·L·K·H (×bytes per element = KV bytes per
     token); attn_flops_per_key: decode attention FLOPs per token per cached key (4·N·H·L); D, L: for the ICI term
-    of model parallelism (None: no ICI term can be computed).
+    of model parallelism (None: no ICI term can be computed); gather_params: parameters read by a lookup, not a
+    matmul — the untied input embedding V·D and learned positions (0: every parameter is a matmul weight, the
+    book's count; `conventions="book"` ignores it).
     """
 
     name: str
@@ -136,10 +151,13 @@ class ServedModel:
     attn_flops_per_key: float = 0.0
     D: int | None = None
     L: int | None = None
+    gather_params: float = 0.0
 
     def __post_init__(self):
         require_positive(params=self.params, active_params=self.active_params,
                          kv_elements_per_token=self.kv_elements_per_token)
+        if not (0 <= self.gather_params < self.active_params):
+            raise ValueError(f"gather_params must be in [0, active_params), got {self.gather_params!r}")
 
     def weight_bytes(self, precision="bf16") -> float:
         """P · bytes per weight."""
@@ -149,25 +167,40 @@ class ServedModel:
         """2·L·K·H · bytes per KV element (book ch. 7 "What about memory?")."""
         return self.kv_elements_per_token * get_precision(precision).kv_bytes
 
+    def matmul_params(self, conventions: str = "practice") -> float:
+        """Parameters each token multiplies: active_params − gather_params ("book": active_params, 2·P FLOPs)."""
+        return self.active_params - (self.gather_params if check_conventions(conventions) == "practice" else 0.0)
+
+    def streamed_bytes(self, tokens: float, precision="bf16", conventions: str = "practice") -> float:
+        """Weight bytes one pass over `tokens` tokens reads from HBM: (P − G + min(tokens·D, G))·w, the gathered
+        table G read only at the tokens' rows ("book": P·w, the whole table as if it were a matmul)."""
+        if check_conventions(conventions) == "book" or not self.gather_params:
+            return self.weight_bytes(precision)
+        rows = min(tokens * (self.D or 0), self.gather_params)
+        return (self.params - self.gather_params + rows) * get_precision(precision).weight_bytes
+
 
 def served_model(model: str | tf.TransformerConfig | ServedModel, *, params: float | None = None,
                  kv_elements_per_token: float | None = None) -> ServedModel:
     """A `ServedModel` from a preset name or `TransformerConfig` (params = param_count().total, active =
     .activated, KV elements = 2·L·K·H), optionally overriding the parameter count or the KV size (the book's
-    LLaMA-2-13B GQA table keeps the MHA model's 26 GB of weights while shrinking the cache 5×)."""
+    LLaMA-2-13B GQA table keeps the MHA model's 26 GB of weights while shrinking the cache 5×). gather_params =
+    the embedding table when untied (V·D + learned positions), the positions alone when tied; 0 when `params`
+    is given (a bare count, as the book uses it, says nothing about the table)."""
     if isinstance(model, ServedModel):
         if params is None and kv_elements_per_token is None:
             return model
         return ServedModel(model.name, params or model.params, params or model.active_params,
                            kv_elements_per_token or model.kv_elements_per_token, model.attn_flops_per_key,
-                           model.D, model.L)
+                           model.D, model.L, model.gather_params if params is None else 0.0)
     cfg = tf.get_model(model)
     pc = tf.param_count(cfg)
     kv = tf.kv_cache_bytes_per_token(cfg, "bf16") / 2
+    gathered = cfg.max_positions * cfg.D + (0 if cfg.tied_embeddings else cfg.V * cfg.D)
     return ServedModel(cfg.name, params if params is not None else pc.total,
                        params if params is not None else pc.activated,
                        kv_elements_per_token if kv_elements_per_token is not None else kv,
-                       tf.attention_flops(cfg, 1, 1), cfg.D, cfg.L)
+                       tf.attention_flops(cfg, 1, 1), cfg.D, cfg.L, gathered if params is None else 0.0)
 
 
 def _model(model) -> ServedModel:
@@ -250,7 +283,7 @@ def max_batch(model, S: float, chip="tpu-v5e", n_chips: int = 1, precision="bf16
 
 #: collectives of a [B, D] activation per layer under 1D model parallelism (Megatron): AllGather in and
 #: ReduceScatter out, around attention and around the MLP (ch. 7 "Distributing Inference": T_ICI = 2BD/W_ici per
-#: collective in bf16)
+#: collective in bf16). GPUs under conventions="practice" use 2 AllReduces instead (`inference_comms`).
 COLLECTIVES_PER_LAYER = 4
 
 
@@ -301,10 +334,11 @@ def latency_bound_tp_degree(B: float, D: float, chip="tpu-v5e", precision="int8"
 class DecodeStep:
     """One generate step of B sequences at context S on n_chips-way model parallelism (book ch. 7).
 
-    t_math: parameter matmuls 2·B·P_active/(N·C); t_math_attention: 4·B·S·N·H·L/(N·C); t_hbm_weights: P·w/(N·W_hbm);
-    t_hbm_kv: B·S·KV/(N·W_hbm); t_ici: COLLECTIVES_PER_LAYER·L collectives of B·D·a bytes (Appendix C latency
-    floor included). step_time = max(t_hbm_kv, t_math_attention) + max(t_math, t_hbm_weights), then max with
-    t_ici (the book's sum for attention + MLP; ICI overlapped). All in seconds.
+    t_math: parameter matmuls 2·B·P_matmul/(N·C); t_math_attention: 4·B·S·N·H·L/(N·C); t_hbm_weights: the weight
+    bytes the step reads /(N·W_hbm) (P·w under the book's conventions); t_hbm_kv: B·S·KV/(N·W_hbm); t_ici: the
+    model-parallel collectives (`inference_comms.tp_comm`; t_ici_latency its latency share). step_time =
+    max(t_hbm_kv, t_math_attention) + max(t_math, t_hbm_weights), then max with t_ici when `overlap_comms` (the
+    book: ICI overlapped) or plus t_ici when not (GPUs under "practice"). All in seconds.
     """
 
     model: str
@@ -319,11 +353,16 @@ class DecodeStep:
     t_hbm_kv: float
     t_ici: float
     memory_bytes: float
+    overlap_comms: bool = True
+    t_ici_latency: float = 0.0
+    conventions: str = "book"
 
     @property
     def step_time(self) -> float:
-        """Seconds per generate step (= per-token latency), the book's bound."""
-        return max(max(self.t_hbm_kv, self.t_math_attention) + max(self.t_math, self.t_hbm_weights), self.t_ici)
+        """Seconds per generate step (= per-token latency): the book's bound, with the collectives overlapped
+        (max) or, when `overlap_comms` is False, after the matmuls (+)."""
+        core = max(self.t_hbm_kv, self.t_math_attention) + max(self.t_math, self.t_hbm_weights)
+        return max(core, self.t_ici) if self.overlap_comms else core + self.t_ici
 
     @property
     def step_time_overlapped(self) -> float:
@@ -352,7 +391,7 @@ class DecodeStep:
         (matmuls)."""
         attention = max(self.t_hbm_kv, self.t_math_attention)
         matmuls = max(self.t_math, self.t_hbm_weights)
-        if self.t_ici > attention + matmuls:
+        if self.t_ici > (attention + matmuls if self.overlap_comms else max(attention, matmuls)):
             return "ici"
         if attention >= matmuls:
             return "kv" if self.t_hbm_kv >= self.t_math_attention else "compute"
@@ -371,7 +410,7 @@ class DecodeStep:
 
 def decode_step(model, B: float, S: float, chip="tpu-v5e", n_chips: int = 1, precision="bf16", *,
                 max_context: float | None = None, check_memory: bool = True, ici_axes: int = 1,
-                shape=None) -> DecodeStep:
+                shape=None, conventions: str = "practice", overlap_comms: bool | None = None) -> DecodeStep:
     """Roofline of one generate step (book ch. 7 "Theoretical estimates for LLM latency and throughput" and
     "Distributing Inference Over Multiple Accelerators"; ch. 8 "What's the LLaMA Serving Story?").
 
@@ -379,6 +418,12 @@ def decode_step(model, B: float, S: float, chip="tpu-v5e", n_chips: int = 1, pre
     weights and KV fully sharded. `check_memory` raises when P·w + B·S·KV exceeds N·HBM (the book's LLaMA-2-13B
     table computes beyond that on purpose: pass False). `ici_axes` = hardware axes the TP axis spans (M_Y), of
     equal length; or give the slice `shape` (e.g. (4, 8)): M_Y = its axes longer than 1, hops = Σ|axis|/2.
+
+    `conventions="practice"` (default) reads the input embedding as a gather (the tokens' rows; no 2·V·D
+    FLOPs) and runs GPU collectives as NCCL does (2 AllReduces per layer with NCCL's latency, after the
+    matmuls); `conventions="book"` streams and multiplies every parameter and overlaps the book's TPU-style
+    collectives on every chip, reproducing the book's numbers. `overlap_comms` overrides the overlap. A GPU
+    group larger than an NVLink node moves at the inter-node bandwidth, or raises ValueError saying why not.
     """
     _count("B (batch)", B)
     _count("S (context)", S)
@@ -403,24 +448,32 @@ def decode_step(model, B: float, S: float, chip="tpu-v5e", n_chips: int = 1, pre
         raise ValueError(f"{m.name} at B={B}, S={S} in {p.name} needs {mem / 1e9:.1f} GB, more than the HBM of "
                          f"{n_chips} × {c.name} ({n_chips * c.hbm_bytes / 1e9:.0f} GB); {hint} "
                          "(or pass check_memory=False)")
-    t_ici = 0.0
-    if n_chips > 1 and m.D is not None and m.L is not None:
-        nbytes = B * m.D * p.activation_bytes
-        per = max((c.ici_hop_latency_s or 0.0) * hops,
-                  nbytes / (_ici_bandwidth(c) * ici_axes))
-        t_ici = COLLECTIVES_PER_LAYER * m.L * per
+    conv = check_conventions(conventions)
+    comm = _comm(m, B, c, n_chips, p, conv, ici_axes, hops, overlap_comms)
     return DecodeStep(
         model=m.name, chip=c.name, precision=p.name, B=B, S=S, n_chips=n_chips,
-        t_math=2 * B * m.active_params / (n_chips * C),
+        t_math=2 * B * m.matmul_params(conv) / (n_chips * C),
         t_math_attention=B * S * m.attn_flops_per_key / (n_chips * C),
-        t_hbm_weights=m.weight_bytes(p) / (n_chips * W),
+        t_hbm_weights=m.streamed_bytes(B, p, conv) / (n_chips * W),
         t_hbm_kv=kv_cache_bytes(m, B, S, p) / (n_chips * W),
-        t_ici=t_ici, memory_bytes=mem)
+        t_ici=comm.seconds, memory_bytes=mem, overlap_comms=comm.overlapped, t_ici_latency=comm.latency_total_s,
+        conventions=conv)
+
+
+def _comm(m: ServedModel, tokens, c: ChipSpec, n_chips: int, p: Precision, conv: str, ici_axes: int, hops,
+          overlap) -> TPComm:
+    """`tp_comm` for a served model (none when it has no D, L: a bare parameter count)."""
+    if n_chips == 1 or m.D is None or m.L is None:
+        return tp_comm(1, 1, 1, c, 1, conventions=conv, overlap=overlap)
+    return tp_comm(m.D, m.L, tokens, c, n_chips, p.activation_bytes, conventions=conv, ici_axes=ici_axes,
+                   hops=hops, overlap=overlap)
 
 
 @dataclass(frozen=True)
 class Prefill:
-    """Prefill of B prompts of T tokens: t_math = FLOPs/(N·C·MFU), t_hbm_weights = P·w/(N·W_hbm); time = max."""
+    """Prefill of B prompts of T tokens: t_math = FLOPs/(N·C·MFU), t_hbm_weights = weight bytes read/(N·W_hbm),
+    t_ici = the model-parallel collectives of B·T tokens (0 under the book's conventions; t_ici_latency its
+    latency share). time = max(t_math, t_hbm_weights, t_ici) when `overlap_comms`, else max(…) + t_ici. Seconds."""
 
     T: float
     B: float
@@ -428,28 +481,57 @@ class Prefill:
     flops: float
     t_math: float
     t_hbm_weights: float
+    t_ici: float = 0.0
+    overlap_comms: bool = True
+    t_ici_latency: float = 0.0
+    conventions: str = "book"
 
     @property
     def time(self) -> float:
-        """Seconds: max(t_math, t_hbm_weights) — compute-bound for any prompt longer than ≈ B_crit tokens."""
-        return max(self.t_math, self.t_hbm_weights)
+        """Seconds: compute-bound for any prompt longer than ≈ B_crit tokens, unless the collectives dominate or,
+        not overlapped, add to it."""
+        core = max(self.t_math, self.t_hbm_weights)
+        return max(core, self.t_ici) if self.overlap_comms else core + self.t_ici
+
+    @property
+    def bottleneck(self) -> str:
+        """"comms" when the collectives outlast the matmuls, else "compute" or "weights"."""
+        if self.t_ici > max(self.t_math, self.t_hbm_weights):
+            return "comms"
+        return "compute" if self.t_math >= self.t_hbm_weights else "weights"
 
 
 def prefill_time(model, T: float, chip="tpu-v5e", n_chips: int = 1, precision="bf16", *, mfu: float = 1.0,
-                 B: float = 1, include_attention: bool = False) -> Prefill:
-    """Time to prefill B prompts of T tokens: 2·P·T·B/(N·C·MFU) (book ch. 8 "What about prefill?": LLaMA 3-70B,
-    8192 tokens, 16 v5e at 40% MFU ≈ 0.91 s). `include_attention` adds the causal attention FLOPs
-    2·T²·N·H·L per prompt, which the book leaves out."""
+                 B: float = 1, include_attention: bool | None = None, conventions: str = "practice",
+                 overlap_comms: bool | None = None, ici_axes: int = 1, shape=None) -> Prefill:
+    """Time to prefill B prompts of T tokens on n_chips-way model parallelism.
+
+    conventions="book": 2·P·T·B/(N·C·MFU) and nothing else (book ch. 8 "What about prefill?": LLaMA 3-70B, 8192
+    tokens, 16 v5e at 40% MFU ≈ 0.91 s). conventions="practice" (default): FLOPs 2·(P − G)·T·B (the input
+    embedding G is a gather) + the causal attention FLOPs 2·T²·N·H·L per prompt (`include_attention`, on by
+    default here, off for the book), and the communication term of the decode rule at B·T tokens
+    (`inference_comms.tp_comm`: on a TPU 4·L overlapped collectives, ch. 7's "Prefill" limit Y < F·M_Y/α_ici; on
+    GPUs 2·L NCCL AllReduces of B·T·D·a bytes after the matmuls). `shape` / `ici_axes` as in `decode_step`."""
     _count("T (prompt tokens)", T)
     _count("B (batch)", B)
     require_int("n_chips", n_chips)
+    require_int("ici_axes", ici_axes)
     if not (isinstance(mfu, numbers.Real) and 0 < mfu <= 1):
         raise ValueError(f"mfu must be in (0, 1], got {mfu!r}")
+    conv = check_conventions(conventions)
+    hops = None
+    if shape is not None:
+        hops = ring_hops(n_chips, shape=shape)
+        ici_axes = max(1, sum(1 for d in shape if d > 1))
     c, m, p = get_chip(chip), _model(model), get_precision(precision)
-    flops = B * (2 * m.active_params * T + (m.attn_flops_per_key * T * T / 2 if include_attention else 0.0))
+    attention = (conv == "practice") if include_attention is None else include_attention
+    flops = B * (2 * m.matmul_params(conv) * T + (m.attn_flops_per_key * T * T / 2 if attention else 0.0))
+    comm = _comm(m, B * T, c, n_chips, p, conv, ici_axes, hops, overlap_comms) if conv == "practice" else None
     return Prefill(T=T, B=B, n_chips=n_chips, flops=flops,
                    t_math=flops / (n_chips * c.peak_flops(p.compute_dtype) * mfu),
-                   t_hbm_weights=m.weight_bytes(p) / (n_chips * c.hbm_bandwidth_bytes_per_s))
+                   t_hbm_weights=m.streamed_bytes(B * T, p, conv) / (n_chips * c.hbm_bandwidth_bytes_per_s),
+                   t_ici=comm.seconds if comm else 0.0, overlap_comms=comm.overlapped if comm else True,
+                   t_ici_latency=comm.latency_total_s if comm else 0.0, conventions=conv)
 
 
 # --- limits on model parallelism in decode ------------------------------------------------------------
@@ -663,19 +745,22 @@ class SpeculativeStep:
 
 
 def speculative_step(target, draft, B: float, S: float, draft_len: int, acceptance: float, chip="tpu-v5e",
-                     n_chips: int = 1, precision="bf16", *, shape=None) -> SpeculativeStep:
+                     n_chips: int = 1, precision="bf16", *, shape=None, conventions: str = "practice") -> SpeculativeStep:
     """Model one speculative round: `decode_step` of the draft k times and of the target at B·(k+1) tokens,
     with the KV term of B sequences (the k+1 queries of a sequence read its cache once) and the collectives
     of B·(k+1) activations: t_verify = max(KV(B), attn FLOPs(B(k+1))) + max(2·B(k+1)·P/(N·C), P·w/(N·W))
-    (then max with ICI). Expected tokens = `speculative_tokens_per_step(acceptance, k)` (external formula,
-    see there). Both models share the n_chips slice. Book ch. 7 Appendix D; the cost is not in the book."""
+    (then max with ICI, or + ICI where the collectives are not overlapped). Expected tokens =
+    `speculative_tokens_per_step(acceptance, k)` (external formula, see there). Both models share the n_chips
+    slice; `conventions` as in `decode_step`. Book ch. 7 Appendix D; the cost is not in the book."""
     if not (isinstance(draft_len, numbers.Integral) and not isinstance(draft_len, bool) and draft_len >= 1):
         raise ValueError(f"draft_len must be an integer >= 1, got {draft_len!r}")
-    kw = dict(chip=chip, n_chips=n_chips, precision=precision, check_memory=False, shape=shape)
+    kw = dict(chip=chip, n_chips=n_chips, precision=precision, check_memory=False, shape=shape,
+              conventions=conventions)
     plain = decode_step(target, B, S, **kw)
     d = decode_step(draft, B, S, **kw)
     v = decode_step(target, B * (draft_len + 1), S, **kw)
     attention = max(plain.t_hbm_kv, v.t_math_attention)
-    t_verify = max(attention + max(v.t_math, v.t_hbm_weights), v.t_ici)
+    core = attention + max(v.t_math, v.t_hbm_weights)
+    t_verify = max(core, v.t_ici) if v.overlap_comms else core + v.t_ici
     return SpeculativeStep(t_plain=plain.step_time, t_draft=draft_len * d.step_time, t_verify=t_verify,
                            tokens=speculative_tokens_per_step(acceptance, draft_len))

@@ -8,6 +8,11 @@ slice (weights and KV caches sharded N ways, the book's setting for ch. 8), ever
 context and the batch B is the number of sequences decoded together. Throughput is B/step per chip; cost per
 million tokens uses the chip's hourly price (ch. 8's cost table). A point is on the frontier when no other
 point has both lower latency and more tokens/s per chip.
+
+The planner keeps the book's conventions by default (`conventions="book"`: every parameter streamed and
+multiplied, collectives overlapped), so its numbers are ch. 8's; `conventions="practice"` uses
+`inference.decode_step`'s default instead (the input embedding as a gather; GPU collectives as NCCL runs them,
+with latency and after the matmuls).
 """
 
 from __future__ import annotations
@@ -204,8 +209,9 @@ def _best_under(points, max_latency: float) -> ServingPoint | None:
 
 def plan_serving(model, chip="tpu-v5e", slice_=None, precision="bf16", S: float = 8192, *,
                  max_context: float | None = None, batches=None, per_octave: int = PER_OCTAVE,
-                 price_per_hour_usd: float | None = None) -> ServingPlan:
-    """Plan decode serving of `model` on one slice (book ch. 8).
+                 price_per_hour_usd: float | None = None, conventions: str = "book") -> ServingPlan:
+    """Plan decode serving of `model` on one slice (book ch. 8; `conventions` as in `inference.decode_step`,
+    the book's by default).
 
     slice_: chips (int), a shape "4x4" / (4, 4), or None for the smallest power-of-two slice that holds the
     weights and one S-token KV cache. A shape is checked only against the pod (`topology.make_slice`): "3x5"
@@ -215,6 +221,7 @@ def plan_serving(model, chip="tpu-v5e", slice_=None, precision="bf16", S: float 
     Raises ValueError when the model does not fit, S exceeds max_context, or a batch is outside 1 … B_max.
     """
     c, m, p = get_chip(chip), inf.served_model(model), inf.get_precision(precision)
+    conventions = inf.check_conventions(conventions)
     inf._count("S (context)", S)
     if max_context is not None:
         require_positive(max_context=max_context)
@@ -240,7 +247,8 @@ def plan_serving(model, chip="tpu-v5e", slice_=None, precision="bf16", S: float 
                 raise ValueError(f"batch {b} does not fit: at most {B_max} sequences of {S:g} tokens fit on "
                                  f"{n} × {c.name} in {p.name}")
     price = _price(c, price_per_hour_usd)
-    points = tuple(ServingPoint(inf.decode_step(m, b, S, c, n, p, shape=shape), price) for b in batches)
+    points = tuple(ServingPoint(inf.decode_step(m, b, S, c, n, p, shape=shape, conventions=conventions), price)
+                   for b in batches)
     return ServingPlan(model=m.name, chip=c.name, precision=p.name, S=S, n_chips=n, shape=shape, B_max=B_max,
                        B_crit=inf.critical_batch(c, p), points=points, precision_label=p.label)
 
@@ -290,10 +298,11 @@ def pareto_front(points) -> tuple[ServingPoint, ...]:
 
 def frontier(model, chip="tpu-v5e", precision="bf16", S: float = 8192, *, slices=None,
              per_octave: int = PER_OCTAVE, max_context: float | None = None,
-             price_per_hour_usd: float | None = None) -> Frontier:
+             price_per_hour_usd: float | None = None, conventions: str = "book") -> Frontier:
     """The latency–throughput frontier over batch size and slice size (book ch. 7 §"Theoretical estimates";
     ch. 8 "Visualizing"): every slice in `slices` (default: powers of two from the smallest that fits one
-    S-token sequence to a pod) × `batch_grid` of that slice's feasible batches."""
+    S-token sequence to a pod) × `batch_grid` of that slice's feasible batches. `conventions` as in
+    `plan_serving` (the book's by default)."""
     c, m, p = get_chip(chip), inf.served_model(model), inf.get_precision(precision)
     inf._count("S (context)", S)
     if slices is None:
@@ -304,7 +313,7 @@ def frontier(model, chip="tpu-v5e", precision="bf16", S: float = 8192, *, slices
         slices = require_choices("slices", slices, "slices (chip counts or shapes such as '4x4'), or None for every "
                                  "power of two from the smallest that fits to a pod")
     plans = tuple(plan_serving(m, c, s, p, S, max_context=max_context, per_octave=per_octave,
-                               price_per_hour_usd=price_per_hour_usd) for s in slices)
+                               price_per_hour_usd=price_per_hour_usd, conventions=conventions) for s in slices)
     return Frontier(model=m.name, chip=c.name, precision=p.name, S=S, plans=plans,
                     pareto=pareto_front(pt for plan in plans for pt in plan.points), precision_label=p.label)
 

@@ -3,7 +3,7 @@
 bubblewrap, `runner` executes notebooks with nbval and builds results, `cli` is the `scalebook` command.
 
 The public names of `exercises` (`make_exercise`, `strip_solution`, cell metadata), `report` (`SubmissionResult`,
-JSON/CSV/table) and `runner` (`grade`, `build_graded_copy`, …) are served from here lazily, so
+JSON/CSV/table) `graded_copy` (`build_graded_copy`, `load_reference`, …) and `runner` (`grade`) are served from here lazily, so
 `import scalebook_utils` does not load nbformat. No module here imports jax at module
 level (a code question's probe imports `lab` when it runs).
 """
@@ -16,7 +16,7 @@ import importlib
 def __getattr__(name: str):
     """`grading.grade`, `from scalebook_utils.grading import strip_solution`: the three modules' public names."""
     if not name.startswith("_"):
-        for part in ("exercises", "report", "runner"):
+        for part in ("exercises", "report", "graded_copy", "runner"):
             module = importlib.import_module(f"scalebook_utils.grading.{part}")
             if name in module.__all__:
                 return getattr(module, name)

@@ -40,13 +40,10 @@ import numpy as np
 from jax import lax
 
 from scalebook_utils.lab import _compat
-from scalebook_utils.lab import collective_matmul
 from scalebook_utils.lab import runtime as jaxlab
 # The collective-matmul section (C10.7, ch10.q3, ch10.q4) lives in `collective_matmul`; its public names are
 # re-exported here (jaxprog.ag_matmul_fn, …) and the helpers this module shares with it are imported from it.
-from scalebook_utils.lab.collective_matmul import (NS, P, axis_size, hlo_text, put, ag_matmul_fn, ar_matmul_fn, collective_matmul_check, hlo_dependencies, hlo_schedule, mlp_block_fn, overlap_summary, plain_matmul_fn, rs_matmul_fn)
-
-rs_chunks = collective_matmul._rs_chunks   # jaxprog._rs_chunks: solutions/10_jax.ipynb prints its source
+from scalebook_utils.lab.collective_matmul import (NS, P, axis_size, hlo_text, put, ag_matmul_fn, ar_matmul_fn, collective_matmul_check, hlo_dependencies, hlo_schedule, mlp_block_fn, overlap_summary, plain_matmul_fn, rs_chunks, rs_matmul_fn)
 
 
 def _mesh(X: int, Y: int | None = None):

@@ -82,9 +82,7 @@ def auto_matmul(B: int = 8, D: int = 512, F: int = 1024, mesh_shape=(4, 2), out_
 
 def explicit_unavailable() -> str | None:
     """None when this JAX has explicit sharding (AxisType, jax.typeof, reshard); else why not."""
-    have = {"jax.sharding.AxisType": _compat.has_axis_types(), "jax.typeof": hasattr(jax, "typeof"),
-            "jax.sharding.reshard": hasattr(jax.sharding, "reshard")}
-    missing = [name for name, ok in have.items() if not ok]
+    missing = _compat.explicit_sharding_missing()
     if missing:
         return f"explicit sharding needs {', '.join(missing)}, which JAX {jax.__version__} lacks (try JAX ≥ 0.7)"
     return None

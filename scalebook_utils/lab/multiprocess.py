@@ -25,7 +25,7 @@ Usage (a notebook cell or a test)::
 
 Command line (what the parent runs, once per process)::
 
-    python -m scalebook_utils.jaxmulti worker --port 12345 --process-id 0 --num-processes 2 --local-devices 4
+    python -m scalebook_utils.lab.multiprocess worker --port 12345 --process-id 0 --num-processes 2 --local-devices 4
 """
 
 from __future__ import annotations
@@ -77,6 +77,8 @@ def worker(port: int, process_id: int, num_processes: int, local_devices: int, n
     import numpy as np
     from jax.sharding import NamedSharding, PartitionSpec as P
 
+    from scalebook_utils.core.hlo.collectives import count_hlo_collectives
+
     devices = jax.devices()                                # every process's devices, in a global order
     D = len(devices)
     mesh = jax.sharding.Mesh(np.array(devices), ("i",))
@@ -93,7 +95,7 @@ def worker(port: int, process_id: int, num_processes: int, local_devices: int, n
         "local_devices": len(jax.local_devices()), "local_device_ids": [d.id for d in jax.local_devices()],
         "psum_rows": [np.asarray(s.data)[0].tolist() for s in summed.addressable_shards],
         "gathered": np.asarray(gathered.addressable_shards[0].data).tolist(),
-        "hlo_all_reduce": "all-reduce" in hlo, "jax": jax.__version__,
+        "hlo_all_reduce": count_hlo_collectives(hlo)["all-reduce"] > 0, "jax": jax.__version__,
     }
 
 
@@ -129,7 +131,8 @@ def unavailable() -> str | None:
         import jax
     except ImportError:  # pragma: no cover
         return "JAX is not installed"
-    if "jax_cpu_collectives_implementation" not in jax.config.values:
+    from scalebook_utils.lab import _compat
+    if not _compat.has_cpu_collectives_option():
         return (f"JAX {jax.__version__} has no gloo CPU collectives (jax_cpu_collectives_implementation); "
                 "need JAX ≥ 0.4.27")
     return None
@@ -177,7 +180,7 @@ def run_processes(num_processes: int = 2, local_devices: int = 4, n: int = 4, ti
     timed_out = False
     try:
         for i in range(num_processes):
-            cmd = [python or sys.executable, "-m", "scalebook_utils.jaxmulti", "worker", "--port", str(port),
+            cmd = [python or sys.executable, "-m", "scalebook_utils.lab.multiprocess", "worker", "--port", str(port),
                    "--process-id", str(i), "--num-processes", str(num_processes), "--local-devices", str(local_devices),
                    "--n", str(n), "--init-timeout", str(max(10, int(timeout)))]
             procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -213,7 +216,7 @@ def run_processes(num_processes: int = 2, local_devices: int = 4, n: int = 4, ti
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m scalebook_utils.jaxmulti", description="multi-process JAX demo")
+    ap = argparse.ArgumentParser(prog="python -m scalebook_utils.lab.multiprocess", description="multi-process JAX demo")
     sub = ap.add_subparsers(dest="cmd", required=True)
     w = sub.add_parser("worker", help="one process of the group (started by run_processes)")
     w.add_argument("--port", type=int, required=True)

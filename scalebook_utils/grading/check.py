@@ -369,15 +369,6 @@ def _check_code(q: Question, rec: dict) -> tuple[bool, str]:
     return True, "correct"
 
 
-_RESULT = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*(?:\()?\w+\[([\d,]*)\]")
-_PAIRS = re.compile(r"source_target_pairs=\{((?:\{\d+,\d+\},?)*)\}")
-
-
-def _shapes(hlo: str) -> list[tuple[int, ...]]:
-    """Every array shape the HLO text mentions (results and operands), e.g. (16, 8, 16) for f32[16,8,16]."""
-    return [tuple(int(d) for d in m.split(",") if d) for m in re.findall(r"\b(?:f|bf|s|u|pred)\d*\[([\d,]*)\]", hlo)]
-
-
 def _spec_text(spec) -> str:
     return "P(" + ", ".join("None" if d is None else repr(d) for d in spec) + ")"
 
@@ -385,9 +376,11 @@ def _spec_text(spec) -> str:
 def compiled_problem(rule, args: tuple, hlo: str, out_spec="?") -> str | None:
     """What the compiled program `hlo` (and its result's sharding `out_spec`, a list as jaxlab.compiled_call
     records it) lacks or has against `rule` (questions.Compiled), or None if it complies."""
-    from scalebook_utils.core.hlo.collectives import count_hlo_collectives
+    from scalebook_utils.core.hlo.collectives import count_hlo_collectives, source_target_pairs
+    from scalebook_utils.core.hlo.text import MATMUL_OPS, parse_module
     if not hlo.strip():
         return "no compiled program was recorded"
+    module = parse_module(hlo)
     kinds = count_hlo_collectives(hlo)
     found = ", ".join(f"{n} × {k}" for k, n in sorted(kinds.items())) or "no collective"
     for need in rule.value("require", args):
@@ -401,23 +394,21 @@ def compiled_problem(rule, args: tuple, hlo: str, out_spec="?") -> str | None:
         return f"its compiled program uses {', '.join(bad)} (found: {found})"
     parts = rule.value("partitions", args)
     if parts is not None:
-        m = re.search(r"num_partitions=(\d+)", hlo)
-        got = int(m.group(1)) if m else 1
+        got = module.num_partitions
         if got != parts:
             return f"it is compiled for {got} device(s), not split over the {parts} the question asks for"
     shape = rule.value("no_array_of", args)
-    if shape is not None and tuple(shape) in _shapes(hlo):
+    if shape is not None and tuple(shape) in {a.dims for a in module.shapes}:
         return f"it builds an array of shape {list(shape)}"
     shape = rule.value("no_gather_of", args)
     if shape is not None:
-        for line in hlo.splitlines():
-            m = _RESULT.match(line)
-            if m and re.search(r"\ball-gather(-start)?\(", line) and \
-                    tuple(int(d) for d in m.group(1).split(",") if d) == tuple(shape):
+        for op in module.instructions:     # an async all-gather-start's type is (operands…, gathered outputs…)
+            gathered = op.outputs[len(op.outputs) // 2:] if op.async_half == "start" else op.outputs
+            if op.collective == "all-gather" and tuple(shape) in {a.dims for a in gathered}:
                 return f"it all-gathers the whole {list(shape)} array"
     dots = rule.value("min_dots", args)
     if dots is not None:
-        n = len(re.findall(r"\b(?:dot|convolution)\(", hlo))
+        n = sum(op.opcode in MATMUL_OPS for op in module.instructions)
         if n < dots:
             return f"its matmul is one piece ({n} dot), not {dots} tiles overlapped with the collective"
     want_spec = rule.value("out_spec", args)
@@ -427,7 +418,7 @@ def compiled_problem(rule, args: tuple, hlo: str, out_spec="?") -> str | None:
             shown = _spec_text(got_spec) if got_spec is not None else "not a sharded array"
             return f"its result is {shown}, not {_spec_text(want_spec)} as the question's output sharding says"
     if rule.bidirectional:
-        pairs = {tuple(map(int, p)) for body in _PAIRS.findall(hlo) for p in re.findall(r"\{(\d+),(\d+)\}", body)}
+        pairs = {p for op in module.instructions for p in source_target_pairs(op.attributes)}
         if not any((b, a) in pairs for a, b in pairs if a != b):
             return "its collective-permutes go one way round the ring only"
     return None

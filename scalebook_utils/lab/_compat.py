@@ -28,6 +28,12 @@ Differences handled here (oldest behaviour → newest behaviour):
    `.block_until_ready()` is called (`block_until_ready`).
 8. "Are the backends initialised yet?" lives in a private module (`jax._src.xla_bridge`) whose
    helpers changed over time; `backends_initialized` probes it defensively.
+9. The size of a mesh axis inside shard_map: `lax.axis_size(name)` (newer versions) → older ones count
+   the devices with `lax.psum(1, name)`. `axis_size(name)` uses whichever exists.
+10. Explicit sharding (sharding in types, book ch. 10) needs `jax.sharding.AxisType`, `jax.typeof` and
+   `jax.sharding.reshard` (JAX ≥ 0.7); `explicit_sharding_missing()` names the ones this JAX lacks.
+11. Cross-process CPU collectives (gloo) need the `jax_cpu_collectives_implementation` config option
+   (JAX ≥ 0.4.27); `has_cpu_collectives_option()` says whether this JAX has it.
 """
 
 from __future__ import annotations
@@ -246,6 +252,30 @@ def all_gather_invariant(x, axis_name, *, axis: int = 0, tiled: bool = False):
     return lax.all_gather(x, axis_name, axis=axis, tiled=tiled)
 
 
+def axis_size(axis_name) -> int:
+    """Devices along a mesh axis inside shard_map (difference 9): `lax.axis_size`, or `psum(1)` on old JAX."""
+    from jax import lax
+    return int(lax.axis_size(axis_name)) if hasattr(lax, "axis_size") else int(lax.psum(1, axis_name))
+
+
+# --- 10. explicit sharding ------------------------------------------------------------------------
+
+
+def explicit_sharding_missing() -> list[str]:
+    """The APIs of explicit sharding (difference 10) this JAX lacks, by name; [] when it has them all."""
+    have = {"jax.sharding.AxisType": has_axis_types(), "jax.typeof": hasattr(jax, "typeof"),
+            "jax.sharding.reshard": hasattr(jax.sharding, "reshard")}
+    return [name for name, ok in have.items() if not ok]
+
+
+# --- 11. cross-process CPU collectives ------------------------------------------------------------
+
+
+def has_cpu_collectives_option() -> bool:
+    """True when this JAX can pick gloo for CPU collectives across processes (difference 11)."""
+    return "jax_cpu_collectives_implementation" in jax.config.values
+
+
 # --- 7. blocking ----------------------------------------------------------------------------------
 
 
@@ -264,5 +294,5 @@ __all__ = [
     "SUPPORTED_JAX", "MIN_JAX", "NEWEST_TESTED_JAX", "JAX_VERSION", "parse_version", "check_jax_version",
     "cost_analysis_dict", "has_num_cpu_devices_option", "backends_initialized", "cpu_device_count",
     "set_cpu_device_count", "has_axis_types", "make_mesh_auto", "use_mesh", "shard_map", "all_gather_invariant",
-    "block_until_ready",
+    "axis_size", "explicit_sharding_missing", "has_cpu_collectives_option", "block_until_ready",
 ]

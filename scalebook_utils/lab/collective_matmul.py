@@ -6,7 +6,8 @@ on simulated CPU devices:
 `rs_matmul_fn` (ReduceScatter fused into it, ch10.q3b), `ar_matmul_fn` (AllReduce, ch10.q3a), with
 `bidirectional=True` for ch10.q4; `mlp_block_fn` chains AG and RS (ch10.q3c); `plain_matmul_fn` is the
 `jax.jit` baseline. `hlo_dependencies` reads how many collectives each compiled matmul waits for, and
-`hlo_schedule` the order XLA put them in; `collective_matmul_check` runs AG against the plain one.
+`hlo_schedule` the order XLA put them in (pure readers of the HLO text, from `core.hlo.schedule`, re-exported
+here); `collective_matmul_check` runs AG against the plain one.
 
 `jaxprog` (the rest of chapter 10) re-exports these names and imports the small helpers it shares with
 this module (`P`, `NS`, `put`, `hlo_text`, `axis_size`) from here, so they are defined in one place.
@@ -19,7 +20,6 @@ Setup (before JAX runs anything)::
 
 from __future__ import annotations
 
-import re
 from functools import partial
 
 import jax
@@ -27,11 +27,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from scalebook_utils.core.hlo.schedule import hlo_dependencies, hlo_schedule, overlap_summary
 from scalebook_utils.lab import _compat
 from scalebook_utils.lab import runtime as jaxlab
 
 P = jax.sharding.PartitionSpec
 NS = jax.sharding.NamedSharding
+#: devices along a mesh axis inside shard_map — a version shim (lax.axis_size, or psum(1) on old JAX)
+axis_size = _compat.axis_size
 
 
 def put(x, mesh, spec):
@@ -43,11 +46,6 @@ def hlo_text(f, *args) -> str:
 
 
 # --- collective matmuls (C10.7, ch10.q3, ch10.q4) ---------------------------------------------------
-
-
-def axis_size(axis: str) -> int:
-    """Devices along a mesh axis inside shard_map: lax.axis_size (new JAX) or psum(1) (old JAX)."""
-    return int(lax.axis_size(axis)) if hasattr(lax, "axis_size") else int(lax.psum(1, axis))
 
 
 def _ring(axis: str, step: int):
@@ -137,81 +135,6 @@ def mlp_block_fn(mesh, axis: str = "Y", bidirectional: bool = False):
         return _rs_body(_ag_body(a, w_in, axis=axis), w_out, axis=axis, bidirectional=bidirectional)
     return jax.jit(_compat.shard_map(body, mesh=mesh, in_specs=(P("X", axis), P(None, axis), P(axis, None)),
                                      out_specs=P("X", axis)))
-
-
-_COLL = "|".join(jaxlab.HLO_COLLECTIVES)
-_INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*)$")
-
-
-def _computations(hlo: str) -> dict[str, list[str]]:
-    """Instruction lines of each computation of HLO text; the entry computation is under 'ENTRY'."""
-    comps, body = {}, None
-    for line in hlo.splitlines():
-        m = re.match(r"^(ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$", line)
-        if m:
-            body = comps.setdefault("ENTRY" if m.group(1) else m.group(2), [])
-        elif body is not None and _INSTR.match(line):
-            body.append(line)
-    return comps
-
-
-def _entry_ops(hlo: str) -> list[tuple[str, str, list[str]]]:
-    """(name, 'dot' | collective kind | 'other', operand names) for each ENTRY instruction, in program order.
-
-    A dot is a `dot(`/`convolution(`, a matmul custom-call, or a fusion whose called computation has a dot."""
-    comps = _computations(hlo)
-    has_dot = {n for n, b in comps.items() if any(re.search(r"\s(dot|convolution)\(", ln) for ln in b)}
-    out = []
-    for line in comps.get("ENTRY", []):
-        name, rest = _INSTR.match(line).groups()
-        body = rest.split(", metadata=")[0]
-        kind = re.search(rf"\s({_COLL})(-start)?\(", " " + body)
-        called = re.search(r"calls=%?([\w.\-]+)", body)
-        if kind:
-            k = kind.group(1)
-        elif (re.search(r"\s(dot|convolution)\(", body) or ("custom-call(" in body and "matmul" in body.lower())
-              or (called and called.group(1) in has_dot)):
-            k = "dot"
-        else:
-            k = "other"
-        args = re.sub(r"(calls|to_apply|condition|body)=%?[\w.\-]+", "", body.split("(", 1)[-1])
-        out.append((name, k, re.findall(r"%([\w.\-]+)", args)))
-    return out
-
-
-def hlo_schedule(hlo: str) -> list[str]:
-    """The ENTRY computation's collectives and matmuls in the order XLA scheduled them:
-    'collective-permute', 'all-gather', …, or 'dot'. (The CPU scheduler of older JAX puts every
-    collective first — it runs them synchronously; see `hlo_dependencies` for what *could* overlap.)"""
-    return [k for _n, k, _a in _entry_ops(hlo) if k != "other"]
-
-
-def hlo_dependencies(hlo: str) -> list[int]:
-    """For each matmul of the ENTRY computation, how many collectives it (transitively) waits for, sorted.
-
-    The collective matmul on Y devices gives [0, 1, …, Y−1]: the first block multiplies before any
-    data has arrived, and block s waits only for s shifts — the others can run while it computes. The
-    plain version gives [1]: its one matmul waits for the whole AllGather."""
-    deps: dict[str, set] = {}
-    res = []
-    for name, kind, args in _entry_ops(hlo):
-        up = set().union(*(deps.get(a, set()) for a in args)) if args else set()
-        deps[name] = up | ({name} if kind not in ("dot", "other") else set())
-        if kind == "dot":
-            res.append(len(up))
-    return sorted(res)
-
-
-def overlap_summary(hlo: str) -> dict:
-    """'schedule' (`hlo_schedule`), 'waits' (`hlo_dependencies`), 'collectives', 'dots', 'dots_between'
-    (matmuls scheduled between the first and the last collective) and 'free_dots' (matmuls that need no
-    communication at all: work available to hide the first transfer behind)."""
-    order = hlo_schedule(hlo)
-    idx = [i for i, k in enumerate(order) if k != "dot"]
-    between = sum(1 for i, k in enumerate(order) if k == "dot" and idx and idx[0] < i < idx[-1])
-    waits = hlo_dependencies(hlo)
-    return {"schedule": order, "waits": waits, "collectives": len(idx), "dots": order.count("dot"),
-            "dots_between": between, "free_dots": waits.count(0)}
 
 
 def collective_matmul_check(B: int = 64, D: int = 256, F: int = 512, mesh_shape=(2, 4)) -> dict:

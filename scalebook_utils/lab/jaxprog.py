@@ -43,8 +43,7 @@ from scalebook_utils.lab import _compat
 from scalebook_utils.lab import runtime as jaxlab
 # The collective-matmul section (C10.7, ch10.q3, ch10.q4) lives in `collective_matmul`; its public names are
 # re-exported here (jaxprog.ag_matmul_fn, …) and the helpers this module shares with it are imported from it.
-from scalebook_utils.lab.collective_matmul import (NS, P, axis_size, hlo_text, put, ag_matmul_fn, ar_matmul_fn, collective_matmul_check, hlo_dependencies, hlo_schedule, mlp_block_fn, overlap_summary, plain_matmul_fn, rs_matmul_fn)
-
+from scalebook_utils.lab.collective_matmul import (NS, P, axis_size, hlo_text, put, ag_matmul_fn, ar_matmul_fn, collective_matmul_check, hlo_dependencies, hlo_schedule, mlp_block_fn, overlap_summary, plain_matmul_fn, rs_chunks, rs_matmul_fn)
 
 
 def _mesh(X: int, Y: int | None = None):
@@ -83,9 +82,7 @@ def auto_matmul(B: int = 8, D: int = 512, F: int = 1024, mesh_shape=(4, 2), out_
 
 def explicit_unavailable() -> str | None:
     """None when this JAX has explicit sharding (AxisType, jax.typeof, reshard); else why not."""
-    have = {"jax.sharding.AxisType": _compat.has_axis_types(), "jax.typeof": hasattr(jax, "typeof"),
-            "jax.sharding.reshard": hasattr(jax.sharding, "reshard")}
-    missing = [name for name, ok in have.items() if not ok]
+    missing = _compat.explicit_sharding_missing()
     if missing:
         return f"explicit sharding needs {', '.join(missing)}, which JAX {jax.__version__} lacks (try JAX ≥ 0.7)"
     return None

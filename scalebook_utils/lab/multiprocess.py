@@ -129,7 +129,8 @@ def unavailable() -> str | None:
         import jax
     except ImportError:  # pragma: no cover
         return "JAX is not installed"
-    if "jax_cpu_collectives_implementation" not in jax.config.values:
+    from scalebook_utils.lab import _compat
+    if not _compat.has_cpu_collectives_option():
         return (f"JAX {jax.__version__} has no gloo CPU collectives (jax_cpu_collectives_implementation); "
                 "need JAX ≥ 0.4.27")
     return None

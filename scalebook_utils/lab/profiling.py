@@ -21,9 +21,9 @@ timeline of XLA ops per core; here we do the same by hand on whatever JAX runs o
 - `parse_hlo_shape` / `tiled_shape` read an HLO type such as `bf16[32,32,4096]{2,1,0:T(8,128)(2,1)S(1)}`:
   dtype, dims, layout, tiles, memory space, and the padding that tiling costs (ch. 9 §"How to read an XLA op").
 
-The HLO readers (`parse_hlo_shape`, `tiled_shape`, `padding_overhead`, `parse_hlo_ops`, `categorize`, `HloShape`,
-`HloOp`, `CATEGORIES`) and `memory_report` are pure text parsing: they live in `hlo` (no jax) and are
-re-exported here.
+The HLO readers (`parse_hlo_shape`, `tiled_shape`, `padding_overhead`, `parse_hlo_ops`, `HloShape`, `HloOp`:
+`core.hlo.text`; `categorize`, `CATEGORIES`, `memory_report`: `core.hlo.ops`) are pure text parsing (no jax)
+and are re-exported here.
 
 Times are seconds, sizes bytes. Times measured on simulated CPU devices say nothing about interconnects:
 read communication from the compiled HLO (which collectives, how many bytes), not from the clock.
@@ -46,7 +46,8 @@ import jax
 from scalebook_utils.lab import _compat
 from scalebook_utils.lab import runtime as jaxlab
 from scalebook_utils.core.hardware import ChipSpec
-from scalebook_utils.core.hlo.text import (CATEGORIES, HLO_ITEMSIZE, HloOp, HloShape, MemoryReport, CONTAINER_OPS, MATMUL_OPS, categorize, memory_report, padding_overhead, parse_hlo_ops, parse_hlo_shape, tiled_shape)
+from scalebook_utils.core.hlo.ops import CATEGORIES, MemoryReport, categorize, memory_report
+from scalebook_utils.core.hlo.text import (CONTAINER_OPS, HLO_ITEMSIZE, MATMUL_OPS, HloOp, HloShape, padding_overhead, parse_hlo_ops, parse_hlo_shape, parse_module, tiled_shape)
 from scalebook_utils.core.roofline import MatmulRoofline, matmul_roofline
 
 
@@ -145,7 +146,7 @@ def load_trace(path: str | os.PathLike, *, hlo: str = "", calls: int = 0) -> Tra
     events.sort(key=lambda ev: ev.start_s)
     trace = Trace(events, path)
     if hlo:
-        trace.hlo, trace.module, trace.ops = hlo, _module_name(hlo), parse_hlo_ops(hlo)
+        trace.hlo, trace.module, trace.ops = hlo, parse_module(hlo).name, parse_hlo_ops(hlo)
     trace.calls = int(calls)
     return trace
 
@@ -159,11 +160,6 @@ def step_times(trace: Trace, name: str) -> list[float]:
         raise ValueError(f"no event named {name!r} in the trace: wrap each step in "
                          f"jax.profiler.StepTraceAnnotation({name!r}, step_num=i)")
     return out
-
-
-def _module_name(hlo: str) -> str:
-    m = re.search(r"^HloModule\s+([\w.\-]+)", hlo, re.M)
-    return m.group(1) if m else ""
 
 
 def capture_trace(f: Callable, *args, repeats: int = 3, log_dir: str | os.PathLike | None = None) -> Trace:

@@ -40,6 +40,7 @@ import numpy as np
 from scalebook_utils.lab import _compat
 from scalebook_utils.lab._compat import SUPPORTED_JAX, all_gather_invariant, shard_map, use_mesh  # noqa: F401  (re-exported)
 from scalebook_utils.core.hlo.collectives import (BOOK_LETTER, HLO_COLLECTIVES, HloCollective, count_hlo_collectives, parse_hlo_collectives, replica_groups)
+from scalebook_utils.core.hlo.text import parse_module
 from scalebook_utils.core.hardware import ChipSpec, get_chip
 from scalebook_utils.core.roofline import matmul_roofline
 from scalebook_utils.core.units import canonical_dtype
@@ -269,7 +270,7 @@ def compiled_hlo_text(f: Callable, *args) -> str:
 
 
 # HLO_COLLECTIVES, count_hlo_collectives, parse_hlo_collectives, HloCollective, replica_groups and
-# BOOK_LETTER live in the pure module `compiled_collectives` (ch. 3, 5) and are re-exported above.
+# BOOK_LETTER live in the pure module `core.hlo.collectives` (`compiled_collectives`, ch. 3, 5), re-exported above.
 
 
 def hlo_collectives(f: Callable, *args) -> dict[str, int]:
@@ -659,7 +660,7 @@ def run_sharded_matmul(matmul, mesh_dict, shapes=None, dtype: str = "float32", s
     return {
         "result_matches": bool(np.allclose(got, ref, rtol=tol, atol=tol * scale)),
         "collectives": count_hlo_collectives(hlo),
-        "dynamic_slices": len(re.findall(r"\sdynamic-slice\(", hlo)),
+        "dynamic_slices": sum(op.opcode == "dynamic-slice" for op in parse_module(hlo).instructions),
         "hlo": hlo,
         "output_spec": _spec_tuple(c.sharding.spec, c.ndim),
         "local_shapes": {m.a.name: a.addressable_shards[0].data.shape, m.b.name: b.addressable_shards[0].data.shape,

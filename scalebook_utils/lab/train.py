@@ -45,6 +45,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from scalebook_utils.core.hlo.text import HLO_NAME
 from scalebook_utils.core.units import require_int
 from scalebook_utils.core.training import planner as training
 from scalebook_utils.lab.runtime import HloCollective, make_mesh, parse_hlo_collectives
@@ -556,10 +557,16 @@ def train(model="mlp", strategy: str = "fsdp", mesh_shape=None, steps: int = 3, 
 # --- the cost model against the compiled step ----------------------------------------------------------
 
 
+#: The collectives ch. 5's cost model predicts, by family: 'gather' for all-gather; 'reduce' for all-reduce and
+#: reduce-scatter (XLA:CPU lowers a reduce-scatter from automatic sharding to all-reduce + dynamic-slice; both
+#: reduce the same input).
+_FAMILY = {HLO_NAME["all_gather"]: "gather", HLO_NAME["all_reduce"]: "reduce", HLO_NAME["reduce_scatter"]: "reduce"}
+_REDUCES = tuple(k for k, family in _FAMILY.items() if family == "reduce")
+
+
 def _class(kind: str) -> str:
-    """'gather' for all-gather; 'reduce' for all-reduce and reduce-scatter (XLA:CPU lowers a
-    reduce-scatter from automatic sharding to all-reduce + dynamic-slice; both reduce the same input)."""
-    return {"all-gather": "gather", "all-reduce": "reduce", "reduce-scatter": "reduce"}.get(kind, kind)
+    """The family of a collective (`_FAMILY`); other kinds stand for themselves."""
+    return _FAMILY.get(kind, kind)
 
 
 def predicted_step(strategy: str, *, B: int, D: int, F: int, L: int, X: int, Y: int, bytes_per_element: float,
@@ -689,8 +696,8 @@ def compare_collectives(result: TrainResult) -> Comparison:
     X, Y = result.mesh_shape
     comp = [c for c in result.collectives if c.axes != ()]       # groups of one device move nothing
     trivial = len(result.collectives) - len(comp)
-    scalars = tuple(c for c in comp if c.is_scalar and c.kind in ("all-reduce", "reduce-scatter"))
-    comp = [c for c in comp if not (c.is_scalar and c.kind in ("all-reduce", "reduce-scatter"))]
+    scalars = tuple(c for c in comp if c.is_scalar and c.kind in _REDUCES)
+    comp = [c for c in comp if not (c.is_scalar and c.kind in _REDUCES)]
     notes = []
     if any(c.combined > 1 for c in result.collectives):
         k = len({c.name for c in result.collectives if c.combined > 1})
@@ -716,7 +723,7 @@ def compare_collectives(result: TrainResult) -> Comparison:
     matched, unexplained = {}, []
     for c in comp:
         k = key(c.kind, c.axis, c.shape)
-        if k in hi_n and c.kind in ("all-gather", "all-reduce", "reduce-scatter") and not c.subgroup:
+        if k in hi_n and c.kind in _FAMILY and not c.subgroup:
             matched.setdefault(k, []).append(c)
         else:
             unexplained.append(c)
@@ -782,7 +789,7 @@ def _compare_kinds(result, comp, scalars, notes):
     got, unexplained = {}, []
     for c in comp:
         k = (_class(c.kind), c.axis)
-        if k in pred and c.kind in ("all-gather", "all-reduce", "reduce-scatter"):
+        if k in pred and c.kind in _FAMILY:
             got.setdefault(k, []).append(c)
         else:
             unexplained.append(c)

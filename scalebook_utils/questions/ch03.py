@@ -16,6 +16,7 @@ from scalebook_utils.core import collectives as col
 from scalebook_utils.core import roofline as rl
 from scalebook_utils.core import sharding as sh
 from scalebook_utils.core import topology as topo
+from scalebook_utils.core.hlo.text import HLO_NAME
 from scalebook_utils.core.units import dtype_bytes
 from scalebook_utils.questions.registry import Compiled, add
 
@@ -256,8 +257,7 @@ add("ch3.q8", "code", "collective(kind, x): x stacks each device's shard (shape 
     "psum_scatter(tiled=True) / all_to_all(0, 0, tiled=True)); return the stacked per-device results",
     _q8_reference, test_inputs=_q8_inputs(), compiled=Compiled(
         "shard_map over the n devices with the jax.lax collective",
-        require=lambda kind, x: ({"all_gather": "all-gather", "all_reduce": "all-reduce",
-                                  "reduce_scatter": "reduce-scatter|all-reduce", "all_to_all": "all-to-all"}[kind],),
+        require=lambda kind, x: (HLO_NAME[kind] + ("|all-reduce" if kind == "reduce_scatter" else ""),),
         partitions=lambda kind, x: x.shape[0]),
     note="The book's challenge is a hardware benchmark (no answer); the checkable part is the semantics (compared "
          "with jax.lax run under jax.vmap(axis_name=...)) and the collective the program compiles to.")

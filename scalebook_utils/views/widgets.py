@@ -37,6 +37,7 @@ from scalebook_utils.views import plots
 from scalebook_utils.core import roofline
 from scalebook_utils.core import topology
 from scalebook_utils.views.live_figure import SCREEN_DPI, LiveFigure
+from scalebook_utils.core.collectives import KINDS
 from scalebook_utils.core.hardware import CHIPS, ChipSpec, get_chip
 from scalebook_utils.core.units import format_flops, format_si, format_time
 
@@ -611,8 +612,6 @@ SHARDING_PRESETS: dict[str, tuple[str, str, str | None]] = {
     "move a subscript: AllToAll": ("A[I_X, J]", "B[J, K]", "C[I, K_X]"),
 }
 _DEFAULT_PRESET = "case 2: A sharded on J → AllGather A"
-_STEP_NAME = {"all_gather": "all_gather", "reduce_scatter": "reduce_scatter", "all_reduce": "all_reduce",
-              "all_to_all": "all_to_all", "ppermute": "ppermute"}
 
 
 def _mesh_text(mesh) -> str:
@@ -674,7 +673,7 @@ def _sharding_eval(mesh, a_spec, b_spec, target, chip, compile, dim_size):
         spec = f"{a_spec} · {b_spec}" + (f" → {target}" if target else "")
         return f"{head}{spec} → invalid: {msg}", [], None
     from scalebook_utils.core.units import format_time
-    pred = " + ".join(f"{_STEP_NAME[s.kind]}({''.join(s.axes)}) {format_time(s.seconds)}" for s in p.steps)
+    pred = " + ".join(f"{s.kind}({''.join(s.axes)}) {format_time(s.seconds)}" for s in p.steps)
     line = f"{head}{m.spec()} | case {int(p.case)} | predicted {pred or 'no communication'}"
     wraps = sh.mesh_wraparound(mesh_t, chip)
     details = [f"plan: {p.summary()}",
@@ -802,8 +801,9 @@ def sharding_explorer(mesh: str = "2×4", preset: str = _DEFAULT_PRESET, chip: s
                    lambda: sharding_readout(*values(), compile=comp_cb.value), lambda: render_sharding(*values()))
 
 
-#: Collective kinds offered by the collective-cost explorer (as `collectives.collective` spells them).
-COLLECTIVE_KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all", "ppermute")
+#: Collective kinds offered by the collective-cost explorer (`collectives.KINDS`, as `collectives.collective`
+#: spells them).
+COLLECTIVE_KINDS = KINDS
 
 
 def collective_readout(kind: str = "all_gather", chip: str = "tpu-v5e", axis_size: int = 16,

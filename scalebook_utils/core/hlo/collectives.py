@@ -1,12 +1,13 @@
-"""compiled_collectives: reading the collectives XLA emitted — their kinds, arrays, bytes and mesh axes.
+"""hlo.collectives (`compiled_collectives`): the collectives XLA emitted — their kinds, arrays, bytes, mesh axes.
 
 Book ch. 3, "Sharded Matrices" (which collectives a sharded matmul needs) and ch. 5 (the collectives of a
 sharded training step): once a program is compiled, its HLO text says which collectives XLA actually
-emitted. This module reads them. Pure text parsing (re + numpy): no jax, no devices, so it reads HLO
-pasted from anywhere (`compiled.as_text()` on a laptop, a TPU profile):
+emitted. A reader on top of `hlo.text` (whose instructions, item sizes and opcode list it uses); pure
+(re + numpy): no jax, no devices, so it reads HLO pasted from anywhere:
 
-- `HLO_COLLECTIVES`: the collective ops as they appear in HLO text; `count_hlo_collectives(text)` counts
-  the instructions of each kind (`all-reduce(` and async `all-reduce-start(`).
+- `HLO_COLLECTIVES` (= `text.COLLECTIVE_OPS`): the collective ops as they appear in HLO text;
+  `count_hlo_collectives(text)` counts the instructions of each kind (`all-reduce(` and async
+  `all-reduce-start(`, whose `-done` half is not counted again).
 - `parse_hlo_collectives(hlo, mesh_shape, axis_names)` reads each one into an `HloCollective`: dtype,
   full per-device shape, bytes, replica-group size, and the mesh axes it moves data along (`BOOK_LETTER`
   maps ch. 5's 'data'/'model'/'stage' to the book's X/Y/Z).
@@ -23,44 +24,27 @@ import itertools
 import math
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
+from scalebook_utils.core.hlo.text import COLLECTIVE_OPS, HLO_ITEMSIZE, HloOp, parse_module
+
 __all__ = ["HLO_COLLECTIVES", "count_hlo_collectives", "BOOK_LETTER", "HloCollective", "parse_hlo_collectives",
-           "replica_groups"]
+           "replica_groups", "source_target_pairs"]
 
-#: Collective ops as they appear in compiled HLO text.
-HLO_COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")
-
-
-# --- collectives in compiled HLO: kinds, shapes, bytes, mesh axes (ch. 3, 5) -------------------------
-#
-# One reader of HLO text serves every chapter: `count_hlo_collectives` counts instructions by kind,
-# `parse_hlo_collectives` also reads each one's arrays and replica groups and names the mesh axes it
-# moves data along. Pure text parsing (re + numpy): it needs no devices.
+#: Collective ops as they appear in compiled HLO text (the one list: `hlo.text.COLLECTIVE_OPS`).
+HLO_COLLECTIVES = COLLECTIVE_OPS
 
 #: The book's letter for a mesh axis name: ch. 5 calls its axes 'data' (X), 'model' (Y) and 'stage' (Z);
 #: other names (ch. 3's 'X', 'Y') stand for themselves.
 BOOK_LETTER = {"data": "X", "model": "Y", "stage": "Z"}
 
-#: Bytes per element of the HLO element types that collectives move.
-_ITEMSIZE = {"f64": 8, "f32": 4, "bf16": 2, "f16": 2, "s64": 8, "u64": 8, "s32": 4, "u32": 4, "s16": 2,
-             "u16": 2, "s8": 1, "u8": 1, "pred": 1, "f8e4m3fn": 1, "f8e5m2": 1, "c64": 8, "c128": 16}
-_KINDS = "|".join(re.escape(k) for k in HLO_COLLECTIVES)
-#: `[ROOT] %name = TYPE kind(` or `kind-start(`; the type may be a tuple with spaces; `-done` halves don't match.
-_OP_RE = re.compile(rf"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(.+?)\s+({_KINDS})(-start)?\((.*)$")
-_SHAPE_RE = re.compile(r"\b([a-z]\w*)\[([\d,]*)\]")
 
-
-def _collective_instructions(text: str):
-    """(name, type text, kind, is an async -start, rest of the line) of each collective instruction."""
-    for line in text.splitlines():
-        m = _OP_RE.match(line)
-        if m:
-            name, type_text, kind, start, rest = m.groups()
-            yield name, type_text, kind, bool(start), rest
+def _collective_instructions(text: str) -> list[HloOp]:
+    """The instructions that issue a collective (`all-gather(`, `all-gather-start(`; not the `-done` halves)."""
+    return [op for op in parse_module(text).instructions if op.collective]
 
 
 def count_hlo_collectives(text: str) -> Counter:
@@ -69,7 +53,7 @@ def count_hlo_collectives(text: str) -> Counter:
     Ops with a tuple result count too (once): the CPU compiler writes an explicit all-to-all as
     `%all-to-all = (f32[1,4]{1,0}, …) all-to-all(…)`, a type with spaces in it.
     """
-    return Counter(kind for _name, _type, kind, _start, _rest in _collective_instructions(text))
+    return Counter(op.collective for op in _collective_instructions(text))
 
 
 @dataclass(frozen=True)
@@ -164,7 +148,7 @@ def _mesh_format_groups(text: str):
     refs = re.findall(r"'([^']*)'(?::\((\d+)\)(\d+))?", m.group(3))
     new_sizes, grouped, offsets = [], [], {}
     sub = {name: (int(p), int(s)) for name, p, s in refs if p}
-    for name, size in zip(names, sizes):
+    for name, size in zip(names, sizes, strict=True):
         offsets[name] = len(new_sizes)
         if name in sub:
             pre, s = sub[name]
@@ -181,6 +165,13 @@ def _mesh_format_groups(text: str):
     rest = [i for i in range(len(new_sizes)) if i not in grouped]
     gsize = math.prod(new_sizes[i] for i in grouped) if grouped else 1
     return arr.transpose(rest + grouped).reshape(-1, gsize).tolist()
+
+
+def source_target_pairs(line: str) -> list[tuple[int, int]]:
+    """The (source, target) device pairs of a collective-permute (`source_target_pairs={{0,1},{1,0}}`); []
+    when the instruction has none."""
+    m = re.search(r"source_target_pairs=\{((?:\{\d+,\d+\},?)*)\}", line)
+    return [(int(a), int(b)) for a, b in re.findall(r"\{(\d+),(\d+)\}", m.group(1))] if m else []
 
 
 def replica_groups(line: str, n_devices: int):
@@ -241,31 +232,30 @@ def parse_hlo_collectives(hlo: str, mesh_shape: Sequence[int], axis_names: Seque
     mesh_shape = tuple(int(s) for s in mesh_shape)
     n = math.prod(mesh_shape)
     out = []
-    for name, type_text, kind, start, rest in _collective_instructions(hlo):
-        shapes = [(dt, tuple(int(v) for v in dims.split(",") if v)) for dt, dims in _SHAPE_RE.findall(type_text)]
+    for op in _collective_instructions(hlo):
+        kind, start, rest = op.collective, op.async_half == "start", op.attributes
+        shapes = [(s.dtype, s.dims) for s in op.outputs]
         if start and kind == "all-gather":          # (operands…, outputs…)
             shapes = shapes[len(shapes) // 2:]
         elif start and kind == "collective-permute":
             shapes = shapes[1:2]
-        shapes = [s for s in shapes if s[0] in _ITEMSIZE]
         dim_m = re.search(r"dimensions=\{(\d+)\}", rest)
         dim = int(dim_m.group(1)) if dim_m else None
         if kind == "collective-permute":
-            pm = re.search(r"source_target_pairs=\{((?:\{\d+,\d+\},?)*)\}", rest)
-            pairs = re.findall(r"\{(\d+),(\d+)\}", pm.group(1)) if pm else []
+            pairs = source_target_pairs(rest)
             axes, whole = tuple(axis_names[i] for i in _permute_axes(pairs, mesh_shape)), True
             gsize = 2 if pairs else None
         else:
             groups = replica_groups(rest, n)
             axes, whole = _axes_of_groups(groups, mesh_shape, tuple(axis_names))
             gsize = len(groups[0]) if groups else None
-        op_m = re.search(r'op_name="([^"]*)"', rest)
         for dt, shp in shapes:
             full = shp
             if kind == "reduce-scatter" and dim is not None and gsize:
                 full = tuple(s * gsize if i == dim else s for i, s in enumerate(shp))
-            out.append(HloCollective(kind, dt, full, math.prod(full) * _ITEMSIZE[dt], axes, gsize, len(shapes), dim,
-                                     name, op_m.group(1) if op_m else "", not whole, shp))
+            nbytes = math.ceil(math.prod(full) * HLO_ITEMSIZE[dt])      # s4/u4: half a byte each, rounded up
+            out.append(HloCollective(kind, dt, full, nbytes, axes, gsize, len(shapes), dim, op.name, op.op_name,
+                                     not whole, shp))
     return out
 
 

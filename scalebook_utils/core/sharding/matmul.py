@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
 from scalebook_utils.core.hardware import ChipSpec, get_chip
+from scalebook_utils.core.hlo.text import HLO_NAME
 from scalebook_utils.core.sharding.notation import (Mesh, ShardedArray, ShardingError, axes_text, bytes_per_device, check, device_blocks, local_shape, parse_array, parse_mesh, replication, total_bytes)
 from scalebook_utils.core.units import canonical_dtype
 
@@ -179,9 +180,8 @@ def classify(matmul: Matmul | str) -> MatmulCase:
 
 # --- plans ----------------------------------------------------------------------------------------
 
-#: plan step kinds (as `collectives.collective` spells them) → the op name in compiled HLO.
-HLO_NAME = {"all_gather": "all-gather", "reduce_scatter": "reduce-scatter", "all_reduce": "all-reduce",
-            "all_to_all": "all-to-all", "ppermute": "collective-permute"}
+# HLO_NAME (imported above from `hlo.text`, the one table): plan step kinds (as `collectives.collective`
+# spells them) → the op name in compiled HLO.
 
 
 @dataclass(frozen=True)

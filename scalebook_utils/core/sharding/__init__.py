@@ -1,6 +1,7 @@
 """Chapter 3 in one namespace (public name `sharding`): the notation (`notation`: meshes, sharded arrays,
-what each device holds) and the sharded matmul (`matmul`: the four cases, their communication plans, the
-JAX program). `notation` never imports `matmul`, so there is no import cycle; this door imports both."""
+what each device holds) and the sharded matmul (`matmul`, the public `sharded_matmul`: the four cases
+`cases`, their collectives `comm`, the plans `plans`, the JAX program `program`). Each module imports only
+`notation` and the siblings listed before it, so there is no import cycle; this door imports both halves."""
 
 from scalebook_utils.core.sharding.matmul import *  # noqa: F403  (the door re-exports the two halves' __all__)
 from scalebook_utils.core.sharding.matmul import __all__ as _matmul_all

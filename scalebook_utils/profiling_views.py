@@ -37,8 +37,8 @@ def render_timeline(spans: Sequence[Span], *, title: str = "XLA ops on the timel
                     label_min_fraction: float = 0.04) -> Figure:
     """One lane per thread, one bar per executed op (time in ms from the first op), coloured by category.
 
-    Ops longer than `label_min_fraction` of the visible span carry their HLO name. At most `max_spans` bars
-    are drawn (the earliest).
+    Ops longer than `label_min_fraction` of the visible span, and long enough for the text, carry their HLO name.
+    At most `max_spans` bars are drawn (the earliest).
     """
     spans = list(spans)[:max_spans]
     if not spans:
@@ -49,9 +49,12 @@ def render_timeline(spans: Sequence[Span], *, title: str = "XLA ops on the timel
     ax = fig.add_subplot()
     for s in spans:
         y = lanes.index(s.thread)
+        wide = s.duration_s > 3e-3 * end   # a white edge separates neighbours; on a sliver it would hide the colour
         ax.broken_barh([(s.start_s * 1e3, max(s.duration_s, end * 1e-4) * 1e3)], (y - 0.35, 0.7),
-                       facecolors=CATEGORY_COLORS.get(s.category, "#7f7f7f"), edgecolor="white", linewidth=0.4)
-        if s.duration_s >= label_min_fraction * end:
+                       facecolors=CATEGORY_COLORS.get(s.category, "#7f7f7f"),
+                       edgecolor="white" if wide else "none", linewidth=0.4)
+        # a name goes on a bar only if it fits inside it (≈ 0.8% of the span per character at this size)
+        if s.duration_s >= max(label_min_fraction, 0.008 * len(s.name)) * end:
             ax.text((s.start_s + s.duration_s / 2) * 1e3, y, s.name, ha="center", va="center", fontsize=7,
                     color="white", clip_on=True)
     ax.set_yticks(range(len(lanes)), [_short_thread(t) for t in lanes], fontsize=8)

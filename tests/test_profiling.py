@@ -291,6 +291,26 @@ def test_views_draw_the_trace_and_refuse_empty_input(trace):
     assert _is_message(PV.render_matmul_ratios([]))
 
 
+def test_timeline_names_fit_inside_their_bars():
+    """An op's name is drawn on its bar only where it fits: names once ran over their neighbours' bars."""
+    pytest.importorskip("matplotlib")
+    from figure_support import _draw
+
+    from scalebook_utils import profiling_views as PV
+
+    spans = [P.Span("tf_XLAEigen/1234567", "copy_bitcast_fusion.10", "fusion", 0.000, 0.006),  # 6% of the span
+             P.Span("tf_XLAEigen/1234567", "dot.61", "matmul", 0.006, 0.030),
+             P.Span("tf_XLAEigen/7654321", "ynn_fusion.59", "matmul", 0.040, 0.060)]
+    ax = _draw(PV.render_timeline(spans, label_min_fraction=0.05)).axes[0]
+    renderer = ax.figure.canvas.get_renderer()
+    drawn = {t.get_text(): t.get_window_extent(renderer) for t in ax.texts}
+    assert set(drawn) == {"dot.61", "ynn_fusion.59"}, drawn  # the long name on the short bar is left out
+    for s in spans:
+        if s.name in drawn:
+            x0, x1 = ax.transData.transform([(s.start_s * 1e3, 0), ((s.start_s + s.duration_s) * 1e3, 0)])[:, 0]
+            assert x0 <= drawn[s.name].x0 and drawn[s.name].x1 <= x1, s.name
+
+
 # --- the chapter's questions (registered in questions/ch09.py) --------------------------------------
 
 

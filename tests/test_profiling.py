@@ -292,7 +292,8 @@ def test_views_draw_the_trace_and_refuse_empty_input(trace):
 
 
 def test_timeline_names_fit_inside_their_bars():
-    """An op's name is drawn on its bar only where it fits: names once ran over their neighbours' bars."""
+    """An op's name is drawn on its bar only where it fits (names once ran over their neighbours' bars); a bar too
+    short for its name carries a number, and the title says which op each number is."""
     pytest.importorskip("matplotlib")
     from figure_support import _draw
 
@@ -304,11 +305,13 @@ def test_timeline_names_fit_inside_their_bars():
     ax = _draw(PV.render_timeline(spans, label_min_fraction=0.05)).axes[0]
     renderer = ax.figure.canvas.get_renderer()
     drawn = {t.get_text(): t.get_window_extent(renderer) for t in ax.texts}
-    assert set(drawn) == {"dot.61", "ynn_fusion.59"}, drawn  # the long name on the short bar is left out
-    for s in spans:
-        if s.name in drawn:
-            x0, x1 = ax.transData.transform([(s.start_s * 1e3, 0), ((s.start_s + s.duration_s) * 1e3, 0)])[:, 0]
-            assert x0 <= drawn[s.name].x0 and drawn[s.name].x1 <= x1, s.name
+    assert set(drawn) == {"dot.61", "ynn_fusion.59", "1"}, drawn  # the long name on the short bar is a number
+    assert "1 = copy_bitcast_fusion.10" in ax.get_title()
+    for s, label in zip(spans, ("1", "dot.61", "ynn_fusion.59")):
+        x0, x1 = ax.transData.transform([(s.start_s * 1e3, 0), ((s.start_s + s.duration_s) * 1e3, 0)])[:, 0]
+        assert x0 <= drawn[label].x0 and drawn[label].x1 <= x1, label
+    title = ax.title.get_window_extent(renderer)
+    assert ax.figure.bbox.x0 <= title.x0 and title.x1 <= ax.figure.bbox.x1
 
 
 # --- the chapter's questions (registered in questions/ch09.py) --------------------------------------

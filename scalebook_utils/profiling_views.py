@@ -85,7 +85,7 @@ def render_timeline(spans: Sequence[Span], *, title: str = "XLA ops on the timel
         if s.name not in keys or not fits(text, s):
             text.remove()
     if keys:   # the key, under the title (the horizontal layout, and so the bar widths, stay as measured)
-        key = textwrap.fill(", ".join(f"{k} = {n}" for n, k in keys.items()), width=90)
+        key = textwrap.fill(", ".join(f"{k}\u00a0=\u00a0{n}" for n, k in keys.items()), width=90)  # no break in "1 = op"
         ax.set_title(f"{title}\n{key}", fontsize=10)
     return fig
 

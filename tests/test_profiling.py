@@ -306,7 +306,7 @@ def test_timeline_names_fit_inside_their_bars():
     renderer = ax.figure.canvas.get_renderer()
     drawn = {t.get_text(): t.get_window_extent(renderer) for t in ax.texts}
     assert set(drawn) == {"dot.61", "ynn_fusion.59", "1"}, drawn  # the long name on the short bar is a number
-    assert "1 = copy_bitcast_fusion.10" in ax.get_title()
+    assert "1\u00a0=\u00a0copy_bitcast_fusion.10" in ax.get_title()
     for s, label in zip(spans, ("1", "dot.61", "ynn_fusion.59")):
         x0, x1 = ax.transData.transform([(s.start_s * 1e3, 0), ((s.start_s + s.duration_s) * 1e3, 0)])[:, 0]
         assert x0 <= drawn[label].x0 and drawn[label].x1 <= x1, label

@@ -47,7 +47,7 @@ def render_intensity(chip="tpu-v5e", Gs: Sequence[int] = (1, 8), *, T_max: float
         ax.plot(x, [tf.attention_intensity(t, t, g) for t in x], color=col, lw=2.2, label=f"prefill (S = T), {name}")
         ax.plot(x, [tf.attention_intensity(1, s, g) for s in x], color=col, lw=2.2, ls="--",
                 label=f"decode (T = 1), {name}")
-    ax.axhline(a, color="#d62728", lw=1.5, label=f"{spec.name} critical intensity {a:.0f} FLOPs/byte")
+    ax.axhline(a, color="#d62728", lw=1.5, label=f"{spec.name} critical intensity {a:.0f} FLOPs/byte (bf16 math)")
     t0 = 2 * a
     ax.plot([t0], [a], "o", color="#1f4e9c", ms=7, zorder=5)
     ax.annotate(f"MHA prefill compute-bound\nfor T > {t0:.0f}", (t0, a), xytext=(12, -38), textcoords="offset points",
@@ -57,7 +57,7 @@ def render_intensity(chip="tpu-v5e", Gs: Sequence[int] = (1, 8), *, T_max: float
     ax.set_ylim(0.4, T_max)
     ax.set_xlabel("length: T = S in prefill, S cached keys in decode (tokens)")
     ax.set_ylabel("arithmetic intensity (FLOPs / byte)")
-    ax.set_title("Attention intensity: prefill grows with T, decode stays below G — always memory-bound",
+    ax.set_title("Attention intensity (bf16 Q, K, V): prefill grows with T, decode stays below G — always memory-bound",
                  fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left")

@@ -394,8 +394,9 @@ def render_tp_check(slice_="4x8", precision="bf16", B: float = 64, model="llama3
     ax.set_ylim(1, top)
     ax.set_xlabel("batch B (sequences per decode step)")
     ax.set_ylabel("TP degree Y (chips)")
-    ax.set_title(f"{r['model']} {_meaning(r['precision'])} on {r['chip']}: largest TP degree before ICI dominates",
-                 fontsize=10)
+    # the setting goes in the figure's title, so the two panel titles stay short and never run into each other
+    fig.suptitle(f"{r['model']} {_meaning(r['precision'])} on {r['chip']} {r['slice']}", fontsize=10)
+    ax.set_title("largest TP degree Y before ICI dominates", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper right", fontsize=7.5)
     for attr, label, color in (("t_math", "T_math = 2BDF/(Y·C)", PALETTE[2]),
@@ -409,7 +410,7 @@ def render_tp_check(slice_="4x8", precision="bf16", B: float = 64, model="llama3
     ax2.set_ylabel("time per matmul (µs)")
     # the verdict goes in the title: a text box beside the B line would sit on the curves
     ax2.set_title(f"one [B, D]·[D, F] matmul, F over Y = {r['Y']}: {r['bound']}-bound at B = {format_number(B)}",
-                  fontsize=10)
+                  fontsize=9.5)
     ax2.grid(True, which="major", alpha=0.3)
     ax2.legend(loc="upper left", fontsize=8)
     return fig
@@ -475,7 +476,7 @@ def render_prefill(model=BOOK_70B, chip="tpu-v5e", precision="bf16", mfu: float 
                       [I.prefill_time(model, t, chip, n, precision, include_attention=True, **book).time for t in Ts])
                   for n in chips}
         here = {n: I.prefill_time(model, T, chip, n, precision, mfu=mfu, conventions="book").time for n in chips}
-        name = _label(model)
+        name, meaning = _label(model), _meaning(precision)
     except INPUT_ERRORS as exc:
         return _message_figure(f"cannot draw: {error_text(exc)}")
     fig, ax = new_figure((8.5, 4.8))
@@ -493,7 +494,8 @@ def render_prefill(model=BOOK_70B, chip="tpu-v5e", precision="bf16", mfu: float 
     _log_axes(ax)
     ax.set_xlabel("prompt length T (tokens)")
     ax.set_ylabel("prefill time (s)")
-    ax.set_title(f"{name} prefill on {get_chip(chip).name} at {_pct(mfu)} MFU: 2·P·T / (N·C·MFU)", fontsize=10)
+    ax.set_title(f"{name} {meaning} prefill on {get_chip(chip).name} at {_pct(mfu)} MFU\n"
+                 "T_prefill = 2·P·T / (N·C·MFU) on N chips", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
     return fig
@@ -716,8 +718,10 @@ def render_book_roofline(S_values: Sequence[float] = (2048, 8192, 32768), n_chip
     ax.set_xticks([t for t in (4, 5, 6, 8, 10, 15, 20, 30, 40, 60, 80, 100, 150, 200) if lo * 0.9 <= t <= hi * 1.1])
     ax.set_xlabel("latency per decode step (ms, log scale)")
     ax.set_ylabel("throughput (tokens/s per chip)")
-    ax.set_title(f"the book's roofline generator: {n_chips} × {get_chip(chip).name}, "
-                 f"{format_number(params / 1e9)}B params, {format_number(bytes_per_param)} byte each", fontsize=10)
+    fig.suptitle(f"the book's roofline generator and our planner, {n_chips} × {get_chip(chip).name}: "
+                 f"{_meaning(precision)}", fontsize=10)
+    ax.set_title(f"the book's generator: {format_number(params / 1e9)}B params, "
+                 f"{format_number(bytes_per_param)} byte each", fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right", bbox_to_anchor=(1, 0.2), fontsize=8)  # raised off the long-context curve's end
     fixed = pairs[S_mid][0]
@@ -735,8 +739,7 @@ def render_book_roofline(S_values: Sequence[float] = (2048, 8192, 32768), n_chip
                          xytext=(5, -10), textcoords="offset points", fontsize=8)
     ax2.set_xlabel("latency per decode step (ms)")
     ax2.set_ylabel("throughput (tokens/s per chip)")
-    ax2.set_title(f"S = {format_number(S_mid)}: the book's curve against our planner ({_meaning(precision)})",
-                  fontsize=10)
+    ax2.set_title(f"S = {format_number(S_mid)}: the book's curve against our planner", fontsize=10)
     ax2.grid(True, alpha=0.3)
     ax2.legend(loc="lower right", fontsize=8)
     return fig

@@ -30,11 +30,9 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 from scalebook_utils.core import topology
 from scalebook_utils.core.training import planner as T
 from scalebook_utils.core import transformer as tf
-from scalebook_utils.views.plots import new_figure
 from scalebook_utils.core.hardware import chip_names, get_chip
 from scalebook_utils.core.units import format_bytes, format_si, format_time
-from scalebook_utils.views.widgets import INPUT_ERRORS as _ERRORS, _attach, _emit, _message_figure
-from scalebook_utils.views.widgets import error_text as _msg, format_number as _num, plain_formatter as _plain_formatter
+from scalebook_utils.views._kit import (INPUT_ERRORS as _ERRORS, attach, emit, error_text as _msg, format_number as _num, format_rows, message_figure, new_figure, plain_formatter as _plain_formatter)  # noqa: F401  (re-exported: `ch05_training.X` stays)
 
 __all__ = [
     "PICTURE_PREFIX", "STEP_PREFIX", "PLANNER_PREFIX", "SCHEMES",
@@ -150,7 +148,7 @@ def render_picture(chip="tpu-v5p", shape="4x4x4", F: float = 30_000, batch_per_c
         if not F > 0:
             raise ValueError(f"F must be positive, got {F!r}")
     except _ERRORS as exc:
-        return _message_figure(f"cannot draw: {_msg(exc)}")
+        return message_figure(f"cannot draw: {_msg(exc)}")
     fig, ax = new_figure((9.0, 5.2), ax)
     lo, hi = b_range
     if batch_per_chip is not None:
@@ -220,13 +218,13 @@ def training_picture(chip: str = "tpu-v5p", shape: str = "4x4x4", F: int = 30_00
     box = W.VBox()
 
     def view(chip, shape, F, B):
-        _emit(box, picture_readout(chip, shape, F, B), lambda: render_picture(chip, shape, F, B), key=(chip, shape, F))
+        emit(box, picture_readout(chip, shape, F, B), lambda: render_picture(chip, shape, F, B), key=(chip, shape, F))
 
     controls = {"chip": chip_dd, "shape": shape_box, "F": f_box, "B": b_slider}
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([chip_dd, shape_box, pod_btn]), f_box, b_slider, out]
     values = lambda: (chip_dd.value, shape_box.value, f_box.value, b_slider.value)  # noqa: E731
-    return _attach(box, controls | {"pod": pod_btn}, out, lambda: picture_readout(*values()),
+    return attach(box, controls | {"pod": pod_btn}, out, lambda: picture_readout(*values()),
                    lambda: render_picture(*values()))
 
 
@@ -301,7 +299,7 @@ def render_step_time(chip="tpu-v5p", shape="16x16x16", D: int = 8192, F: int = 3
         c = step_time_curves(name, shp, D, F, grid)
         below = T.all_comm_bound_batch(N, F, name, max(n - 1, 1), 1)
     except _ERRORS as exc:
-        return _message_figure(f"cannot draw: {_msg(exc)}")
+        return message_figure(f"cannot draw: {_msg(exc)}")
     fig, ax = new_figure((9.0, 5.2), ax)
     labels = {"dp": f"DP (8DF per layer, {n} axes)", "fsdp": f"FSDP (12DF per layer, {n} axes)",
               "tp": "TP, Y = N (8BD per layer)", "fsdp+tp": "FSDP+TP, best X·Y split"}
@@ -390,14 +388,6 @@ def planner_rows(model="llama3-70b", chip="tpu-v5p", chips: int | None = None, s
              "memory/chip": format_bytes(e.memory.total)} for e in p.feasible[:n]]
 
 
-def format_rows(rows: Sequence[dict], columns: Sequence[str] | None = None) -> str:
-    """Rows of text cells as a fixed-width table (header, rule, one line per row)."""
-    if not rows:
-        return "(no rows)"
-    cols = list(columns or rows[0])
-    width = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in cols}
-    line = lambda r: "  ".join(str(r.get(c, "")).ljust(width[c]) for c in cols).rstrip()  # noqa: E731
-    return "\n".join([line({c: c for c in cols}), "  ".join("-" * width[c] for c in cols)] + [line(r) for r in rows])
 
 
 def planner_text(model="llama3-70b", chip="tpu-v5p", chips: int | None = None, slices: int = 1,
@@ -434,7 +424,7 @@ def render_planner(model="llama3-70b", chip="tpu-v5p", chips: int | None = None,
         p = get_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
         b = p.best
     except _ERRORS as exc:
-        return _message_figure(f"cannot draw: {_msg(exc)}", figsize=(10, 1.4))
+        return message_figure(f"cannot draw: {_msg(exc)}", figsize=(10, 1.4))
     fig = Figure(figsize=(11.0, 4.0))  # fixed margins: constrained layout would double the widget's redraw time
     ax1, ax2 = fig.subplots(1, 2, width_ratios=[1, 1.1])
     fig.subplots_adjust(left=0.115, right=0.99, bottom=0.13, top=0.86, wspace=0.42)
@@ -511,7 +501,7 @@ def planner_widget(model: str = "llama3-70b", chip: str = "tpu-v5p", chips: int 
     box = W.VBox()
 
     def view(model, chip, chips, slices, batch, seq, allow):
-        _emit(box, planner_readout(model, chip, chips, slices, batch, seq, allow),
+        emit(box, planner_readout(model, chip, chips, slices, batch, seq, allow),
               lambda: render_planner(model, chip, chips, slices, batch, seq, allow),
               key=(model, chip, chips, batch, seq, allow), lines=[planner_text(model, chip, chips, slices, batch, seq, allow, n)])
 
@@ -520,7 +510,7 @@ def planner_widget(model: str = "llama3-70b", chip: str = "tpu-v5p", chips: int 
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([model_dd, chip_dd, chips_box]), W.HBox([batch_dd, seq_dd, seq_cb]), slices_sl, out]
     values = lambda: tuple(c.value for c in controls.values())  # noqa: E731
-    return _attach(box, controls, out, lambda: planner_readout(*values()), lambda: render_planner(*values()))
+    return attach(box, controls, out, lambda: planner_readout(*values()), lambda: render_planner(*values()))
 
 
 # --- (4) thresholds for several chips ----------------------------------------------------------------------
@@ -572,7 +562,7 @@ def render_pipeline_schedule(schedule, *, title: str | None = None, ax=None) -> 
             raise ValueError(f"a schedule is a 2-D integer grid [stages, time steps]; got an array of shape "
                              f"{grid.shape} and dtype {grid.dtype}")
     except _ERRORS as exc:
-        return _message_figure(f"cannot draw: {_msg(exc)}")
+        return message_figure(f"cannot draw: {_msg(exc)}")
     P, steps = grid.shape
     M = int(grid.max()) + 1
     idle = grid < 0

@@ -22,11 +22,10 @@ from matplotlib.ticker import NullFormatter
 
 from scalebook_utils.core.training import planner as T
 from scalebook_utils.core import transformer as tf
-from scalebook_utils.views.plots import new_figure
 from scalebook_utils.core.hardware import get_chip
-from scalebook_utils.views.ch05_training import _ERRORS, _model_name, _msg, _plain_formatter, format_rows, get_plan
+from scalebook_utils.views.ch05_training import _ERRORS, _model_name, _msg, _plain_formatter, get_plan
 from scalebook_utils.core.units import format_bytes, format_si, format_time
-from scalebook_utils.views.widgets import _attach, _emit, _message_figure
+from scalebook_utils.views._kit import (attach, emit, format_rows, message_figure, new_figure)
 
 __all__ = [
     "BUDGET_PREFIX",
@@ -68,7 +67,7 @@ def render_param_breakdown(models: Sequence[str] | str = ("llama3-70b", "llama3-
     try:
         data = {tf.get_model(m).name: param_breakdown(m) for m in models}
     except _ERRORS as exc:
-        return _message_figure(f"cannot draw: {_msg(exc)}")
+        return message_figure(f"cannot draw: {_msg(exc)}")
     parts = list(next(iter(data.values())))
     fig = Figure(figsize=(5.2 * len(data), 3.4), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(data), sharey=True))
@@ -113,7 +112,7 @@ def render_days_to_train(model="llama3-70b", tokens: float = 15e12, chip="tpu-v5
         n = np.logspace(math.log10(chips_range[0]), math.log10(chips_range[1]), 200)
         curves = {m: np.array([days_to_train(name, tokens, x, spec, m) for x in n]) for m in mfus}
     except _ERRORS as exc:
-        return _message_figure(f"cannot draw: {_msg(exc)}")
+        return message_figure(f"cannot draw: {_msg(exc)}")
     fig, ax = new_figure((8.5, 4.8), ax)
     shades = ["#9ecae1", "#3182bd", "#08519c", "#08306b"]
     for i, (m, d) in enumerate(curves.items()):
@@ -191,7 +190,7 @@ def render_memory_vs_checkpoints(model="llama3-70b", batch_tokens: float = 4 * 2
         name = tf.get_model(model).name
         data = [memory_per_chip(name, batch_tokens, n_chips, k) for k in checkpoints]
     except _ERRORS as exc:
-        return _message_figure(f"cannot draw: {_msg(exc)}")
+        return message_figure(f"cannot draw: {_msg(exc)}")
     fig, ax = new_figure((8.5, 4.8), ax)
     x = np.arange(len(checkpoints))
     bottom = np.zeros(len(x))
@@ -260,7 +259,7 @@ def render_budget(model="llama3-70b", tokens: float = 15e12, chips: int = 8960, 
         if "cannot evaluate" in budget_line:
             raise ValueError(budget_line.split("cannot evaluate: ", 1)[1])
     except _ERRORS as exc:
-        return _message_figure(f"cannot draw: {_msg(exc)}")
+        return message_figure(f"cannot draw: {_msg(exc)}")
     fig = Figure(figsize=(13.0, 4.6), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
     mfus = sorted({0.2, 0.4, round(float(mfu), 2)} | {0.6})
@@ -286,14 +285,14 @@ def budget_widget(model: str = "llama3-70b", tokens: float = 15e12, chips: int =
     box = W.VBox()
 
     def view(model, tokens, chips, MFU, ckpt):
-        _emit(box, budget_readout(model, tokens, chips, MFU, ckpt, batch_tokens, chip),
+        emit(box, budget_readout(model, tokens, chips, MFU, ckpt, batch_tokens, chip),
               lambda: render_budget(model, tokens, chips, MFU, ckpt, batch_tokens, chip), key=(model, tokens, chips, ckpt))
 
     controls = {"model": model_dd, "tokens": tokens_dd, "chips": chips_box, "MFU": mfu_sl, "ckpt": ck_sl}
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([model_dd, tokens_dd, chips_box]), W.HBox([mfu_sl, ck_sl]), out]
     values = lambda: tuple(c.value for c in controls.values())  # noqa: E731
-    return _attach(box, controls, out, lambda: budget_readout(*values(), batch_tokens, chip),
+    return attach(box, controls, out, lambda: budget_readout(*values(), batch_tokens, chip),
                    lambda: render_budget(*values(), batch_tokens, chip))
 
 

@@ -28,11 +28,8 @@ from scalebook_utils.core.inference import costs as I
 from scalebook_utils.core.inference import serving as SV
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
-from scalebook_utils.views.ch07_inference import _log_axes as _log_scale
-from scalebook_utils.views.ch05_training import format_rows
-from scalebook_utils.views.ch04_transformers import PALETTE, new_figure
 from scalebook_utils.core.units import format_bytes, format_time
-from scalebook_utils.views.widgets import INPUT_ERRORS, _attach, _emit, _message_figure, error_text, format_number
+from scalebook_utils.views._kit import (INPUT_ERRORS, PALETTE, attach, emit, error_text, format_number, format_rows, log_axes as _log_scale, message_figure, new_figure)
 
 __all__ = [
     "SLICE_PREFIX", "CONFIG_PREFIX", "TP_PREFIX", "PREFILL_PREFIX", "DISAGG_PREFIX", "BOOK_CURVE_PREFIX",
@@ -177,7 +174,7 @@ def render_memory_per_slice(model=BOOK_70B, chip="tpu-v5e", S: float = 8192,
         big = smallest_slice_rows(model, chip, S, precisions, doubled=True)
         name = _label(model)
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(9.0, 4.6), layout="constrained")
     ax = fig.add_subplot()
     rows = [r for pair in zip(small, big) for r in pair]
@@ -277,7 +274,7 @@ def render_configs(model=BOOK_70B, chip="tpu-v5e", S: float = 8192, configs: Seq
         rows = config_rows(model, chip, S, configs, B=B)
         name = _label(model)
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(12.5, 4.6), layout="constrained")
     ax, ax2 = fig.subplots(1, 2, width_ratios=[1.8, 1])
     y = np.arange(len(rows))[::-1]
@@ -375,7 +372,7 @@ def render_tp_check(slice_="4x8", precision="bf16", B: float = 64, model="llama3
         cfg = tf.get_model(model)
         times = [I.tp_matmul_times(b, cfg.D, cfg.F, r["Y"], chip, precision) for b in Bs]
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(12.5, 4.6), layout="constrained")
     ax, ax2 = fig.subplots(1, 2)
     large = r["large_limit"]
@@ -427,14 +424,14 @@ def tp_check_widget(slice_: str = "4x8", precision: str = "bf16", B: int = 64, m
     box = W.VBox()
 
     def view(slice_, precision, B):
-        _emit(box, tp_check_readout(slice_, precision, B, model, chip),
+        emit(box, tp_check_readout(slice_, precision, B, model, chip),
               lambda: render_tp_check(slice_, precision, B, model, chip), key=(slice_, precision))
 
     controls = {"slice_": slice_dd, "precision": prec_dd, "B": b_sl}
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([slice_dd, prec_dd]), b_sl, out]
     values = lambda: (slice_dd.value, prec_dd.value, b_sl.value)  # noqa: E731
-    return _attach(box, {"slice": slice_dd, "precision": prec_dd, "B": b_sl}, out,
+    return attach(box, {"slice": slice_dd, "precision": prec_dd, "B": b_sl}, out,
                    lambda: tp_check_readout(*values(), model, chip), lambda: render_tp_check(*values(), model, chip))
 
 
@@ -478,7 +475,7 @@ def render_prefill(model=BOOK_70B, chip="tpu-v5e", precision="bf16", mfu: float 
         here = {n: I.prefill_time(model, T, chip, n, precision, mfu=mfu, conventions="book").time for n in chips}
         name, meaning = _label(model), _meaning(precision)
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig, ax = new_figure((8.5, 4.8))
     for i, (n, (plain, att)) in enumerate(curves.items()):
         color = PALETTE[i % len(PALETTE)]
@@ -593,7 +590,7 @@ def render_disaggregation(prompt: int = 8192, decode: int = 512, B: int = 32, pr
     try:
         d = disaggregation(prompt, decode, B, prefill_slice, generate_slice, precision, mfu, model, chip)
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(12.5, 4.6), layout="constrained")
     ax, ax2 = fig.subplots(1, 2, width_ratios=[1.7, 1])
     prompts = np.unique(np.geomspace(256, 32768, 36).round().astype(int))
@@ -649,7 +646,7 @@ def disaggregation_widget(prompt: int = 8192, decode: int = 512, B: int = 32, pr
     box = W.VBox()
 
     def view(prompt, decode, B, prefill_slice, generate_slice, precision, mfu):
-        _emit(box, disaggregation_readout(prompt, decode, B, prefill_slice, generate_slice, precision, mfu, model, chip),
+        emit(box, disaggregation_readout(prompt, decode, B, prefill_slice, generate_slice, precision, mfu, model, chip),
               lambda: render_disaggregation(prompt, decode, B, prefill_slice, generate_slice, precision, mfu,
                                             model, chip),
               key=(prefill_slice, generate_slice, precision))
@@ -660,7 +657,7 @@ def disaggregation_widget(prompt: int = 8192, decode: int = 512, B: int = 32, pr
     box.children = [W.HBox([pr_sl, de_sl]), W.HBox([b_sl, mfu_sl]), W.HBox([prec_dd, pre_dd, gen_dd]), out]
     values = lambda: tuple(c.value for c in controls.values())  # noqa: E731
     named = {k: v for k, v in controls.items() if k != "mfu"} | {"MFU": mfu_sl}
-    return _attach(box, named, out,
+    return attach(box, named, out,
                    lambda: disaggregation_readout(*values(), model, chip),
                    lambda: render_disaggregation(*values(), model, chip))
 
@@ -701,7 +698,7 @@ def render_book_roofline(S_values: Sequence[float] = (2048, 8192, 32768), n_chip
         S_mid = list(S_values)[len(S_values) // 2]
         plan = SV.plan_serving(model, chip, n_chips, precision, S_mid, batches=range(1, pairs[S_mid][0].max_batch + 1))
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(12.5, 4.8), layout="constrained")
     ax, ax2 = fig.subplots(1, 2)
     for i, (S, (fixed, book)) in enumerate(pairs.items()):

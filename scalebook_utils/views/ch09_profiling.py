@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from scalebook_utils.lab.profiling import CATEGORIES, MatmulCheck, OpRow, Span
-from scalebook_utils.views.widgets import _message_figure
+from scalebook_utils.views._kit import (message_figure)
 
 __all__ = ["CATEGORY_COLORS", "render_timeline", "render_op_table", "render_matmul_ratios"]
 
@@ -45,7 +45,7 @@ def render_timeline(spans: Sequence[Span], *, title: str = "XLA ops on the timel
     """
     spans = list(spans)[:max_spans]
     if not spans:
-        return _message_figure("cannot draw: no XLA op events (was the step run inside jax.profiler.trace?)")
+        return message_figure("cannot draw: no XLA op events (was the step run inside jax.profiler.trace?)")
     lanes = sorted({s.thread for s in spans})
     end = max(s.start_s + s.duration_s for s in spans) or 1.0
     fig = Figure(figsize=(9.0, 1.3 + 0.55 * len(lanes)), layout="constrained")
@@ -96,7 +96,7 @@ def render_op_table(rows: Sequence[OpRow], k: int = 12, *, title: str = "where t
     category, each labelled with its share of the traced op time."""
     rows = sorted(rows, key=lambda r: -r.total_s)[:max(int(k), 1)]
     if not rows:
-        return _message_figure("cannot draw: the op table is empty")
+        return message_figure("cannot draw: the op table is empty")
     vals = [(r.per_call_s if per_call else r.total_s) * 1e6 for r in rows]
     fig = Figure(figsize=(8.5, 1.0 + 0.32 * len(rows)), layout="constrained")
     ax = fig.add_subplot()
@@ -119,7 +119,7 @@ def render_matmul_ratios(checks: Sequence[MatmulCheck], k: int = 15, *,
     (1 = at the roofline), labelled with the op's sizes [B×D]·[D×F]."""
     checks = sorted(checks, key=lambda c: -c.measured_s)[:max(int(k), 1)]
     if not checks:
-        return _message_figure("cannot draw: no matmul ops in the profile")
+        return message_figure("cannot draw: no matmul ops in the profile")
     fig = Figure(figsize=(7.5, 1.2 + 0.35 * len(checks)), layout="constrained")
     ax = fig.add_subplot()
     ys = range(len(checks))[::-1]

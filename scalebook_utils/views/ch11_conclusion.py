@@ -33,7 +33,7 @@ from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import chip_names, get_chip
 from scalebook_utils.core.units import format_time
 from scalebook_utils.views.live_figure import LiveFigure
-from scalebook_utils.views.widgets import INPUT_ERRORS, _message_figure, error_text, plain_formatter
+from scalebook_utils.views._kit import (INPUT_ERRORS, error_text, message_figure, plain_formatter)
 
 __all__ = ["CAPSTONE_PREFIX", "CUSTOM", "MODEL_LABEL", "TRAIN_CHIP_LABEL", "SERVE_CHIP_LABEL", "capstone_readout", "capstone_figure", "pane_html", "layouts_html", "plan_app"]
 
@@ -264,7 +264,8 @@ def _figure_png_cached(model, train_chip, serve_chip, budget: cap.Budget, live: 
     try:
         return live.png(lambda: capstone_figure(model, train_chip, serve_chip, budget), key="capstone")
     except Exception as exc:  # noqa: BLE001 - an app never shows a traceback
-        return live.png(lambda: _message_figure(f"cannot draw: {type(exc).__name__}: {exc}"))
+        msg = f"cannot draw: {type(exc).__name__}: {exc}"
+        return live.png(lambda: message_figure(msg))
 
 
 # --- the app ------------------------------------------------------------------------------------------------------------

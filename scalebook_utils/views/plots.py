@@ -21,6 +21,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 from scalebook_utils.core import roofline
 from scalebook_utils.core.hardware import ChipSpec, get_chip
 from scalebook_utils.core.units import format_si
+from scalebook_utils.views._kit import (new_figure, si_scale, si_tick)  # noqa: F401  (re-exported: `plots.X` stays)
 
 __all__ = [
     "REGION_COLORS",
@@ -42,28 +43,8 @@ _ALGO_COLORS = ["#d62728", "#2c7fb8", "#6a3d9a", "#e6550d", "#31a354", "#636363"
 # --- small helpers --------------------------------------------------------------------------------
 
 
-def si_scale(value: float) -> tuple[float, str]:
-    """(scale, prefix) for showing `value` with an SI prefix: 1.97e14 → (1e12, "T"), 3e-5 → (1e-6, "µ")."""
-    a = abs(float(value))
-    if a == 0 or not math.isfinite(a):
-        return 1.0, ""
-    for scale, prefix in [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""),
-                          (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"), (1e-12, "p")]:
-        if a >= scale * (1 - 1e-9):
-            return scale, prefix
-    return 1e-12, "p"
 
 
-def _si_tick(unit: str = "") -> FuncFormatter:
-    """Tick labels such as '100 T' or '10 µs' (3 significant figures, SI prefix)."""
-
-    def fmt(v, _pos):
-        if v <= 0:
-            return ""
-        s = format_si(v, unit, digits=3).replace(" u", " µ")
-        return s
-
-    return FuncFormatter(fmt)
 
 
 def _plain_tick(v, _pos):
@@ -74,12 +55,6 @@ def _plain_tick(v, _pos):
     return f"{v:g}"
 
 
-def new_figure(figsize, ax=None):
-    """(fig, ax): `ax` and its figure when given (to draw into a caller's panel), else a new one-panel Figure."""
-    if ax is not None:
-        return ax.figure, ax
-    fig = Figure(figsize=figsize, layout="constrained")
-    return fig, fig.add_subplot()
 
 
 def _log_span(lo: float, hi: float) -> np.ndarray:
@@ -96,7 +71,7 @@ def _intensity_axes(ax, xlim, ylim, ylabel: str, title: str) -> None:
     ax.set_xlim(*xlim)
     ax.set_ylim(*ylim)
     ax.xaxis.set_major_formatter(FuncFormatter(_plain_tick))
-    ax.yaxis.set_major_formatter(_si_tick())
+    ax.yaxis.set_major_formatter(si_tick())
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("arithmetic intensity (FLOPs/byte)")
     ax.set_ylabel(ylabel)
@@ -338,7 +313,7 @@ def two_chip_figure(B: float = 1024, F: float = 8192, flops_per_s: float = 1.97e
     ax.set_xlim(d_lo, d_hi)
     ax.xaxis.set_major_formatter(FuncFormatter(_plain_tick))
     ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.yaxis.set_major_formatter(_si_tick("s"))
+    ax.yaxis.set_major_formatter(si_tick("s"))
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("contraction dimension D (elements, log scale)")
     ax.set_ylabel("time per chip (s, log scale)")
@@ -720,7 +695,7 @@ def bandwidth_hierarchy_figure(chip: ChipSpec | str = "tpu-v5e", dtype: str = "b
                     style="italic")
     ax.set_xscale("log")
     ax.set_xlim(lo, hi)
-    ax.xaxis.set_major_formatter(_si_tick("B/s"))
+    ax.xaxis.set_major_formatter(si_tick("B/s"))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_yticks(ys, names, fontsize=8)
     ax.set_ylim(-0.6, len(rows) - 0.4)
@@ -848,8 +823,8 @@ def collective_time_figure(kind: str, chip: ChipSpec | str = "tpu-v5e", axis_siz
                 label=f"this size: {format_si(float(n_bytes), 'B', digits=3)} → {format_si(c.seconds, 's', digits=3)}")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.xaxis.set_major_formatter(_si_tick("B"))
-    ax.yaxis.set_major_formatter(_si_tick("s"))
+    ax.xaxis.set_major_formatter(si_tick("B"))
+    ax.yaxis.set_major_formatter(si_tick("s"))
     ax.set_xlabel("bytes (n_bytes given to the cost model)")
     ax.set_ylabel("time")
     ax.grid(True, which="major", alpha=0.3)

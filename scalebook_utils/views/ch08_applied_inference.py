@@ -29,7 +29,7 @@ from scalebook_utils.core.inference import serving as SV
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
 from scalebook_utils.views.ch07_inference import _log_axes as _log_scale
-from scalebook_utils.views.ch05_training import format_rows
+from scalebook_utils.views._kit import format_rows
 from scalebook_utils.views.ch04_transformers import PALETTE, new_figure
 from scalebook_utils.core.units import format_bytes, format_time
 from scalebook_utils.views.widgets import INPUT_ERRORS, _attach, _emit, _message_figure, error_text, format_number

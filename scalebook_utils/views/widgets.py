@@ -31,9 +31,10 @@ from collections.abc import Mapping
 import ipywidgets as W
 from IPython.display import Image, clear_output, display
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
 
 from scalebook_utils.views import plots
+# re-exported (`widgets.INPUT_ERRORS`, … as before); they live in the kit every chapter's view shares
+from scalebook_utils.views._kit import INPUT_ERRORS, error_text, format_number, plain_formatter  # noqa: F401
 from scalebook_utils.core import roofline
 from scalebook_utils.core import topology
 from scalebook_utils.views.live_figure import SCREEN_DPI, LiveFigure
@@ -147,31 +148,7 @@ def _message_figure(text: str, figsize=(8.0, 1.2)) -> Figure:
     return fig
 
 
-#: what a readout or render catches from bad input and turns into a message (never a traceback in a widget)
-INPUT_ERRORS = (ValueError, KeyError, TypeError, ZeroDivisionError, OverflowError)
-
-
-def error_text(exc: BaseException) -> str:
-    """The readable part of a caught `INPUT_ERRORS` exception (a KeyError's message without its quotes)."""
-    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-
-
-def format_number(x) -> str:
-    """512 → '512', 8192.0 → '8192', 0.5 → '0.5', 851.138 → '851.1'."""
-    x = float(x)
-    return f"{x:.0f}" if x.is_integer() else f"{x:.4g}"
-
-
 _num = format_number
-
-
-def plain_formatter() -> FuncFormatter:
-    """Log-axis tick labels as plain numbers: 1000 → '1,000', 0.5 → '0.5', nothing at or below 0."""
-    def fmt(v, _p):
-        if v <= 0:
-            return ""
-        return f"{v:,.0f}" if v >= 1 else f"{v:g}"
-    return FuncFormatter(fmt)
 
 
 def _compute_dtype(mode: str) -> str:
@@ -632,30 +609,13 @@ def matmul_text(a_spec: str, b_spec: str, target: str | None = None) -> str:
     return f"{text} → {target}" if target and target.lower() != "none" else text
 
 
-_COMPILE_CACHE: dict = {}
-
-
 def compile_matmul(mesh, matmul: str) -> dict:
-    """What XLA compiles for `matmul` on 8 simulated CPU devices, against `sharding.plan` (cached).
+    """What XLA compiles for `matmul` on 8 simulated CPU devices, against `sharding.plan` (cached):
+    `lab.sharded.compile_matmul` with `mesh` a label of SHARDING_MESHES ("2×4") or the book's notation.
+    Needs jaxlab.use_simulated_devices(8) before JAX first ran."""
+    from scalebook_utils.lab import sharded  # lazy: a view imports jax only when it compiles
 
-    Returns {'collectives': Counter of HLO kinds, 'result_matches': bool, 'dynamic_slices': int,
-    'agree': bool, 'why': str (sharding.predicted_vs_compiled's explanation), 'plan': the plan at the
-    compiled sizes, 'strategy': the plan's strategy XLA's collectives match (sharding.matched_strategy:
-    plan.strategy for the book's default, an alternative's name, or None)}. Needs jaxlab.use_simulated_devices(8) before JAX first ran.
-    """
-    from scalebook_utils.lab import runtime as jaxlab
-    from scalebook_utils.core import sharding as sh
-
-    mesh_t = _mesh_text(mesh)
-    key = (str(sh.parse_mesh(mesh_t)), sh.parse_matmul(matmul).spec())
-    if key not in _COMPILE_CACHE:
-        r = jaxlab.run_sharded_matmul(matmul, mesh_t)
-        p = sh.plan(matmul, mesh_t, r["shapes"])
-        ok, why = sh.predicted_vs_compiled(p, r["collectives"], r["hlo"])
-        _COMPILE_CACHE[key] = dict(collectives=r["collectives"], result_matches=r["result_matches"],
-                                   dynamic_slices=r["dynamic_slices"], agree=ok, why=why, plan=p,
-                                   strategy=sh.matched_strategy(p, r["collectives"], r["hlo"]))
-    return _COMPILE_CACHE[key]
+    return sharded.compile_matmul(_mesh_text(mesh), matmul)
 
 
 def _sharding_eval(mesh, a_spec, b_spec, target, chip, compile, dim_size):

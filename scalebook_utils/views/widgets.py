@@ -37,7 +37,9 @@ from scalebook_utils.views.live_figure import SCREEN_DPI, LiveFigure
 from scalebook_utils.core.collectives import KINDS
 from scalebook_utils.core.hardware import CHIPS, ChipSpec, get_chip
 from scalebook_utils.core.units import format_flops, format_si, format_time
-from scalebook_utils.views._kit import (INPUT_ERRORS, attach, emit, error_text, format_number, message_figure, plain_formatter, show, static_png)  # noqa: F401  (re-exported: `widgets.X` stays)
+# re-exported (`widgets.show`, `widgets.INPUT_ERRORS`, … as before); they live in the kit every chapter's view shares
+from scalebook_utils.views._kit import (INPUT_ERRORS, attach, emit, error_text, format_number, message_figure,  # noqa: F401
+                                        plain_formatter, show, static_png)
 
 __all__ = [
     "EXPLORER_PREFIX",
@@ -81,15 +83,7 @@ EXPLORER_MODES: tuple[str, ...] = tuple(m for m in roofline.MATMUL_MODES if m !=
 
 
 
-
-
-
-
-
-
 _num = format_number
-
-
 
 
 def _compute_dtype(mode: str) -> str:
@@ -548,30 +542,13 @@ def matmul_text(a_spec: str, b_spec: str, target: str | None = None) -> str:
     return f"{text} → {target}" if target and target.lower() != "none" else text
 
 
-_COMPILE_CACHE: dict = {}
-
-
 def compile_matmul(mesh, matmul: str) -> dict:
-    """What XLA compiles for `matmul` on 8 simulated CPU devices, against `sharding.plan` (cached).
+    """What XLA compiles for `matmul` on 8 simulated CPU devices, against `sharding.plan` (cached):
+    `lab.sharded.compile_matmul` with `mesh` a label of SHARDING_MESHES ("2×4") or the book's notation.
+    Needs jaxlab.use_simulated_devices(8) before JAX first ran."""
+    from scalebook_utils.lab import sharded  # lazy: a view imports jax only when it compiles
 
-    Returns {'collectives': Counter of HLO kinds, 'result_matches': bool, 'dynamic_slices': int,
-    'agree': bool, 'why': str (sharding.predicted_vs_compiled's explanation), 'plan': the plan at the
-    compiled sizes, 'strategy': the plan's strategy XLA's collectives match (sharding.matched_strategy:
-    plan.strategy for the book's default, an alternative's name, or None)}. Needs jaxlab.use_simulated_devices(8) before JAX first ran.
-    """
-    from scalebook_utils.lab import runtime as jaxlab
-    from scalebook_utils.core import sharding as sh
-
-    mesh_t = _mesh_text(mesh)
-    key = (str(sh.parse_mesh(mesh_t)), sh.parse_matmul(matmul).spec())
-    if key not in _COMPILE_CACHE:
-        r = jaxlab.run_sharded_matmul(matmul, mesh_t)
-        p = sh.plan(matmul, mesh_t, r["shapes"])
-        ok, why = sh.predicted_vs_compiled(p, r["collectives"], r["hlo"])
-        _COMPILE_CACHE[key] = dict(collectives=r["collectives"], result_matches=r["result_matches"],
-                                   dynamic_slices=r["dynamic_slices"], agree=ok, why=why, plan=p,
-                                   strategy=sh.matched_strategy(p, r["collectives"], r["hlo"]))
-    return _COMPILE_CACHE[key]
+    return sharded.compile_matmul(_mesh_text(mesh), matmul)
 
 
 def _sharding_eval(mesh, a_spec, b_spec, target, chip, compile, dim_size):

@@ -223,6 +223,11 @@ def log_axes(ax, *, x=True, y=True, fine=False) -> None:
             axis.set_minor_formatter(NullFormatter())
 
 
+#: One colour per distinct shard (tab20-like, readable with black text).
+SHARD_COLORS = ["#8dd3c7", "#fdb462", "#bebada", "#fb8072", "#80b1d3", "#b3de69", "#fccde5", "#d9d9d9",
+                "#ffed6f", "#bc80bd", "#ccebc5", "#ffffb3", "#a6cee3", "#fdbf6f", "#cab2d6", "#b2df8a"]
+
+
 __all__ = ["attach", "emit", "figure_png", "live_figure_of", "show", "static_png", "live_output", "INPUT_ERRORS",
            "error_text", "message_figure", "format_number", "plain_formatter", "si_scale", "si_tick", "log_axes",
-           "new_figure", "PALETTE", "format_rows"]
+           "new_figure", "PALETTE", "SHARD_COLORS", "format_rows"]

@@ -7,6 +7,8 @@ Book ch. 9 "How to Profile TPU Programs", §"Trace Viewer".
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import textwrap
 from collections.abc import Sequence
 
@@ -14,8 +16,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from scalebook_utils.lab.profiling import CATEGORIES, MatmulCheck, OpRow, Span
-from scalebook_utils.views._kit import (message_figure)
+from scalebook_utils.core.hlo.ops import CATEGORIES
+from scalebook_utils.views._kit import message_figure
+
+if TYPE_CHECKING:  # the types the profiler (lab, jax) returns; a view imports lab only inside a function
+    from scalebook_utils.lab.profiling import MatmulCheck, OpRow, Span
 
 __all__ = ["CATEGORY_COLORS", "render_timeline", "render_op_table", "render_matmul_ratios"]
 

@@ -23,7 +23,7 @@ from scalebook_utils.core import roofline
 from scalebook_utils.core.hardware import VMEM_TO_HBM_RATIO, ChipSpec, bandwidth_channels, get_chip  # noqa: F401
 from scalebook_utils.core.topology import ring_hops, torus_path, torus_route_args
 from scalebook_utils.core.units import format_si
-from scalebook_utils.views._kit import (new_figure, si_scale, si_tick)  # noqa: F401  (re-exported: `plots.X` stays)
+from scalebook_utils.views._kit import (SHARD_COLORS, new_figure, si_scale, si_tick)  # noqa: F401  (re-exported: `plots.X` stays)
 
 __all__ = [
     "REGION_COLORS",
@@ -653,9 +653,6 @@ def bandwidth_hierarchy_figure(chip: ChipSpec | str = "tpu-v5e", dtype: str = "b
 __all__ += ["SHARD_COLORS", "sharding_blocks_figure", "collective_knee_bytes", "collective_time_figure",
             "ALLGATHER_AXES", "allgather_axes_figure"]
 
-#: One colour per distinct shard (tab20-like, readable with black text).
-SHARD_COLORS = ["#8dd3c7", "#fdb462", "#bebada", "#fb8072", "#80b1d3", "#b3de69", "#fccde5", "#d9d9d9",
-                "#ffed6f", "#bc80bd", "#ccebc5", "#ffffb3", "#a6cee3", "#fdbf6f", "#cab2d6", "#b2df8a"]
 
 
 def _device_id(coords, sizes) -> int:

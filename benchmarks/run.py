@@ -190,10 +190,10 @@ def bench_notebooks(quick: bool) -> str:
             km = KernelManager(kernel_name="python3", transport="ipc", ip=str(Path(tmp) / "kernel"))
             starts, cell_s = {}, {}
 
-            def on_start(cell, cell_index, **_):
+            def on_start(cell, cell_index, starts=starts, **_):   # this notebook's dicts, bound now
                 starts[cell_index] = time.perf_counter()
 
-            def on_done(cell, cell_index, **_):
+            def on_done(cell, cell_index, starts=starts, cell_s=cell_s, **_):
                 cell_s[cell_index] = time.perf_counter() - starts.get(cell_index, time.perf_counter())
 
             client = NotebookClient(nb, km=km, timeout=cell_timeout, kernel_name="python3",

@@ -65,7 +65,7 @@ def dtype_bytes(dtype: str) -> float:
 
 def _real(v) -> float | None:
     """`v` as a float if it is a real number (numpy scalars and 0-d arrays included, bool excluded), else None."""
-    if isinstance(v, bool) or isinstance(v, (str, bytes)):
+    if isinstance(v, (bool, str, bytes)):
         return None
     if isinstance(v, numbers.Real):
         return float(v)
@@ -238,7 +238,7 @@ def format_si(value: float, unit: str = "", digits: int = 3) -> str:
         return f"{value:g} {unit}".strip()
     a = abs(value)
     table = _FORMAT_PREFIXES if a >= 1 else _SMALL_PREFIXES
-    for scale, prefix in table:
+    for scale, prefix in table:  # noqa: B007 - the loop's last (scale, prefix) is the one used below
         if a >= scale * (1 - 1e-12):
             break
     else:

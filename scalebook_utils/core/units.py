@@ -84,12 +84,16 @@ def require_number(name: str, v, *, minimum: float | None = None, above: float |
     ValueError: t_math_s must be a finite number ≥ 0, got -1
     """
     what = "a finite number" if finite else "a number"
-    if minimum is not None:
-        what += f" ≥ {minimum:g}"
-    if above is not None:
-        what += f" > {above:g}"
-    if maximum is not None:
-        what += f" ≤ {maximum:g}"
+    if maximum is not None and (minimum is None) != (above is None):   # a range reads as one: "in (0, 1]"
+        low, bracket = (minimum, "[") if above is None else (above, "(")
+        what += f" in {bracket}{low:g}, {maximum:g}]"
+    else:
+        if minimum is not None:
+            what += f" ≥ {minimum:g}"
+        if above is not None:
+            what += f" > {above:g}"
+        if maximum is not None:
+            what += f" ≤ {maximum:g}"
     x = _real(v)
     if x is None:
         raise WrongTypeError(f"{name} must be {what}, got {v!r}")

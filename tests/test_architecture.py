@@ -47,10 +47,7 @@ def _path(module: str) -> Path:
 def _imports(module: str, source: str | None = None):
     """(imported module, names, at module level?) for every import in `module` (or in `source`, read as it)."""
     tree = ast.parse(_path(module).read_text() if source is None else source)
-    top = set(map(id, tree.body))
-    for stmt in tree.body:                                         # `if TYPE_CHECKING:` blocks are not run
-        if isinstance(stmt, ast.If) and "TYPE_CHECKING" in ast.unparse(stmt.test):
-            top |= {id(n) for n in ast.walk(stmt)}
+    top = set(map(id, tree.body))   # module-level statements; `if TYPE_CHECKING:` imports never run, like lazy ones
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:

@@ -215,11 +215,17 @@ def test_two_chip_explorer_sliders_drive_the_readout():
 
 
 def test_a_view_never_raises_even_if_drawing_fails(monkeypatch):
+    from scalebook_utils.views import ch01_rooflines  # the builder looks its render up here, not on the façade
+
+    calls = []
+
     def broken(*args, **kwargs):
+        calls.append(args)
         raise RuntimeError("renderer exploded")
 
-    monkeypatch.setattr(widgets, "render_explorer", broken)
+    monkeypatch.setattr(ch01_rooflines, "render_explorer", broken)
     box = widgets.roofline_explorer(B=512)  # the initial view runs here
+    assert calls, "the patched render was not the one the view drew with"
     assert box.last_readout == widgets.explorer_readout("tpu-v5e", "bf16", 8192, 8192, 512)
     assert box.last_png.startswith(b"\x89PNG")  # a picture of the error message instead
     box.controls["B"].value = 64
@@ -240,3 +246,19 @@ def test_show_displays_one_output_with_the_live_widget_and_its_png(monkeypatch):
     assert raw is True
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == box.model_id
     assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")
+
+
+def test_the_facades_re_export_each_chapter_modules_public_names():
+    """`widgets` and `plots` define nothing: each public name of the ch. 1-3 view modules is on one of them."""
+    from scalebook_utils import plots
+    from scalebook_utils.views import ch01_figures, ch01_rooflines, ch02_tpus, ch03_sharding
+
+    for mod in (ch01_figures, ch01_rooflines, ch02_tpus, ch03_sharding):
+        for name in mod.__all__:
+            facade = widgets if name in widgets.__all__ else plots
+            assert name in facade.__all__, f"{mod.__name__}.{name} is in neither façade's __all__"
+            assert getattr(facade, name) is getattr(mod, name), f"{facade.__name__}.{name}"
+    for facade in (widgets, plots):
+        own = sorted(n for n, v in vars(facade).items() if getattr(v, "__module__", None) == facade.__name__)
+        assert own == [], f"{facade.__name__} defines {own}: a façade only re-exports"
+        assert all(hasattr(facade, n) for n in facade.__all__)

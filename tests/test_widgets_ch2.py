@@ -10,6 +10,7 @@ from IPython.display import Image  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from scalebook_utils import topology, widgets  # noqa: E402
+from scalebook_utils.views._kit import tpu_names  # noqa: E402
 
 SLICE_LINE = re.compile(r"^slice calculator: (\S+) (\S+) → ([\d,]+) chips, ([\d,]+) hosts, ([\d,]+) TensorCores, "
                         r"[\d.]+ [PET]?FLOP/s bf16, [\d.]+ [GTP]B HBM \| wraparound per axis: ((?:yes|no)(?:/(?:yes|no))*)"
@@ -33,7 +34,7 @@ def test_slice_readout_book_pods():  # book ch. 2, Question 2
 
 
 def test_slice_readout_agrees_with_topology_for_every_tpu_pod():
-    for chip in widgets._tpu_names():
+    for chip in tpu_names():
         p = topology.pod(chip)
         line = widgets.slice_readout(chip, "x".join(map(str, p.shape)))
         assert SLICE_LINE.match(line), line

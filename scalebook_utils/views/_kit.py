@@ -4,8 +4,9 @@
   (`.controls`, `.readout()`, `.snapshot()`…), `emit` prints a view's line and draws its figure (through the
   box's `LiveFigure`), `show` displays a widget once with its static PNG, `live_output` redraws once per change.
 - Messages instead of tracebacks: `INPUT_ERRORS`, `error_text`, `message_figure`.
-- Formatting and figures: `format_number`, `plain_formatter`, `si_scale`, `si_tick`, `log_axes`, `new_figure`,
-  `PALETTE`, `format_rows` (fixed-width text tables).
+- Formatting and figures: `format_number`, `plain_formatter`, `si_scale`, `si_tick`, `log_axes`, `log_span`,
+  `new_figure`, `PALETTE`, `LINE_COLORS`, `SHARD_COLORS`, `format_rows` (fixed-width text tables).
+- TPU pickers: `tpu_names` (a chip dropdown's options), `format_shape` ((4, 4) → "4x4", as a shape box takes it).
 """
 
 from __future__ import annotations
@@ -13,15 +14,18 @@ from __future__ import annotations
 import base64
 import io
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import ipywidgets as W
+import numpy as np
 from IPython.display import Image, clear_output, display
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
 
+from scalebook_utils.core.hardware import chip_names
 from scalebook_utils.core.units import format_si
 from scalebook_utils.views.live_figure import LiveFigure
+
 
 def static_png(fig: Figure, dpi: int = 100) -> Image:
     """The figure as a PNG `IPython.display.Image` (a notebook's static snapshot of a widget)."""
@@ -152,6 +156,11 @@ def si_tick(unit: str = "") -> FuncFormatter:
     return FuncFormatter(fmt)
 
 
+def log_span(lo: float, hi: float) -> np.ndarray:
+    """400 points from `lo` to `hi`, evenly spaced on a log axis (the x values of a log-log curve)."""
+    return np.logspace(math.log10(lo), math.log10(hi), 400)
+
+
 def new_figure(figsize, ax=None):
     """(fig, ax): `ax` and its figure when given (to draw into a caller's panel), else a new one-panel Figure."""
     if ax is not None:
@@ -162,6 +171,18 @@ def new_figure(figsize, ax=None):
 
 #: Line colours of every chapter-4 figure, in order.
 PALETTE = ["#1f4e9c", "#e6550d", "#31a354", "#7b3294", "#d62728", "#8c6d31"]
+#: Line colours of the chapter 1-3 figures (rooflines, collective times), in order.
+LINE_COLORS = ["#1f4e9c", "#7b3294", "#008080", "#b35806"]
+
+
+def tpu_names() -> list[str]:
+    """The TPU names of `hardware.CHIPS` (what a chip dropdown of chapters 2, 3 and 5 offers)."""
+    return chip_names("tpu")
+
+
+def format_shape(shape) -> str:
+    """(4, 4) → '4x4', (16, 20, 28) → '16x20x28': a slice shape as a shape box reads it."""
+    return "x".join(str(n) for n in shape)
 
 
 def live_output(controls: dict, view, on_change: dict | None = None):
@@ -230,4 +251,5 @@ SHARD_COLORS = ["#8dd3c7", "#fdb462", "#bebada", "#fb8072", "#80b1d3", "#b3de69"
 
 __all__ = ["attach", "emit", "figure_png", "live_figure_of", "show", "static_png", "live_output", "INPUT_ERRORS",
            "error_text", "message_figure", "format_number", "plain_formatter", "si_scale", "si_tick", "log_axes",
-           "new_figure", "PALETTE", "SHARD_COLORS", "format_rows"]
+           "log_span", "new_figure", "PALETTE", "LINE_COLORS", "SHARD_COLORS", "format_rows", "tpu_names",
+           "format_shape"]

@@ -3,9 +3,9 @@
 
 The same three layers as `transformer_views` (DESIGN §3): a pure *readout* returning one deterministic line with
 a fixed prefix, a *render* function returning a matplotlib Figure, and a *builder* wiring ipywidgets controls to
-both (``.controls``, ``.readout()``, ``.last_readout``, ``.snapshot()``, as `widgets._attach` gives them). Bad
+both (``.controls``, ``.readout()``, ``.last_readout``, ``.snapshot()``, as `_kit.attach` gives them). Bad
 input (an unknown model or chip, a step past the last chunk) gives a readable line and a message figure, never an
-exception. The helpers (`INPUT_ERRORS`, `PALETTE`, `live_output`, …) are `transformer_views`'s.
+exception. The helpers (`INPUT_ERRORS`, `PALETTE`, `live_output`, …) are `views._kit`'s.
 
 Book ch. 4 "All the Transformer Math You Need to Know":
 

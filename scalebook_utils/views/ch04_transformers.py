@@ -3,7 +3,7 @@
 The same three layers as `widgets` and `training_views` (DESIGN §3): a pure *readout* returning one
 deterministic line with a fixed prefix (tests and the browser test wait for it), a *render* function returning
 a matplotlib Figure, and a *builder* wiring ipywidgets controls to both (``.controls``, ``.readout()``,
-``.last_readout``, ``.snapshot()``, as `widgets._attach` gives them). Bad input (K not dividing N, a zero size,
+``.last_readout``, ``.snapshot()``, as `_kit.attach` gives them). Bad input (K not dividing N, a zero size,
 an unknown chip) gives a readable line and a message figure, never an exception.
 
 Book ch. 4 "All the Transformer Math You Need to Know":
@@ -15,10 +15,10 @@ Book ch. 4 "All the Transformer Math You Need to Know":
 3. `render_kv_cache` — KV cache against context length for MHA/GQA/MQA, bf16 and int8 (8 GiB;
    "Key-Value (KV) caching");
 4. `render_moe_critical_batch` — the MoE critical batch 120·E/k (DeepSeek: 3840; ch4.q8;
-   "Sparsity and Mixture-of-Experts").
+   "Sparsity and Mixture-of-Experts"); it lives in `ch04_moe` and is re-exported here.
 
 The attention views of the chapter (attention's share of the FLOPs, its arithmetic intensity, flash attention
-step by step) are in `attention_views`, which shares the helpers below (`INPUT_ERRORS` … `live_output`).
+step by step) are in `attention_views`; the plumbing both use (`INPUT_ERRORS` … `live_output`) is `views._kit`'s.
 """
 
 from __future__ import annotations
@@ -35,8 +35,21 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
-from scalebook_utils.core.units import dtype_bytes, format_count, format_si
-from scalebook_utils.views._kit import (INPUT_ERRORS, PALETTE, attach, emit, error_text, format_number, live_output, message_figure, new_figure, plain_formatter, static_png)  # noqa: F401  (re-exported: `ch04_transformers.X` stays)
+from scalebook_utils.core.units import format_count, format_si
+from scalebook_utils.views._kit import (  # noqa: F401 - PALETTE … static_png: re-exported (`transformer_views.X` stays)
+    INPUT_ERRORS,
+    PALETTE,
+    attach,
+    emit,
+    error_text,
+    format_number,
+    live_output,
+    message_figure,
+    new_figure,
+    plain_formatter,
+    static_png,
+)
+from scalebook_utils.views.ch04_moe import MOE_PREFIX, moe_coefficient, moe_readout, render_moe_critical_batch
 
 __all__ = [
     "CALC_PREFIX", "REMAT_PREFIX", "KV_PREFIX", "MOE_PREFIX",
@@ -53,7 +66,6 @@ __all__ = [
 CALC_PREFIX = "calculator: "
 REMAT_PREFIX = "remat: "
 KV_PREFIX = "KV cache: "
-MOE_PREFIX = "MoE critical batch: "
 
 #: The calculator's model choice that takes the sizes from the boxes as they are.
 CUSTOM = "custom"
@@ -439,7 +451,7 @@ def render_kv_cache(Ks: Sequence[int] = (64, 8, 1), *, L: int = KV_EXAMPLE["L"],
         c = PALETTE[i % len(PALETTE)]
         ax.plot(S, curves[(K, "bf16")], color=c, lw=2, label=f"{_kv_label(K, N)} K = {K}, bf16")
         ax.plot(S, curves[(K, "int8")], color=c, lw=1.6, ls="--", label=f"{_kv_label(K, N)} K = {K}, int8")
-    for j, spec in enumerate(specs):
+    for spec in specs:
         ax.axhline(spec.hbm_bytes, color="0.45", lw=1, ls=":")
         ax.text(lo * 1.1, spec.hbm_bytes * 1.08, f"{spec.name} HBM ({format_si(spec.hbm_bytes, 'B', 3)})",
                 fontsize=7.5, ha="left", va="bottom", color="0.35")
@@ -466,73 +478,4 @@ def render_kv_cache(Ks: Sequence[int] = (64, 8, 1), *, L: int = KV_EXAMPLE["L"],
                  fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8, ncol=2, framealpha=0.9)
-    return fig
-
-
-# --- (4) MoE critical batch -----------------------------------------------------------------------------------
-
-
-def moe_coefficient(chip: str = "tpu-v5e", weight_dtype: str = "int8", flops_dtype: str = "bf16") -> float:
-    """c in B_crit = c · E/k: (C/W_hbm) · bytes_per_weight / 2 (`transformer.moe_critical_batch`; v5e, int8: 120)."""
-    probe = tf.TransformerConfig("probe", L=1, D=1, F=1, N=1, K=1, H=1, V=1, E=1, k=1)
-    return tf.moe_critical_batch(probe, chip, weight_dtype, flops_dtype)
-
-
-def moe_readout(chip: str = "tpu-v5e", weight_dtype: str = "int8", E: int = 256, k: int = 8) -> str:
-    """``MoE critical batch: tpu-v5e, int8 weights, bf16 FLOPs → B > 120·E/k tokens | E=256, k=8 (DeepSeek):
-    3844 tokens (book, α = 240: 3840)``."""
-    try:
-        c = moe_coefficient(chip, weight_dtype)
-        spec = get_chip(chip)
-        if not (isinstance(E, int) and isinstance(k, int) and 1 <= k <= E):
-            raise ValueError(f"need integers 1 ≤ k ≤ E, got E={E!r}, k={k!r}")
-    except INPUT_ERRORS as exc:
-        return f"{MOE_PREFIX}{chip}, {weight_dtype} weights → cannot evaluate: {error_text(exc)}"
-    book = round(spec.critical_intensity("bf16")) * dtype_bytes(weight_dtype) / 2 * E / k
-    who = " (DeepSeek)" if (E, k) == (256, 8) else ""
-    return (f"{MOE_PREFIX}{spec.name}, {weight_dtype} weights, bf16 FLOPs → B > {c:.0f}·E/k tokens | "
-            f"E={E}, k={k}{who}: {c * E / k:,.0f} tokens (book, α = {round(spec.critical_intensity('bf16'))}: "
-            f"{book:,.0f})")
-
-
-def render_moe_critical_batch(chip: str = "tpu-v5e", weight_dtypes: Sequence[str] = ("int8", "bf16"), *,
-                              ratios: tuple[float, float] = (1, 64), ax=None) -> Figure:
-    """Log-log critical batch (tokens) against sparsity E/k for each weight dtype on `chip`; DeepSeek-V3
-    (E = 256, k = 8: 3840 tokens with int8 weights on v5e) and the ch. 7 MoE (E = 16, k = 2) marked."""
-    try:
-        spec = get_chip(chip)
-        coef = {d: moe_coefficient(spec.name, d) for d in weight_dtypes}
-        lo, hi = ratios
-        if not 1 <= lo < hi:
-            raise ValueError(f"ratios must be 1 ≤ lo < hi, got {ratios}")
-    except INPUT_ERRORS as exc:
-        return message_figure(f"cannot draw: {error_text(exc)}")
-    fig, ax = new_figure((9.0, 5.0), ax)
-    r = np.logspace(math.log2(lo), math.log2(hi), 100, base=2)
-    for i, (d, c) in enumerate(coef.items()):
-        ax.plot(r, c * r, color=PALETTE[i], lw=2, label=f"{d} weights: B > {c:.0f}·E/k")
-        ax.plot([1], [c], "s", color=PALETTE[i], ms=6)
-    first = next(iter(coef))
-    book = round(spec.critical_intensity("bf16")) * dtype_bytes(first) / 2
-    for (E, k, who) in ((256, 8, "DeepSeek-V3"), (16, 2, "ch. 7 MoE")):
-        if lo <= E / k <= hi:
-            v = coef[first] * E / k
-            ax.plot([E / k], [v], "o", color="black", ms=7, zorder=6)
-            ax.annotate(f"{who}: E = {E}, k = {k}, E/k = {E // k}\n{v:,.0f} tokens with {first} weights\n"
-                        f"(book, α = {round(spec.critical_intensity('bf16'))}: {book * E / k:,.0f})", (E / k, v),
-                        xytext=(-85, -80), textcoords="offset points", fontsize=8,
-                        arrowprops={"arrowstyle": "->", "color": "0.3"})
-    ax.plot([], [], "s", color="0.4", label="E/k = 1: the dense critical batch")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlim(lo / 1.08, hi * 1.08)
-    ax.xaxis.set_major_formatter(plain_formatter())
-    ax.yaxis.set_major_formatter(plain_formatter())
-    ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("sparsity E/k (experts per activated expert)")
-    ax.set_ylabel("critical batch (tokens per step)")
-    ax.set_title(f"MoE layer on {spec.name} (bf16 FLOPs): compute-bound when 2kBDF / (E·D·F·bytes) > "
-                 f"{spec.critical_intensity('bf16'):.0f}", fontsize=10)
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8)
     return fig

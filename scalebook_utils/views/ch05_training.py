@@ -3,7 +3,7 @@
 The same three layers as `widgets` (DESIGN §3): a pure *readout* returning one deterministic line with a
 fixed prefix (tests and the browser test wait for it), a *render* function returning a matplotlib Figure,
 and a *builder* wiring ipywidgets controls to both (``.controls``, ``.readout()``, ``.last_readout``,
-``.snapshot()``, as `widgets._attach` gives them). Bad input (an unknown model, a slice shape that is not a
+``.snapshot()``, as `_kit.attach` gives them). Bad input (an unknown model, a slice shape that is not a
 shape) gives a readable line and a message figure, never an exception.
 
 This module draws the chapter's central picture (T_math / T_comms of DP, FSDP, TP and FSDP+TP against the
@@ -29,13 +29,13 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from scalebook_utils.core.training import planner as T
 from scalebook_utils.core import transformer as tf
-from scalebook_utils.core.hardware import chip_names, get_chip
+from scalebook_utils.core.hardware import get_chip
 # the numbers these views show (pure, in core; re-exported here: training_views.slice_info, … as before)
 from scalebook_utils.core.training.pictures import (SCHEMES, get_plan, model_name, picture_ratios, picture_thresholds,
                                                     rank_schemes, slice_info, step_time_curves, threshold_rows)
 from scalebook_utils.core.units import format_bytes, format_si, format_time
 from scalebook_utils.views._kit import (INPUT_ERRORS, attach, emit, error_text, format_number, format_rows, message_figure, new_figure,
-                                        plain_formatter)  # noqa: F401  (format_rows re-exported: `training_views.format_rows` stays)
+                                        plain_formatter, format_shape, tpu_names)  # noqa: F401  (format_rows re-exported: `training_views.format_rows` stays)
 
 __all__ = [
     "PICTURE_PREFIX", "STEP_PREFIX", "PLANNER_PREFIX", "SCHEMES",
@@ -67,14 +67,6 @@ def _si_formatter(unit: str = "") -> FuncFormatter:
     return FuncFormatter(lambda v, _p: "" if v <= 0 else format_si(v, unit, digits=3).replace(" u", " µ"))
 
 
-def _tpu_names() -> list[str]:
-    return chip_names("tpu")
-
-
-def _fmt_shape(shape) -> str:
-    return "x".join(str(n) for n in shape)
-
-
 # --- (1) the chapter's central picture: T_math / T_comms against the batch per chip ---------------------
 
 
@@ -94,7 +86,7 @@ def picture_readout(chip="tpu-v5p", shape="4x4x4", F: float = 30_000, batch_per_
     best, *rest = rank_schemes(r)
     bound = "compute-bound" if r[best] >= 1 else "communication-bound"
     others = " | ".join(f"{SCHEMES[s]} {_ratio(r[s])}" for s in rest)
-    return (f"{head} on {name} {_fmt_shape(shp)} (N={N}, {n} axes), F={format_number(F)} → {SCHEMES[best]} {bound} "
+    return (f"{head} on {name} {format_shape(shp)} (N={N}, {n} axes), F={format_number(F)} → {SCHEMES[best]} {bound} "
             f"(ratio {_ratio(r[best])}) | {others} | thresholds: FSDP α/M_X={th['fsdp']:.0f}, "
             f"FSDP+TP α²/(M_X·M_Y·F)={th['fsdp+tp']:.0f}")
 
@@ -162,7 +154,7 @@ def render_picture(chip="tpu-v5p", shape="4x4x4", F: float = 30_000, batch_per_c
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("batch per chip B/N (tokens)")
     ax.set_ylabel(r"$T_\mathrm{math}\,/\,T_\mathrm{comms}$ (> 1: compute-bound)")
-    ax.set_title(f"{name} {_fmt_shape(shp)} (N = {N}, {n} axes), F = {format_number(F)}: "
+    ax.set_title(f"{name} {format_shape(shp)} (N = {N}, {n} axes), F = {format_number(F)}: "
                  "FLOPs time / communication time per layer", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
@@ -172,14 +164,14 @@ def render_picture(chip="tpu-v5p", shape="4x4x4", F: float = 30_000, batch_per_c
 def training_picture(chip: str = "tpu-v5p", shape: str = "4x4x4", F: int = 30_000,
                      batch_per_chip: float = 850) -> W.VBox:
     """Chip, slice shape, F and a log slider "B/N"; prints `picture_readout` and draws `render_picture`."""
-    chip_dd = W.Dropdown(options=_tpu_names(), value=get_chip(chip).name, description="chip")
+    chip_dd = W.Dropdown(options=tpu_names(), value=get_chip(chip).name, description="chip")
     shape_box = W.Text(value=shape, description="slice", continuous_update=False,
                        placeholder="e.g. 4x4x4 or 16x20x28")
     pod_btn = W.Button(description="full pod", tooltip="set the slice to this chip's pod")
     f_box = W.BoundedIntText(value=int(F), min=1, max=10**7, step=1024, description="F")
     b_slider = W.FloatLogSlider(value=batch_per_chip, base=10, min=0, max=5, step=0.01, description="B/N",
                                 readout_format=",.0f", continuous_update=False, layout=W.Layout(width="60%"))
-    pod_btn.on_click(lambda _b: setattr(shape_box, "value", _fmt_shape(get_chip(chip_dd.value).pod_shape)))
+    pod_btn.on_click(lambda _b: setattr(shape_box, "value", format_shape(get_chip(chip_dd.value).pod_shape)))
     box = W.VBox()
 
     def view(chip, shape, F, B):
@@ -210,7 +202,7 @@ def step_time_readout(chip="tpu-v5p", shape="16x16x16", D: int = 8192, F: int = 
              f"{format_time(float(c[s][0]))}" for s in SCHEMES]
     fastest = min(SCHEMES, key=lambda s: c[s][0] if math.isfinite(c[s][0]) else math.inf)
     bound = "compute-bound" if c[fastest][0] <= c["math"][0] else "communication-bound"
-    return (f"{head} on {name} {_fmt_shape(shp)} (N={N}), D={D}, F={F} → per layer T_math="
+    return (f"{head} on {name} {format_shape(shp)} (N={N}), D={D}, F={F} → per layer T_math="
             f"{format_time(float(c['math'][0]))} | comms: " + " | ".join(parts) +
             f" | best {SCHEMES[fastest]}: {bound} | every scheme comm-bound below B≈{format_si(below, digits=3)}")
 
@@ -254,7 +246,7 @@ def render_step_time(chip="tpu-v5p", shape="16x16x16", D: int = 8192, F: int = 3
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("total batch B (tokens)")
     ax.set_ylabel("time per layer, forward + backward (s)")
-    ax.set_title(f"{name} {_fmt_shape(shp)} (N = {N}), D = {D}, F = {F}: communication vs FLOPs time",
+    ax.set_title(f"{name} {format_shape(shp)} (N = {N}), D = {D}, F = {F}: communication vs FLOPs time",
                  fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
@@ -396,7 +388,7 @@ def planner_widget(model: str = "llama3-70b", chip: str = "tpu-v5p", chips: int 
     spec = get_chip(chip)
     models = list(tf.MODELS)
     model_dd = W.Dropdown(options=models if model in models else [model] + models, value=model, description="model")
-    chip_dd = W.Dropdown(options=[c for c in _tpu_names() if get_chip(c).pod_chips], value=spec.name,
+    chip_dd = W.Dropdown(options=[c for c in tpu_names() if get_chip(c).pod_chips], value=spec.name,
                          description="chip")
     chips_box = W.BoundedIntText(value=int(chips or spec.pod_chips), min=1, max=10**6, description="chips/slice")
     slices_sl = W.IntSlider(value=slices, min=1, max=16, description="slices", continuous_update=False)

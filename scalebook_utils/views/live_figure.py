@@ -1,4 +1,4 @@
-"""One widget's figure between slider steps, drawn fast: `LiveFigure` (used by `widgets._emit` for every view).
+"""One widget's figure between slider steps, drawn fast: `LiveFigure` (used by `_kit.emit` for every view).
 
 A slider step used to build a new matplotlib Figure, lay it out (constrained layout) and PNG-encode it with
 savefig: ≈ 0.4 s of CPU for the chapter-1 roofline explorer. Here a widget keeps one figure at `SCREEN_DPI`; its

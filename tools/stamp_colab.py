@@ -77,7 +77,7 @@ def install_block(stamp: dict, requires: tuple[str, ...]) -> list[str]:
     """The lines of the setup cell's install block (from `try:` to `    import scalebook_utils`)."""
     fn = ["    " + line if line else "" for line in function_source().rstrip("\n").split("\n")]
     return ["try:",
-            "    import scalebook_utils",
+            "    import scalebook_utils  # noqa: F401 - only asks whether it is installed",
             "except ImportError:  # not installed here (Colab, Kaggle): install it. Block written by tools/stamp_colab.py",
             f"    SCALEBOOK_SOURCE = {stamp['source']!r}  # $SCALEBOOK_SOURCE overrides",
             f"    SCALEBOOK_REQUIRES = {requires!r}",

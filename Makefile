@@ -6,7 +6,7 @@ STAMP := $(VENV)/.scalebook-installed
 
 PROFILE_DIR ?= notebooks/profiles/ch09
 
-.PHONY: lab app profile test test-main test-oldest-jax test-colab-jax test-colab test-colab-all colab bench notebooks exercises setup
+.PHONY: lab app profile lint test test-main test-oldest-jax test-colab-jax test-colab test-colab-all colab bench notebooks exercises setup
 
 OLDJAX_VENV ?= .venv-oldjax
 OLDJAX_PY := $(OLDJAX_VENV)/bin/python
@@ -38,9 +38,14 @@ app: $(STAMP)
 profile: $(STAMP)
 	$(PY) -m scalebook_utils.lab.xprof_server $(PROFILE_DIR)
 
-## Run the whole test suite: unit tests, book numbers, grader, browser, nbval over notebooks/ + solutions/,
+## ruff (the rules and the format are in pyproject.toml): the package, tests, tools, benchmarks and notebooks.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+## Run the whole test suite: lint, unit tests, book numbers, grader, browser, nbval over notebooks/ + solutions/,
 ## then the JAX layer and the core against the oldest supported JAX and against Colab's JAX, then the Colab-like run.
-test: test-main test-oldest-jax test-colab-jax test-colab
+test: lint test-main test-oldest-jax test-colab-jax test-colab
 
 ## Two pytest workers (pytest-xdist; --dist loadfile keeps each notebook and each test module on one worker).
 TEST_JOBS ?= 2

@@ -373,9 +373,7 @@ def bench_capstone(quick: bool) -> str:
     title = "capstone (ch. 11): plan_model and the app"
     from scalebook_utils import capstone
 
-    def clear():
-        capstone._training_plan.cache_clear()
-        capstone._serving.cache_clear()
+    clear = capstone.clear_caches
 
     cases = [("llama3-70b", "tpu-v5p", "tpu-v5e", capstone.Budget()),
              ("llama3-70b", "h100", "h100", capstone.Budget(train_chips=4096, mfu=0.45)),

@@ -145,6 +145,29 @@ def test_figures_are_labelled_with_units():
     assert "(ms" in figs["book"].axes[0].get_xlabel() and "tokens/s" in figs["book"].axes[0].get_ylabel()
 
 
+def test_titles_fit_the_figure_and_do_not_overlap():
+    """Every title (the figure's and each panel's) lies inside the figure and no two overlap — the TP check's and
+    the book-generator figure's panel titles once ran into each other or off the edge — and each figure names
+    its precision mode."""
+    figs = {"tp": A.render_tp_check(), "prefill": A.render_prefill(), "book": A.render_book_roofline(),
+            "configs": A.render_configs(), "disagg": A.render_disaggregation()}
+    for name, fig in figs.items():
+        _draw(fig)
+        renderer = fig.canvas.get_renderer()
+        frame = fig.bbox
+        titles = [ax.title for ax in fig.axes if ax.get_title()] + ([fig._suptitle] if fig._suptitle else [])
+        boxes = [t.get_window_extent(renderer) for t in titles]
+        for t, b in zip(titles, boxes):
+            assert b.x0 >= frame.x0 - 1 and b.x1 <= frame.x1 + 1 and b.y1 <= frame.y1 + 1, (name, t.get_text())
+        for i in range(len(boxes)):
+            for j in range(i + 1, len(boxes)):
+                assert not boxes[i].overlaps(boxes[j]), (name, titles[i].get_text(), titles[j].get_text())
+    for name in ("tp", "prefill", "book"):
+        text = " ".join(t.get_text() for t in [ax.title for ax in figs[name].axes]
+                        + ([figs[name]._suptitle] if figs[name]._suptitle else []))
+        assert "math)" in text, (name, text)  # e.g. "bf16 (bf16 weights + KV, bf16 math)"
+
+
 def test_disaggregation_widget_updates():
     w = A.disaggregation_widget()
     first = w.last_readout

@@ -216,3 +216,10 @@ def test_the_rules_can_fail():
         "imports private ['_private'] from scalebook_utils.core.units"]
     assert _violations("grading.zz_bad", "import jax\n") == ["imports jax at module level"]
     assert _violations("questions.zz_bad", "def f():\n    from scalebook_utils.lab import runtime\n") == []
+
+
+def test_the_package_index_lists_every_module():
+    """scalebook_utils/README.md (tools/package_index.py) is the one-page floor plan; it must not drift."""
+    out = subprocess.run([sys.executable, str(PKG.parent / "tools" / "package_index.py"), "--check"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr

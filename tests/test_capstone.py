@@ -265,7 +265,7 @@ def test_durations_read_as_words_not_exponents():
     assert side.days > 1000
     text = side.headline()
     assert "e+" not in text and f"{side.days:,.0f} days" in text, text
-    assert C._days(3 * 3600) == "3 hours" and C._days(90) == "1.5 minutes"
+    assert C.days_text(3 * 3600) == "3 hours" and C.days_text(90) == "1.5 minutes"
 
 
 def test_equal_steps_read_as_a_tie_not_one_times_slower():

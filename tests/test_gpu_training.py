@@ -10,6 +10,7 @@ from pytest import approx
 from scalebook_utils import gpu_training as G
 from scalebook_utils import gpus
 from scalebook_utils import training as T
+from scalebook_utils import training_layouts as TL
 from scalebook_utils import transformer as tf
 
 B = 4 * 2**20   # ch12.q22: "a batch of about 4M tokens"
@@ -148,7 +149,7 @@ def test_q22d_training_time_on_4096_h100s():
 
 
 def _assert_sorted(p):
-    keys = [T._rank_key(e) for e in p.estimates]
+    keys = [TL.rank_key(e) for e in p.estimates]
     assert keys == sorted(keys)
     times = [float(f"{e.step_time:.9g}") for e in p.feasible]
     assert times == sorted(times) and p.estimates[: len(p.feasible)] == tuple(p.feasible)

@@ -97,3 +97,34 @@ def test_a_chip_spec_cannot_be_changed_and_is_hashable(name):
         assert hardware.get_chip(name).peak_flops("bf16") == before
     variant = dataclasses.replace(spec, peak_flops_per_s={"bf16": 1.0})      # the way to derive a variant
     assert variant.peak_flops("bf16") == 1.0 and variant != spec and hash(variant) != hash(spec)
+
+
+# --- the bandwidth hierarchy (book ch. 2 "Key Takeaways"; ch. 12 for GPUs) ------------------------------
+
+
+@pytest.mark.parametrize("chip", hardware.chip_names())
+def test_bandwidth_channels_fastest_first_and_named_by_kind(chip):
+    spec = get_chip(chip)
+    rows = hardware.bandwidth_channels(chip)
+    names = [n for n, _, _ in rows]
+    if spec.kind == "tpu":
+        assert names[-4:] == ["HBM", "ICI", "PCIe", "DCN"]
+    else:
+        assert names[-3:] == ["HBM", "NVLink", "node egress"]
+    assert ("VMEM" in names) == (spec.vmem_bytes is not None)
+    known = [bw for _, bw, _ in rows if bw is not None]
+    assert known == sorted(known, reverse=True), rows  # the hierarchy: each channel slower than the one above
+
+
+def test_bandwidth_channels_numbers():
+    v5e = {n: (bw, note) for n, bw, note in hardware.bandwidth_channels("tpu-v5e")}
+    assert v5e["VMEM"] == (pytest.approx(22 * 8.2e11), "≈22× HBM")    # ch. 2: VMEM ≈ 22 × HBM on v5e
+    assert v5e["ICI"][0] == get_chip("tpu-v5e").ici_link_bandwidth_oneway_bytes_per_s
+    h100 = get_chip("h100")
+    gpu = {n: bw for n, bw, _ in hardware.bandwidth_channels(h100)}
+    assert gpu["NVLink"] == h100.nvlink_bandwidth_oneway_bytes_per_s
+    assert gpu["node egress"] == pytest.approx(h100.node_egress_bytes_per_s / h100.gpus_per_node)
+    # topology's TPU-only table uses the same ratio
+    from scalebook_utils import topology
+    assert topology.VMEM_TO_HBM_BANDWIDTH_RATIO == hardware.VMEM_TO_HBM_RATIO
+    assert topology.bandwidth_hierarchy("tpu-v5e")["vmem"] == v5e["VMEM"][0]

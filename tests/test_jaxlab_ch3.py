@@ -49,6 +49,15 @@ out["cm_x2"] = bool(np.allclose(np.asarray(jaxlab.collective_matmul(x, w, m24, "
 out["lines"] = [widgets.sharding_readout(m, *abt, compile=True)
                 for m in widgets.SHARDING_MESHES for abt in widgets.SHARDING_PRESETS.values()]
 out["rs"] = widgets.sharding_details("2×4", "A[I, J_X]", "B[J_X, K]", "C[I, K_X]", compile=True)
+from scalebook_utils.lab import sharded
+mm = "A[I, J_X] ·_J B[J, K_Y] → C[I, K_Y]"
+first = sharded.compile_matmul("{X: 2, Y: 4}", mm)
+out["cache"] = [first is widgets.compile_matmul("2×4", mm),           # the explorer's label → the same kept compile
+                first is sharded.compile_matmul("{X: 2, Y: 4}", "A[I, J_X] · B[J, K_Y] → C[I, K_Y]")]
+sharded.clear_compile_cache()
+again = sharded.compile_matmul("{X: 2, Y: 4}", mm)
+out["recompiled"] = [again is not first, dict(again["collectives"]) == dict(first["collectives"]),
+                     again["agree"], again["strategy"] == first["strategy"]]
 print("JSON" + json.dumps(out))
 """)
 
@@ -95,6 +104,11 @@ def test_explorer_compiles_every_preset_and_agrees(child):
     assert len(child["lines"]) == 45
     for line in child["lines"]:
         assert line.startswith("sharding explorer: ") and "| C == A·B: True | agree" in line, line
+
+
+def test_compile_matmul_is_kept_per_mesh_and_matmul(child):
+    assert child["cache"] == [True, True]
+    assert child["recompiled"] == [True, True, True, True]
 
 
 def test_reduce_scatter_cpu_form_explained(child):

@@ -49,7 +49,7 @@ def test_bad_input_is_named():
         ps.simulate("interleaved", 4, 6, 2)
     with pytest.raises(ValueError, match="unknown schedule"):
         ps.bubble("zero-bubble", 4, 8)
-    with pytest.raises(ValueError, match="m \\(microbatches\\) must be a positive integer"):
+    with pytest.raises(ValueError, match="m \\(microbatches\\) must be an integer ≥ 1, got 0"):
         ps.gpipe_bubble(4, 0)
 
 

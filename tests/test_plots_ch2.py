@@ -1,7 +1,6 @@
 """Chapter-2 figures: the systolic frame, the torus with its shortest route, the bandwidth hierarchy."""
 
 import io
-import itertools
 
 import numpy as np
 import pytest
@@ -59,25 +58,13 @@ def test_utilisation_figure_has_one_bar_per_cycle(run):
     np.testing.assert_allclose(heights, run.utilisation * 100)
 
 
-SHAPES = [(4, 4), (2, 4), (8, 16), (16, 16), (4, 4, 8), (1, 5), (3,)]
+def test_the_moved_pure_functions_are_still_plots_names():
+    """torus_path and bandwidth_channels live in core (tests in test_topology.py, test_hardware.py); plots re-exports."""
+    from scalebook_utils import hardware
 
-
-@pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("wrap", [False, True])
-def test_torus_path_is_shortest_and_matches_topology(shape, wrap):
-    chip = "tpu-v5p" if len(shape) == 3 else "tpu-v5e"
-    s = topology.Slice(chip, shape + (1,) * (2 - len(shape)) if len(shape) < 2 else shape, wrap)
-    coords = list(itertools.product(*(range(n) for n in s.shape)))[:: max(1, len(list(s.coords())) // 12)]
-    for a, b in itertools.product(coords[:6], coords[-6:]):
-        path = plots.torus_path(s.shape, wrap, a, b)
-        assert path[0] == a and path[-1] == b
-        assert len(path) - 1 == topology.hop_distance(s, a, b)
-        for p, q in zip(path[:-1], path[1:]):  # each step is one ICI link (neighbour or wraparound)
-            changed = [i for i in range(s.ndim) if p[i] != q[i]]
-            assert len(changed) == 1
-            i = changed[0]
-            step = abs(p[i] - q[i])
-            assert step == 1 or (wrap and step == s.shape[i] - 1)
+    assert plots.torus_path is topology.torus_path
+    assert plots.bandwidth_channels is hardware.bandwidth_channels
+    assert plots.VMEM_TO_HBM_RATIO == hardware.VMEM_TO_HBM_RATIO == 22
 
 
 def test_torus_figure_book_example_4x4():

@@ -291,6 +291,29 @@ def test_views_draw_the_trace_and_refuse_empty_input(trace):
     assert _is_message(PV.render_matmul_ratios([]))
 
 
+def test_timeline_names_fit_inside_their_bars():
+    """An op's name is drawn on its bar only where it fits (names once ran over their neighbours' bars); a bar too
+    short for its name carries a number, and the title says which op each number is."""
+    pytest.importorskip("matplotlib")
+    from figure_support import _draw
+
+    from scalebook_utils import profiling_views as PV
+
+    spans = [P.Span("tf_XLAEigen/1234567", "copy_bitcast_fusion.10", "fusion", 0.000, 0.006),  # 6% of the span
+             P.Span("tf_XLAEigen/1234567", "dot.61", "matmul", 0.006, 0.030),
+             P.Span("tf_XLAEigen/7654321", "ynn_fusion.59", "matmul", 0.040, 0.060)]
+    ax = _draw(PV.render_timeline(spans, label_min_fraction=0.05)).axes[0]
+    renderer = ax.figure.canvas.get_renderer()
+    drawn = {t.get_text(): t.get_window_extent(renderer) for t in ax.texts}
+    assert set(drawn) == {"dot.61", "ynn_fusion.59", "1"}, drawn  # the long name on the short bar is a number
+    assert "1\u00a0=\u00a0copy_bitcast_fusion.10" in ax.get_title()
+    for s, label in zip(spans, ("1", "dot.61", "ynn_fusion.59")):
+        x0, x1 = ax.transData.transform([(s.start_s * 1e3, 0), ((s.start_s + s.duration_s) * 1e3, 0)])[:, 0]
+        assert x0 <= drawn[label].x0 and drawn[label].x1 <= x1, label
+    title = ax.title.get_window_extent(renderer)
+    assert ax.figure.bbox.x0 <= title.x0 and title.x1 <= ax.figure.bbox.x1
+
+
 # --- the chapter's questions (registered in questions/ch09.py) --------------------------------------
 
 

@@ -104,3 +104,27 @@ def test_tile_intensity_and_dot_product():
     assert rl.dot_product_intensity_limit("fp32") == 0.25
     with pytest.raises(ValueError, match="bm"):
         rl.tile_intensity(0, 4)
+
+
+# --- book ch. 9's worked example: the mock Transformer profile on a TPU v2-8 ----------------------------
+
+
+def test_mock_profile_roofline_times():
+    # ch. 9: 2·32·1024·8192·32768 FLOPs over 8 cores at 23e12 bf16 FLOPs/s each = 95.6 ms (measured 96 ms)
+    assert rl.mock_ffw_time() == pytest.approx(2 * 32 * 1024 * 8192 * 32768 / (8 * 23e12))
+    assert rl.mock_ffw_time() == pytest.approx(0.0956, rel=1e-3)
+    assert rl.mock_ffw_time() / rl.MEASURED_FFW_S == pytest.approx(0.996, abs=1e-3)
+    # the ReduceScatter moves one data shard bf16[32/4, 1024, 8192] = 128 MiB at 1.2e11 B/s: 1.12 ms (measured 1.13)
+    assert rl.mock_reduce_scatter_bytes() == 8 * 1024 * 8192 * 2 == 128 * 2**20
+    assert rl.mock_reduce_scatter_time() == pytest.approx(1.118e-3, rel=1e-3)
+    assert rl.mock_reduce_scatter_time() / rl.MEASURED_REDUCE_SCATTER_S == pytest.approx(0.99, abs=0.005)
+    # the Q projection: N·H = 32·256 = 8192 = F/4, so a quarter of the FFW matmul (23.9 ms)
+    assert rl.mock_q_projection_time() == pytest.approx(rl.mock_ffw_time() / 4)
+
+
+def test_mock_profile_is_what_the_registry_expects():
+    from scalebook_utils.questions.registry import expected
+
+    assert expected("ch9.e1") == rl.mock_ffw_time()
+    assert expected("ch9.e2") == rl.mock_reduce_scatter_time()
+    assert expected("ch9.iq1") == rl.mock_q_projection_time()

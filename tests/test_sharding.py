@@ -467,3 +467,43 @@ def test_case2_alltoall_alternative_moves_the_contracting_sharding():
     # no such alternative when the target does not shard a free dim of A the same way
     q = sh.plan("A[I, J_X] ·_J B[J, K_Y] → C[I, K_Y]", "{X: 2, Y: 4}", {"I": 8192, "J": 8192, "K": 8192})
     assert not [alt for alt in q.alternatives if alt.strategy == "all-to-all"]
+
+
+# --- layers: chains of matmuls (ch. 3, Question 7) -----------------------------------------------------
+
+Q7_TP = ("In[B, D_XY] ·_D W_in[D, F_XY] → H[B, F_XY]", "H[B, F_XY] ·_F W_out[F_XY, D] → Out[B, D_XY]")
+Q7_FSDP = ("In[B_X, D] ·_D W_in[D_XY, F] → H[B_X, F]", "H[B_X, F] ·_F W_out[F, D_XY] → Out[B_X, D]")
+Q7_SIZES = {"B": 128, "D": 8192, "F": 32768}
+
+
+def test_layer_time_is_the_sum_of_its_plans_upper_bounds():
+    plans = [sh.plan(m, "{X: 2, Y: 2}", Q7_SIZES, chip="tpu-v5e", wraparound=False) for m in Q7_TP]
+    t = sh.layer_time(Q7_TP, "{X: 2, Y: 2}", Q7_SIZES, chip="tpu-v5e", wraparound=False)
+    assert t == pytest.approx(sum(p.t_math + p.t_comms for p in plans))
+    assert t > max(p.t_upper for p in plans)                       # both matmuls cost something
+    # ch3.q7: TP (≈ 0.2 ms) beats FSDP, which gathers 1 GB of weights (≈ 6 ms)
+    fsdp = sh.layer_time(Q7_FSDP, "{X: 2, Y: 2}", Q7_SIZES, chip="tpu-v5e", wraparound=False)
+    assert t == pytest.approx(0.2e-3, rel=0.05) and fsdp == pytest.approx(6.2e-3, rel=0.05)
+    # a one-matmul layer is that matmul's plan
+    one = sh.layer_time(Q7_TP[:1], "{X: 2, Y: 2}", Q7_SIZES, chip="tpu-v5e", wraparound=False)
+    assert one == plans[0].t_upper
+
+
+def test_layer_bytes_per_device_counts_input_weights_and_output():
+    mesh = "{X: 2, Y: 2}"
+    got = sh.layer_bytes_per_device(Q7_TP, mesh, Q7_SIZES)
+    B, D, F = Q7_SIZES.values()
+    # In[B, D_XY] + W_in[D, F_XY] + W_out[F_XY, D] + Out[B, D_XY], bf16, 4 devices; H in between is not counted
+    assert got == 2 * (B * D / 4 + D * F / 4 + F * D / 4 + B * D / 4)
+    assert sh.layer_bytes_per_device(Q7_TP, mesh, Q7_SIZES, "fp32") == 2 * got
+    fsdp = sh.layer_bytes_per_device(Q7_FSDP, mesh, Q7_SIZES)
+    assert fsdp == 2 * (B * D / 2 + D * F / 4 + F * D / 4 + B * D / 2)
+
+
+def test_layer_bad_input():
+    with pytest.raises(ShardingError, match="non-empty sequence"):
+        sh.layer_time(Q7_TP[0], "{X: 2, Y: 2}", Q7_SIZES)       # one matmul as text, not a sequence
+    with pytest.raises(ShardingError, match="non-empty sequence"):
+        sh.layer_bytes_per_device((), "{X: 2, Y: 2}", Q7_SIZES)
+    with pytest.raises(ShardingError, match="names no output"):
+        sh.layer_bytes_per_device(("In[B, D_X] ·_D W[D, F]",), "{X: 2}", Q7_SIZES)

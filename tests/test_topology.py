@@ -3,8 +3,10 @@
 Each golden test names its chapter reference and the accept range from ../shared/book/PROBLEMS.md.
 """
 
+import itertools
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -121,6 +123,68 @@ def test_hop_distance_is_a_metric_and_wrap_never_increases_it(data, sw):
     assert d(s, a, c) <= d(s, a, b) + d(s, b, c)
     assert d(ring, a, b) <= d(s, a, b) <= d(line, a, b)
     assert d(s, a, b) <= T.max_hops(s)
+
+
+# --- a shortest route (book ch. 2, "TPU Networking"; plots.torus_figure draws it) ----------------------
+
+TORUS_SHAPES = [(4, 4), (2, 4), (8, 16), (16, 16), (4, 4, 8), (1, 5), (3,)]
+
+
+@pytest.mark.parametrize("shape", TORUS_SHAPES)
+@pytest.mark.parametrize("wrap", [False, True])
+def test_torus_path_is_shortest_and_matches_hop_distance(shape, wrap):
+    chip = "tpu-v5p" if len(shape) == 3 else "tpu-v5e"
+    s = T.Slice(chip, shape + (1,) * (2 - len(shape)) if len(shape) < 2 else shape, wrap)
+    coords = list(itertools.product(*(range(n) for n in s.shape)))[:: max(1, len(list(s.coords())) // 12)]
+    for a, b in itertools.product(coords[:6], coords[-6:]):
+        path = T.torus_path(s.shape, wrap, a, b)
+        assert path[0] == a and path[-1] == b
+        assert len(path) - 1 == T.hop_distance(s, a, b)
+        for p, q in zip(path[:-1], path[1:]):  # each step is one ICI link (neighbour or wraparound)
+            changed = [i for i in range(s.ndim) if p[i] != q[i]]
+            assert len(changed) == 1
+            i = changed[0]
+            step = abs(p[i] - q[i])
+            assert step == 1 or (wrap and step == s.shape[i] - 1)
+
+
+@given(sw=_slices(), data=st.data())
+@settings(max_examples=100, deadline=None)
+def test_torus_path_never_exceeds_the_diameter_and_goes_axis_by_axis(sw, data):
+    shape, wrap = sw
+    s = T.Slice("tpu-v5p", shape, wrap)
+    a, b = data.draw(_coord(shape)), data.draw(_coord(shape))
+    path = T.torus_path(shape, wrap, a, b)
+    assert len(path) - 1 <= T.max_hops(s)
+    axes = [next(i for i in range(len(shape)) if p[i] != q[i]) for p, q in zip(path[:-1], path[1:])]
+    assert axes == sorted(axes)  # dimension order: axis 0 first, then 1, then 2
+
+
+def test_torus_path_book_example_and_numpy_bools():
+    # ch. 2: corner to corner of a 4×4 is 6 hops without wraparound, 2 with it (one wrap step per axis)
+    assert len(T.torus_path((4, 4), False, (0, 0), (3, 3))) - 1 == 6
+    assert T.torus_path((4, 4), True, (0, 0), (3, 3)) == [(0, 0), (3, 0), (3, 3)]
+    assert T.torus_path((4, 4), np.bool_(True), (0, 0), (3, 3)) == [(0, 0), (3, 0), (3, 3)]
+    assert T.torus_path((4, 4), np.array([True, False]), (0, 0), (3, 3)) == [(0, 0), (3, 0), (3, 1), (3, 2), (3, 3)]
+    # ties go forward: on a ring of 4, 0 → 2 is 2 hops either way
+    assert T.torus_path((4,), True, (0,), (2,)) == [(0,), (1,), (2,)]
+
+
+@pytest.mark.parametrize("args,fragment", [(((4, 4), True, (0, 0), (4, 0)), "dst \\(4, 0\\) is not a chip"),
+                                           (((4, 4), True, (0,), (1, 1)), "src \\(0,\\) is not a chip"),
+                                           (((4, 4), (True,), (0, 0), (1, 1)), "wraparound has 1"),
+                                           (((4, 4, 4, 4), True, (0,) * 4, (1,) * 4), "1 to 3"),
+                                           (((0, 4), True, (0, 0), (0, 1)), "positive")])
+def test_torus_route_args_names_the_bad_argument(args, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        T.torus_route_args(*args)
+    with pytest.raises(ValueError, match=fragment):
+        T.torus_path(*args)
+
+
+def test_torus_route_args_normalises():
+    assert T.torus_route_args([4.0, 2], True, [0, 1], (3, 0)) == ((4, 2), (True, True), (0, 1), (3, 0))
+    assert T.torus_route_args((4, 2), [1, 0], (0, 1), (3, 0))[1] == (True, False)
 
 
 # --- transfers (book ch. 2, Questions 5 and 6) ------------------------------------------------------

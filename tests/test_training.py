@@ -6,6 +6,7 @@ import pytest
 from pytest import approx
 
 from scalebook_utils import training as T
+from scalebook_utils import training_layouts as TL
 from scalebook_utils import transformer as tf
 
 
@@ -208,7 +209,7 @@ def test_evaluate_infeasible_degrees_give_reasons():
     assert not e.feasible and "TP degree 7" in e.reason and "divide L=80" in e.reason
     with pytest.raises(ValueError, match="must equal the chip count 8960"):
         T.evaluate("llama3-70b", 4 * 2**20, T.Config(X=2048, Y=4), "tpu-v5p", n_chips=8960)
-    with pytest.raises(ValueError, match="positive integer"):
+    with pytest.raises(ValueError, match="X must be an integer ≥ 1, got 0"):
         T.evaluate("llama3-70b", 4 * 2**20, T.Config(X=0), "tpu-v5p")
     with pytest.raises(KeyError, match="unknown model"):
         T.plan("llama-7", 1e6)
@@ -218,7 +219,7 @@ def test_moe_experts_are_not_gathered():
     cfg = tf.get_model("deepseek-v3-like")
     e = T.evaluate(cfg, 16 * 2**20, T.Config(X=256, Y=8), "tpu-v5p")
     assert e.t_ep > 0
-    dense_only = (tf.param_count(cfg).total - T._routed_expert_params(cfg)) / 8
+    dense_only = (tf.param_count(cfg).total - TL.routed_expert_params(cfg)) / 8
     assert e.t_fsdp >= 3 * 2 * dense_only / (T.ici_bandwidth("v5p") * 2) - 1e-12
 
 

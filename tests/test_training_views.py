@@ -15,6 +15,18 @@ from figure_support import _draw, _labelled, _is_message  # noqa: E402
 # --- (1) the central picture ------------------------------------------------------------------------------
 
 
+def test_the_numbers_come_from_core():
+    """The pure functions live in core.training.pictures (tested there without ipywidgets); the names stay here."""
+    from scalebook_utils.core.training import pictures
+    from scalebook_utils import applied_training_views as AV
+
+    for name in ("SCHEMES", "slice_info", "picture_ratios", "picture_thresholds", "step_time_curves",
+                 "threshold_rows", "get_plan"):
+        assert getattr(V, name) is getattr(pictures, name), name
+    assert AV.get_plan is V.get_plan  # one cache of planner runs for chapters 5 and 6
+
+
+
 def test_slice_info():
     assert V.slice_info("tpu-v5p", "16x20x28") == ("tpu-v5p", (16, 20, 28), 8960, 3)
     assert V.slice_info("tpu-v5p", "4x4") == ("tpu-v5p", (4, 4, 1), 16, 2)

@@ -232,7 +232,8 @@ def test_show_displays_one_output_with_the_live_widget_and_its_png(monkeypatch):
     from scalebook_utils import widgets as wmod
     box = wmod.roofline_explorer()
     shown = []
-    monkeypatch.setattr(wmod, "display", lambda obj, raw=False: shown.append((obj, raw)))
+    from scalebook_utils.views import _kit   # show() lives in the views kit: patch its display
+    monkeypatch.setattr(_kit, "display", lambda obj, raw=False: shown.append((obj, raw)))
     wmod.show(box)
     assert len(shown) == 1
     bundle, raw = shown[0]

@@ -23,6 +23,7 @@ from scalebook_utils import gpu_views as gv  # noqa: E402
 from scalebook_utils import inference_views as iv  # noqa: E402
 from scalebook_utils import training_views as trv  # noqa: E402
 from scalebook_utils import live_figure, widgets  # noqa: E402
+from scalebook_utils.views import _kit as widgets_kit  # noqa: E402
 
 
 def _pixels(png: bytes) -> np.ndarray:
@@ -126,7 +127,7 @@ def test_a_new_key_or_another_figure_shape_draws_the_whole_figure():
     live.png(lambda: _two_lines(0.2), key=1)
     live.png(lambda: _two_lines(0.3), key=2)
     assert live.full_draws == 2
-    live.png(lambda: widgets._message_figure("cannot draw: x"), key=2)
+    live.png(lambda: widgets_kit.message_figure("cannot draw: x"), key=2)
     assert live.full_draws == 3
     png = live.png(lambda: _two_lines(0.4))  # no key: always whole
     assert live.full_draws == 4 and png.startswith(b"\x89PNG")
@@ -139,6 +140,6 @@ def test_a_failing_render_gives_a_message_figure_not_an_exception():
     def broken():
         raise RuntimeError("boom")
 
-    png = widgets._figure_png(box, broken, key="x")
+    png = widgets_kit.figure_png(box, broken, key="x")
     assert png.startswith(b"\x89PNG")
     assert "cannot draw: RuntimeError: boom" in box.live_figure.figure.texts[0].get_text()

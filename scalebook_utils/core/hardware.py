@@ -352,3 +352,35 @@ def chip_names(kind: str | None = None, *, datasheet: bool = False) -> list[str]
 
 
 _CHIP_INDEX = name_index(ALL_CHIPS, CHIP_ALIASES)
+
+
+# --- the bandwidth hierarchy of one chip (book ch. 2; ch. 12 for GPUs) ------------------------------
+
+#: VMEM ↔ MXU bandwidth as a multiple of HBM bandwidth (book ch. 2, "What Is a TPU?": about 22×, stated for v5e).
+VMEM_TO_HBM_RATIO = 22
+
+
+def bandwidth_channels(chip: ChipSpec | str, dtype: str = "bf16") -> list[tuple[str, float | None, str]]:
+    """(channel, bytes/s or None, note) from fastest to slowest: VMEM, HBM, ICI, PCIe, DCN (TPUs) —
+    NVLink and node egress for GPUs. None means the book gives no number for this chip.
+
+    VMEM = `VMEM_TO_HBM_RATIO` × HBM (only for chips with a VMEM size); ICI is one link, one way; node egress
+    is the node's egress ÷ GPUs per node. Divide the chip's `dtype` peak by each to get that channel's critical
+    intensity C/W (book ch. 2, "Key Takeaways"). `dtype` is accepted for the figure that draws C/W; the
+    bandwidths do not depend on it.
+    """
+    spec = get_chip(chip)
+    rows: list[tuple[str, float | None, str]] = []
+    if spec.vmem_bytes is not None:
+        rows.append(("VMEM", VMEM_TO_HBM_RATIO * spec.hbm_bandwidth_bytes_per_s, f"≈{VMEM_TO_HBM_RATIO}× HBM"))
+    rows.append(("HBM", spec.hbm_bandwidth_bytes_per_s, "per chip"))
+    if spec.kind == "tpu":
+        rows.append(("ICI", spec.ici_link_bandwidth_oneway_bytes_per_s, "one link, one way"))
+        rows.append(("PCIe", spec.pcie_bandwidth_bytes_per_s, "per chip, host ↔ chip"))
+        rows.append(("DCN", spec.dcn_bandwidth_bytes_per_s, "egress per chip"))
+    else:
+        rows.append(("NVLink", spec.nvlink_bandwidth_oneway_bytes_per_s, "per GPU, one way"))
+        egress = spec.node_egress_bytes_per_s
+        per_gpu = egress / spec.gpus_per_node if egress and spec.gpus_per_node else None
+        rows.append(("node egress", per_gpu, "per GPU"))
+    return rows

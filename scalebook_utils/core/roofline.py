@@ -323,3 +323,46 @@ def two_chip_d_threshold(flops_per_s: float = 1.97e14, link_bytes_per_s: float =
     """Smallest contraction dim D for which the two-chip split is compute-bound: 2 · C / W."""
     require_positive(flops_per_s=flops_per_s, link_bytes_per_s=link_bytes_per_s)
     return 2 * flops_per_s / link_bytes_per_s
+
+
+# --- book ch. 9's worked example: the mock Transformer's profile on a TPU v2-8 ------------------------
+# Ch. 9 reads a profile taken on a TPU v2-8 and checks each op against the roofline: matmul time =
+# 2·∏ dims / FLOPs/s, collective time = bytes / bandwidth ("Looking at a real(ish) example profile"). The
+# chip registry starts at v3, so the v2's two numbers are named here with their section.
+
+#: TPU v2: bf16 FLOPs/s per core and cores in a v2-8 (ch. 9 "Looking at a real(ish) example profile")
+V2_CORE_FLOPS, V2_CORES = 23e12, 8
+#: TPU v2 ICI bandwidth per hop, bidirectional (ch. 9, the ReduceScatter estimate)
+V2_ICI_BYTES_PER_S = 1.2e11
+#: the mock Transformer: global activations bf16[B, T, D], W_in[D, F]; 4-way data × 2-way model parallelism
+MOCK_B, MOCK_T, MOCK_D, MOCK_F = 32, 1024, 8192, 32768
+MOCK_DP, MOCK_MP = 4, 2
+#: attention projection W_Q[D, N, H] (ch. 9's in-text question)
+MOCK_N, MOCK_H = 32, 256
+#: what the book's profile measured (ch. 9): the FFW up-projection and its ReduceScatter fusion, in seconds
+MEASURED_FFW_S, MEASURED_REDUCE_SCATTER_S = 0.096, 1.13e-3
+
+
+def mock_ffw_time() -> float:
+    """Seconds of the mock Transformer's FFW up-projection X[B·T, D]·W_in[D, F] at the roofline: 2·B·T·D·F FLOPs
+    spread over the 8 cores of a TPU v2-8 (data and model parallelism split the FLOPs evenly, no communication
+    inside the matmul): 2·32·1024·8192·32768 / (8 · 23e12) = 95.6 ms; the profile measured 96 ms (ch. 9)."""
+    return matmul_flops(MOCK_B * MOCK_T, MOCK_D, MOCK_F) / (V2_CORES * V2_CORE_FLOPS)
+
+
+def mock_reduce_scatter_bytes() -> float:
+    """Bytes the mock profile's ReduceScatter moves: the per-data-shard activations bf16[B/4, T, D]
+    (134,217,728 B = 128 MiB; ch. 9)."""
+    return MOCK_B // MOCK_DP * MOCK_T * MOCK_D * dtype_bytes("bf16")
+
+
+def mock_reduce_scatter_time() -> float:
+    """Seconds of that ReduceScatter: bytes / bandwidth at the v2's 1.2e11 B/s per hop = 1.12 ms (measured 1.13 ms)."""
+    return mock_reduce_scatter_bytes() / V2_ICI_BYTES_PER_S
+
+
+def mock_q_projection_time() -> float:
+    """Seconds of the attention Q projection X[B·T, D]·W_Q[D, N·H] at the roofline: Megatron sharding splits the
+    heads 2 ways and data parallelism the batch 4 ways, so each of the 8 cores does 1/8 of the 2·B·T·D·N·H FLOPs
+    with no communication: 23.9 ms (ch. 9's in-text question; not answered in the book)."""
+    return matmul_flops(MOCK_B * MOCK_T, MOCK_D, MOCK_N * MOCK_H) / (V2_CORES * V2_CORE_FLOPS)

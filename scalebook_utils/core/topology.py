@@ -28,13 +28,15 @@ import numbers
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from scalebook_utils.core.hardware import ChipSpec, chip_names, get_chip
+import numpy as np
+
+from scalebook_utils.core.hardware import VMEM_TO_HBM_RATIO, ChipSpec, chip_names, get_chip
 from scalebook_utils.core.units import is_int, require_bool, require_bytes, require_int
 
 #: Side of the optical-switch cube that 3D-torus pods are built from (book ch. 2).
 CUBE_SIDE = 4
 #: VMEM ↔ MXU bandwidth is about 22 × HBM bandwidth (book ch. 2, "What Is a TPU?", on v5e).
-VMEM_TO_HBM_BANDWIDTH_RATIO = 22.0
+VMEM_TO_HBM_BANDWIDTH_RATIO = float(VMEM_TO_HBM_RATIO)
 #: The "typical" PCIe bandwidth per TPU of ch. 2's table; ch2.q6 applies it to a v5e (older text: 1.5e10).
 TYPICAL_PCIE_BYTES_PER_S = 1.6e10
 
@@ -254,6 +256,46 @@ def max_hops(slice: Slice) -> int:
     return sum(ring_hops(n, w) for n, w in zip(slice.shape, slice.wraparound))
 
 
+def torus_route_args(slice_shape, wraparound, src, dst):
+    """(shape, wraparound per axis, src, dst) as int/bool tuples, checked: 1 to 3 positive sides, one wraparound
+    bool (or one per axis), src and dst chips of the slice; else ValueError naming the bad argument.
+
+    The chip-free form `torus_path` and `plots.torus_figure` take (no pod, no book wraparound rule: a "what if").
+    """
+    shape = tuple(int(x) for x in slice_shape)
+    if not 1 <= len(shape) <= 3 or any(x < 1 for x in shape):
+        raise ValueError(f"slice shape must have 1 to 3 positive sides, got {shape}")
+    wrap = (bool(wraparound),) * len(shape) if isinstance(wraparound, (bool, np.bool_)) else tuple(map(bool, wraparound))
+    if len(wrap) != len(shape):
+        raise ValueError(f"wraparound has {len(wrap)} entries for a {len(shape)}-D shape {shape}")
+    src, dst = tuple(int(x) for x in src), tuple(int(x) for x in dst)
+    for name, p in (("src", src), ("dst", dst)):
+        if len(p) != len(shape) or any(not 0 <= c < n for c, n in zip(p, shape)):
+            raise ValueError(f"{name} {p} is not a chip of a {'×'.join(map(str, shape))} slice")
+    return shape, wrap, src, dst
+
+
+def torus_path(slice_shape, wraparound, src, dst) -> list[tuple[int, ...]]:
+    """A shortest route from `src` to `dst` (dimension order: axis 0 first), as the chips visited.
+
+    Along each axis the route takes the shorter way round when that axis wraps (ties go forward), so
+    its length is Σ min(d, n − d) over wrapped axes and Σ d over the others (book ch. 2, "TPU Networking"):
+    len(path) − 1 == `hop_distance` on the same slice. Arguments as `torus_route_args` reads them.
+    """
+    shape, wrap, src, dst = torus_route_args(slice_shape, wraparound, src, dst)
+    path, cur = [src], list(src)
+    for ax_i, n in enumerate(shape):
+        d = (dst[ax_i] - cur[ax_i]) % n
+        if wrap[ax_i] and n > 2:
+            step, count = (1, d) if d <= n - d else (-1, n - d)
+        else:
+            step, count = (1, dst[ax_i] - cur[ax_i]) if dst[ax_i] >= cur[ax_i] else (-1, cur[ax_i] - dst[ax_i])
+        for _ in range(count):
+            cur[ax_i] = (cur[ax_i] + step) % n
+            path.append(tuple(cur))
+    return path
+
+
 # --- transfers --------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -401,5 +443,6 @@ def bandwidth_hierarchy(chip: str | ChipSpec) -> dict[str, float | None]:
 __all__ = [
     "CUBE_SIDE", "VMEM_TO_HBM_BANDWIDTH_RATIO", "TYPICAL_PCIE_BYTES_PER_S", "Slice", "Transfer", "tpu_chip",
     "default_wraparound", "make_slice", "pod", "ring_hops", "axis_distance", "hop_distance", "max_hops",
+    "torus_route_args", "torus_path",
     "p2p_time", "gather_to_chip", "pcie_time", "dcn_time", "hbm_time", "bandwidth_hierarchy",
 ]

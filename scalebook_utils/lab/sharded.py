@@ -1,6 +1,7 @@
 """Sharded programs of book ch. 3 on (simulated) devices: the book's notation as PartitionSpecs and back,
-a matmul in that notation run and read back (`run_sharded_matmul`), the four collectives (`simulate_collective`,
-`shard_map_demo`) and the collective matmul (`collective_matmul_fn`).
+a matmul in that notation run and read back (`run_sharded_matmul`) and, kept per mesh and matmul, set
+against the plan of the package's cost model (`compile_matmul`), the four collectives
+(`simulate_collective`, `shard_map_demo`) and the collective matmul (`collective_matmul_fn`).
 
 Part of `jaxlab` (re-exported by `lab/runtime.py`); builds on `lab/devices.py` (meshes) and the pure HLO
 reader `core/hlo`. Bytes and seconds are SI.
@@ -15,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from scalebook_utils.core import sharding as sh
 from scalebook_utils.core.hlo.collectives import count_hlo_collectives
 from scalebook_utils.core.hlo.text import parse_module
 from scalebook_utils.lab import _compat
@@ -30,8 +32,7 @@ def partition_spec(array):
     A[I_XY, J] → PartitionSpec(('X', 'Y'), None); A[I_X, J] → PartitionSpec('X', None). An unreduced
     array (C[I, K]{U_X}) has no PartitionSpec under Auto axes: ValueError.
     """
-    from scalebook_utils.core.sharding import parse_array
-    arr = parse_array(array)
+    arr = sh.parse_array(array)
     if arr.unreduced:
         raise ValueError(f"{arr.spec()} is unreduced over {', '.join(arr.unreduced)}; a PartitionSpec "
                          "describes only how dims are split (reduce it first, or drop the {U_…})")
@@ -85,8 +86,7 @@ def run_sharded_matmul(matmul, mesh_dict, shapes=None, dtype: str = "float32", s
     ({'A': …, 'B': …, 'C': …} per-device shapes), 'shapes' (the dim sizes used).
     Default dim sizes: 16 × the number of devices. Needs `use_simulated_devices(n)` with n ≥ mesh size.
     """
-    from scalebook_utils.core.sharding import parse_matmul, parse_mesh
-    m, mesh = parse_matmul(matmul), parse_mesh(mesh_dict)
+    m, mesh = sh.parse_matmul(matmul), sh.parse_mesh(mesh_dict)
     dims = list(dict.fromkeys(m.a.dims + m.b.dims))
     shapes = dict(shapes) if shapes else {d: 16 * mesh.n_devices for d in dims}
     jmesh = make_mesh(mesh.sizes, mesh.names, cpu=True)
@@ -120,8 +120,41 @@ def run_sharded_matmul(matmul, mesh_dict, shapes=None, dtype: str = "float32", s
 
 def predicted_vs_compiled(plan, compiled_counter, hlo: str | None = None):
     """(agree, explanation): the plan's collectives vs those XLA compiled (see sharding.predicted_vs_compiled)."""
-    from scalebook_utils.core.sharding import predicted_vs_compiled as _pvc
-    return _pvc(plan, compiled_counter, hlo)
+    return sh.predicted_vs_compiled(plan, compiled_counter, hlo)
+
+
+# --- the sharding explorer's compiles, kept (ch. 3) --------------------------------------------------------
+
+#: (mesh in the book's notation, matmul spec) → what `compile_matmul` returned (one compile per pair)
+_COMPILE_CACHE: dict = {}
+
+
+def compile_matmul(mesh, matmul: str) -> dict:
+    """What XLA compiles for `matmul` on simulated CPU devices, against `sharding.plan` (cached per mesh, matmul).
+
+    `run_sharded_matmul` once per (mesh, matmul), so the chapter 3 sharding explorer
+    (`widgets.sharding_explorer`, which calls it lazily) and the notebook's check cell compile each preset
+    only once per kernel. `mesh`: the book's notation ("{X: 2, Y: 4}") or anything `sharding.parse_mesh`
+    reads. Returns {'collectives': Counter of HLO kinds, 'result_matches': bool, 'dynamic_slices': int,
+    'agree': bool, 'why': str (sharding.predicted_vs_compiled's explanation), 'plan': the plan at the
+    compiled sizes, 'strategy': the plan's strategy XLA's collectives match (sharding.matched_strategy:
+    plan.strategy for the book's default, an alternative's name, or None)}. Needs
+    jaxlab.use_simulated_devices(n ≥ mesh size) before JAX first ran.
+    """
+    key = (str(sh.parse_mesh(mesh)), sh.parse_matmul(matmul).spec())
+    if key not in _COMPILE_CACHE:
+        r = run_sharded_matmul(matmul, mesh)
+        p = sh.plan(matmul, mesh, r["shapes"])
+        ok, why = sh.predicted_vs_compiled(p, r["collectives"], r["hlo"])
+        _COMPILE_CACHE[key] = dict(collectives=r["collectives"], result_matches=r["result_matches"],
+                                   dynamic_slices=r["dynamic_slices"], agree=ok, why=why, plan=p,
+                                   strategy=sh.matched_strategy(p, r["collectives"], r["hlo"]))
+    return _COMPILE_CACHE[key]
+
+
+def clear_compile_cache() -> None:
+    """Forget every kept compile (the next `compile_matmul` compiles again)."""
+    _COMPILE_CACHE.clear()
 
 
 # --- the four collectives on simulated devices (ch3.q8) -----------------------------------------------
@@ -271,5 +304,6 @@ def collective_matmul(x, w, mesh, axis: str | None = None):
 
 __all__ = [
     "partition_spec", "book_spec", "book_matmul", "spec_tuple", "run_sharded_matmul", "predicted_vs_compiled",
-    "simulate_collective", "SHARD_MAP_KINDS", "shard_map_demo", "collective_matmul_fn", "collective_matmul",
+    "compile_matmul", "clear_compile_cache", "simulate_collective", "SHARD_MAP_KINDS", "shard_map_demo",
+    "collective_matmul_fn", "collective_matmul",
 ]

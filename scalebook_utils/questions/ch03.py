@@ -130,16 +130,13 @@ def _q6(part: str):
 
 
 def q7_bytes_per_device(option: str) -> float:
-    """Bytes each chip holds for In, W_in, W_out and Out under a ch3.q7 option (bf16)."""
-    first, second = Q7_LAYERS[option]
-    m1, m2 = sh.parse_matmul(first), sh.parse_matmul(second)
-    arrays = (m1.a, m1.b, m2.b, m2.out)
-    return sum(sh.bytes_per_device(a, Q7_MESH, Q7_SIZES) for a in arrays)
+    """Bytes each chip holds for In, W_in, W_out and Out under a ch3.q7 option, bf16 (`sharding.layer_bytes_per_device`)."""
+    return sh.layer_bytes_per_device(Q7_LAYERS[option], Q7_MESH, Q7_SIZES)
 
 
 def q7_time(option: str) -> float:
-    """Comms + FLOPs of both matmuls under a ch3.q7 option on a v5e 2×2: Σ plan.t_upper (no overlap)."""
-    return sum(sh.plan(m, Q7_MESH, Q7_SIZES, chip=V5E, wraparound=False).t_upper for m in Q7_LAYERS[option])
+    """Comms + FLOPs of both matmuls under a ch3.q7 option on a v5e 2×2, no overlap: `sharding.layer_time`."""
+    return sh.layer_time(Q7_LAYERS[option], Q7_MESH, Q7_SIZES, chip=V5E, wraparound=False)
 
 
 def _q7c() -> str:

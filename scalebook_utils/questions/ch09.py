@@ -3,7 +3,8 @@ question, and Questions 1–2 (book ch. 9).
 
 The chapter reads profiles taken on a TPU v2-8 (8 cores, 23e12 bf16 FLOPs/s per core, 1.2e11 B/s
 bidirectional ICI per hop; the package's chip registry starts at v3, so the two numbers are named constants
-here, with their section). The profile's rules of thumb (ch. 9 §2.5 of the syllabus):
+in `roofline`, with their section, beside the worked example's roofline times `roofline.mock_ffw_time`, …).
+The profile's rules of thumb (ch. 9 §2.5 of the syllabus):
 matmul time = 2·∏ dims / FLOPs/s (`roofline.matmul_flops`), collective time = bytes / bandwidth.
 
 Choices for the questions the book leaves open or answers only by measurement:
@@ -27,48 +28,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from scalebook_utils.core.roofline import matmul_flops
-from scalebook_utils.core.units import dtype_bytes
+# the worked example (TPU v2 numbers, the mock Transformer, its roofline times) lives in core: the registry calls it
+from scalebook_utils.core.roofline import (MEASURED_FFW_S, MEASURED_REDUCE_SCATTER_S, mock_ffw_time,
+                                           mock_q_projection_time, mock_reduce_scatter_time)
 from scalebook_utils.questions.registry import add
 
-#: TPU v2: bf16 FLOPs/s per core and cores in a v2-8 (ch. 9 "Looking at a real(ish) example profile")
-V2_CORE_FLOPS, V2_CORES = 23e12, 8
-#: TPU v2 ICI bandwidth per hop, bidirectional (ch. 9, the ReduceScatter estimate)
-V2_ICI_BYTES_PER_S = 1.2e11
-#: the mock Transformer: global activations bf16[B, T, D], W_in[D, F]; 4-way data × 2-way model parallelism
-MOCK_B, MOCK_T, MOCK_D, MOCK_F = 32, 1024, 8192, 32768
-MOCK_DP, MOCK_MP = 4, 2
-#: attention projection W_Q[D, N, H] (the in-text question)
-MOCK_N, MOCK_H = 32, 256
-#: what the book's profile measured (ch. 9): the FFW up-projection and its ReduceScatter fusion
-MEASURED_FFW_S, MEASURED_REDUCE_SCATTER_S = 0.096, 1.13e-3
 #: Question 2: time per layer measured on the TPU v2-8 Colab (newest text: naive ≈ 90 ms, fixed ≈ 80 ms)
 MEASURED_Q2_NAIVE_S, MEASURED_Q2_FIXED_S = 0.09, 0.08
 #: Question 1: what the profile shows per device — x: bf16[8, 8192], each weight a [4096, 8192] slice
 #: over d_ff, and AllReduce replica groups of 8 devices
 Q1_BATCH, Q1_D_MODEL, Q1_D_FF_PER_DEVICE, Q1_REPLICA_GROUP = 8, 8192, 4096, 8
-
-
-def mock_ffw_time() -> float:
-    """ch9.e1: 2·B·T·D·F FLOPs of X[B·T, D]·W_in[D, F], spread over the 8 cores (data and model parallelism
-    split the FLOPs evenly, no communication inside the matmul)."""
-    return matmul_flops(MOCK_B * MOCK_T, MOCK_D, MOCK_F) / (V2_CORES * V2_CORE_FLOPS)
-
-
-def mock_reduce_scatter_bytes() -> float:
-    """ch9.e2: the per-data-shard activations bf16[B/4, T, D] that the ReduceScatter moves (134,217,728 B)."""
-    return MOCK_B // MOCK_DP * MOCK_T * MOCK_D * dtype_bytes("bf16")
-
-
-def mock_reduce_scatter_time() -> float:
-    """ch9.e2: bytes / bandwidth at the v2's 1.2e11 B/s per hop."""
-    return mock_reduce_scatter_bytes() / V2_ICI_BYTES_PER_S
-
-
-def mock_q_projection_time() -> float:
-    """ch9.iq1: X[B·T, D]·W_Q[D, N·H]; Megatron sharding splits the heads 2 ways and data parallelism the
-    batch 4 ways, so each of the 8 cores does 1/8 of the 2·B·T·D·N·H FLOPs with no communication."""
-    return matmul_flops(MOCK_B * MOCK_T, MOCK_D, MOCK_N * MOCK_H) / (V2_CORES * V2_CORE_FLOPS)
 
 
 def q1_computation(w1, w2, x):

@@ -29,8 +29,7 @@ from matplotlib.ticker import FuncFormatter
 
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import CHIPS, get_chip
-from scalebook_utils.views.ch04_transformers import (INPUT_ERRORS, PALETTE, error_text, format_number, live_output, new_figure, plain_formatter)
-from scalebook_utils.views.widgets import _attach, _emit, _message_figure, static_png
+from scalebook_utils.views._kit import (INPUT_ERRORS, PALETTE, attach, emit, error_text, format_number, live_output, message_figure, new_figure, plain_formatter, static_png)
 
 __all__ = [
     "SHARE_PREFIX", "INTENSITY_PREFIX", "FLASH_PREFIX",
@@ -92,7 +91,7 @@ def render_attention_share(Ds: Sequence[int] = (2048, 4096, 8192, 16384), model:
         if not 1 <= lo < hi:
             raise ValueError(f"T_range must be 1 ≤ lo < hi, got {T_range}")
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig, ax = new_figure((9.0, 5.2), ax)
     Ts = np.logspace(math.log10(lo), math.log10(hi), 200)
     for i, cfg in enumerate(cfgs):
@@ -188,7 +187,7 @@ def render_attention_intensity(chip: str = "tpu-v5e", Gs: Sequence[int] = (1, 4,
         if not Gs or min(Gs) < 1 or not 1 <= lo < hi:
             raise ValueError(f"need G ≥ 1 and 1 ≤ lo < hi; got G={Gs}, range {T_range}")
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(11.5, 4.6), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2, sharey=True)
     for i, g in enumerate(Gs):
@@ -234,12 +233,12 @@ def intensity_widget(chip: str = "tpu-v5e", Gs: Sequence[int] = (1, 4, 8, 16)) -
     box = W.VBox()
 
     def view(chip):
-        _emit(box, intensity_readout(chip, Gs), lambda: render_attention_intensity(chip, Gs), key=tuple(Gs))
+        emit(box, intensity_readout(chip, Gs), lambda: render_attention_intensity(chip, Gs), key=tuple(Gs))
 
     controls = {"chip": chip_dd}
     out = W.interactive_output(view, controls)
     box.children = [chip_dd, out]
-    return _attach(box, controls, out, lambda: intensity_readout(chip_dd.value, Gs),
+    return attach(box, controls, out, lambda: intensity_readout(chip_dd.value, Gs),
                    lambda: render_attention_intensity(chip_dd.value, Gs))
 
 
@@ -306,7 +305,7 @@ def render_flash(step: int | None = None, chunk: int = 16, S: int = 64, H: int =
     try:
         q, k, v, steps, j, full, errs, prefix = _flash_state(chunk, S, H, seed, step)
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(11.5, 6.4), layout="constrained")
     (ax1, ax2), (ax3, ax4) = fig.subplots(2, 2)
     scores = k @ q / math.sqrt(H)
@@ -382,7 +381,7 @@ def flash_widget(chunk: int = 16, S: int = 64, H: int = 16, seed: int = 0) -> W.
     box = W.VBox()
 
     def view(chunk, step):
-        _emit(box, flash_readout(step, chunk, S, H, seed), lambda: render_flash(step, chunk, S, H, seed), key=(chunk,))
+        emit(box, flash_readout(step, chunk, S, H, seed), lambda: render_flash(step, chunk, S, H, seed), key=(chunk,))
 
     controls = {"chunk": chunk_dd, "step": step_sl}
 
@@ -393,5 +392,5 @@ def flash_widget(chunk: int = 16, S: int = 64, H: int = 16, seed: int = 0) -> W.
 
     out = live_output(controls, view, {"chunk": on_chunk})
     box.children = [W.HBox([chunk_dd, step_sl]), out]
-    return _attach(box, controls, out, lambda: flash_readout(step_sl.value, chunk_dd.value, S, H, seed),
+    return attach(box, controls, out, lambda: flash_readout(step_sl.value, chunk_dd.value, S, H, seed),
                    lambda: render_flash(step_sl.value, chunk_dd.value, S, H, seed))

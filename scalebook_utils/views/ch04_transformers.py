@@ -29,16 +29,14 @@ from collections.abc import Sequence
 
 import ipywidgets as W
 import numpy as np
-from IPython.display import clear_output
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from scalebook_utils.core import transformer as tf
-from scalebook_utils.views.plots import new_figure
 from scalebook_utils.core.hardware import get_chip
 from scalebook_utils.core.units import dtype_bytes, format_count, format_si
-from scalebook_utils.views.widgets import (INPUT_ERRORS, _attach, _emit, _message_figure, error_text, format_number, plain_formatter, static_png)
+from scalebook_utils.views._kit import (INPUT_ERRORS, PALETTE, attach, emit, error_text, format_number, live_output, message_figure, new_figure, plain_formatter, static_png)  # noqa: F401  (re-exported: `ch04_transformers.X` stays)
 
 __all__ = [
     "CALC_PREFIX", "REMAT_PREFIX", "KV_PREFIX", "MOE_PREFIX",
@@ -70,8 +68,6 @@ REMAT_EXAMPLE = tf.TransformerConfig(
 #: The book's KV-cache example: S = 8192, L = 64, K·H = N·H = D = 8192 → 8 GiB in int8.
 KV_EXAMPLE = {"L": 64, "N": 64, "H": 128}
 
-#: Line colours of every chapter-4 figure, in order.
-PALETTE = ["#1f4e9c", "#e6550d", "#31a354", "#7b3294", "#d62728", "#8c6d31"]
 
 
 # --- small helpers (shared with `attention_views`) --------------------------------------------------------
@@ -98,40 +94,6 @@ def _share(x: float) -> str:
     return f"{x:.1%}" if x >= 0.001 or x == 0 else f"{100 * x:.2g}%"
 
 
-def live_output(controls: dict, view, on_change: dict | None = None):
-    """`ipywidgets.interactive_output` that can change several controls with one redraw.
-
-    `on_change` maps a control's name to a handler that runs first when that control changes (e.g. a preset
-    that fills seven boxes); every change the handler makes is held back and the view redraws once, after it.
-    Returns the Output widget.
-    """
-    out = W.Output()
-    on_change = on_change or {}
-    held = [0]
-
-    def refresh():
-        if held[0]:
-            return
-        kwargs = {k: c.value for k, c in controls.items()}
-        with out:
-            clear_output(wait=True)
-            view(**kwargs)
-
-    def observer(name):
-        def changed(change):
-            if name in on_change and not held[0]:
-                held[0] += 1
-                try:
-                    on_change[name](change)
-                finally:
-                    held[0] -= 1
-            refresh()
-        return changed
-
-    for name, c in controls.items():
-        c.observe(observer(name), "value")
-    refresh()
-    return out
 
 
 # --- (1) the parameter / FLOP / KV calculator --------------------------------------------------------------
@@ -221,7 +183,7 @@ def render_calculator(model: str | tf.TransformerConfig = "llama3-70b", T: float
         cfg = calculator_config(model, **sizes)
         n = calculator_numbers(cfg, T, B)
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}", figsize=(11, 1.4))
+        return message_figure(f"cannot draw: {error_text(exc)}", figsize=(11, 1.4))
     fig = Figure(figsize=(11.5, 3.6), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
     pc = n["params"]
@@ -288,7 +250,7 @@ def calculator_widget(model: str = "llama3-70b", T: int = 4096, B: int = 1) -> W
 
     def view(model, D, F, N, K, H, L, V, gated, tied, B, T):
         kw = dict(D=D, F=F, N=N, K=K, H=H, L=L, V=V, gated=gated, tied=tied)
-        _emit(box, calculator_readout(model, T, B, **kw), lambda: render_calculator(model, T, B, **kw),
+        emit(box, calculator_readout(model, T, B, **kw), lambda: render_calculator(model, T, B, **kw),
               key=(model, B, *kw.values()))
 
     controls = {"model": model_dd, **boxes, "gated": gated_cb, "tied": tied_cb, "B": b_box, "T": t_slider}
@@ -318,7 +280,7 @@ def calculator_widget(model: str = "llama3-70b", T: int = 4096, B: int = 1) -> W
         a, kw = values()
         return render_calculator(*a, **kw)
 
-    return _attach(box, controls, out, readout, render)
+    return attach(box, controls, out, readout, render)
 
 
 
@@ -373,7 +335,7 @@ def render_remat(cfg: tf.TransformerConfig = REMAT_EXAMPLE, tokens: float = 4e6,
     try:
         rows = remat_rows(cfg, tokens, seq_len)
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(11.5, 4.4), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
     x = np.arange(len(rows))
@@ -471,7 +433,7 @@ def render_kv_cache(Ks: Sequence[int] = (64, 8, 1), *, L: int = KV_EXAMPLE["L"],
         curves = {(K, d): S * kv_cache_bytes(1, K, L=L, N=N, H=H, dtype=d) for K in Ks for d in ("bf16", "int8")}
         specs = [get_chip(c) for c in chips]
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig, ax = new_figure((9.0, 5.2), ax)
     for i, K in enumerate(Ks):
         c = PALETTE[i % len(PALETTE)]
@@ -544,7 +506,7 @@ def render_moe_critical_batch(chip: str = "tpu-v5e", weight_dtypes: Sequence[str
         if not 1 <= lo < hi:
             raise ValueError(f"ratios must be 1 ≤ lo < hi, got {ratios}")
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig, ax = new_figure((9.0, 5.0), ax)
     r = np.logspace(math.log2(lo), math.log2(hi), 100, base=2)
     for i, (d, c) in enumerate(coef.items()):

@@ -6,19 +6,19 @@ and a *builder* wiring ipywidgets controls to both (``.controls``, ``.readout()`
 ``.snapshot()``, as `widgets._attach` gives them). Bad input (an unknown model, a slice shape that is not a
 shape) gives a readable line and a message figure, never an exception.
 
-This module holds the chapter's central picture (T_math / T_comms of DP, FSDP, TP and FSDP+TP against the
+This module draws the chapter's central picture (T_math / T_comms of DP, FSDP, TP and FSDP+TP against the
 batch per chip), step time against the batch, the planner, the threshold table and the pipeline schedule.
-Chapter 6's views (parameters, days to train, memory, the budget widget, the decision path) are in
-`applied_training_views`, which reuses the planner and `format_rows` from here.
+The numbers it shows (`slice_info`, `picture_ratios`, `picture_thresholds`, `step_time_curves`,
+`threshold_rows`, the cached `get_plan`) are computed in `core.training.pictures` and re-exported here;
+`format_rows` comes from the views' kit. Chapter 6's views (parameters, days to train, memory, the budget
+widget, the decision path) are in `applied_training_views`, which uses the same core module and kit.
 
 Book ch. 5 "How to Parallelize a Transformer for Training".
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Sequence
 
 import ipywidgets as W
 import numpy as np
@@ -27,14 +27,15 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from scalebook_utils.core import topology
 from scalebook_utils.core.training import planner as T
 from scalebook_utils.core import transformer as tf
-from scalebook_utils.views.plots import new_figure
 from scalebook_utils.core.hardware import chip_names, get_chip
+# the numbers these views show (pure, in core; re-exported here: training_views.slice_info, … as before)
+from scalebook_utils.core.training.pictures import (SCHEMES, get_plan, model_name, picture_ratios, picture_thresholds,
+                                                    rank_schemes, slice_info, step_time_curves, threshold_rows)
 from scalebook_utils.core.units import format_bytes, format_si, format_time
-from scalebook_utils.views.widgets import INPUT_ERRORS as _ERRORS, _attach, _emit, _message_figure
-from scalebook_utils.views.widgets import error_text as _msg, format_number as _num, plain_formatter as _plain_formatter
+from scalebook_utils.views._kit import (INPUT_ERRORS, attach, emit, error_text, format_number, format_rows, message_figure, new_figure,
+                                        plain_formatter)  # noqa: F401  (format_rows re-exported: `training_views.format_rows` stays)
 
 __all__ = [
     "PICTURE_PREFIX", "STEP_PREFIX", "PLANNER_PREFIX", "SCHEMES",
@@ -49,8 +50,7 @@ PICTURE_PREFIX = "training picture: "
 STEP_PREFIX = "step time: "
 PLANNER_PREFIX = "planner: "
 
-#: The chapter's four schemes, as `training.STRATEGIES` spells them → how the book writes them.
-SCHEMES = {"dp": "DP", "fsdp": "FSDP", "tp": "TP", "fsdp+tp": "FSDP+TP"}
+#: one colour per scheme of SCHEMES (core.training.pictures: the chapter's four schemes → the book's spelling)
 _COLORS = {"dp": "#e6550d", "fsdp": "#1f4e9c", "tp": "#31a354", "fsdp+tp": "#d62728"}
 
 
@@ -75,45 +75,7 @@ def _fmt_shape(shape) -> str:
     return "x".join(str(n) for n in shape)
 
 
-def _model_name(model) -> str:
-    return model.name if isinstance(model, tf.TransformerConfig) else str(model)
-
-
 # --- (1) the chapter's central picture: T_math / T_comms against the batch per chip ---------------------
-
-
-def slice_info(chip="tpu-v5p", shape="4x4x4") -> tuple[str, tuple[int, ...], int, int]:
-    """(chip name, shape, N chips, hardware axes with more than one chip) of a slice such as "16x20x28".
-
-    The number of axes is the M that DP/FSDP spread over (book ch. 5: M_X = 3 on a 3-D slice).
-    Raises ValueError for a shape that is not a shape or does not fit the chip's pod.
-    """
-    s = topology.make_slice(chip, shape)
-    return s.chip, s.shape, s.n_chips, max(1, sum(n > 1 for n in s.shape))
-
-
-def picture_ratios(chip="tpu-v5p", shape="4x4x4", F: float = 30_000, batch_per_chip: float = 850) -> dict[str, float]:
-    """T_math / T_comms of each scheme at a batch per chip B/N (`training.comms_ratio`, forward pass).
-
-    DP and FSDP have the same ratio (DP's backward AllReduce against its backward FLOPs); TP uses Y = N on
-    one axis; FSDP+TP the optimal real-valued split (M_X = axes − 1, M_Y = 1). Book ch. 5, central figure.
-    """
-    name, _shape, N, n_axes = slice_info(chip, shape)
-    return {s: T.comms_ratio(s, batch_per_chip, F, N, name, n_axes=n_axes) for s in SCHEMES}
-
-
-def picture_thresholds(chip="tpu-v5p", shape="4x4x4", F: float = 30_000) -> dict[str, float]:
-    """The batch-per-chip thresholds of the picture: FSDP α/M_X, FSDP+TP α²/(M_X·M_Y·F), and TP's F/α (max Y)."""
-    name, _shape, _N, n = slice_info(chip, shape)
-    return {"fsdp": T.dp_min_batch_per_chip(name, n),
-            "fsdp+tp": T.mixed_min_batch_per_chip(F, name, max(n - 1, 1), 1),
-            "tp_max_Y": T.tp_max_degree(F, name, 1)}
-
-
-def _ranked(ratios: dict[str, float]) -> list[str]:
-    # ties go to the simpler scheme: past X_opt = N the best mixed split *is* pure FSDP; ZeRO-3 over plain DP
-    order = ["fsdp", "dp", "fsdp+tp", "tp"]
-    return sorted(ratios, key=lambda s: (-ratios[s], order.index(s)))
 
 
 def picture_readout(chip="tpu-v5p", shape="4x4x4", F: float = 30_000, batch_per_chip: float = 850) -> str:
@@ -121,17 +83,18 @@ def picture_readout(chip="tpu-v5p", shape="4x4x4", F: float = 30_000, batch_per_
 
     The best scheme first (its ratio T_math/T_comms and bound), then the other three, then the thresholds.
     """
-    head = f"{PICTURE_PREFIX}B/N={_num(batch_per_chip)}"
+    head = f"{PICTURE_PREFIX}B/N={format_number(batch_per_chip)}"
     try:
         name, shp, N, n = slice_info(chip, shape)
         r = picture_ratios(name, shp, F, batch_per_chip)
         th = picture_thresholds(name, shp, F)
-    except _ERRORS as exc:
-        return f"{head} on {getattr(chip, 'name', chip)} {str(shape).strip()!r}, F={F} → cannot evaluate: {_msg(exc)}"
-    best, *rest = _ranked(r)
+    except INPUT_ERRORS as exc:
+        return (f"{head} on {getattr(chip, 'name', chip)} {str(shape).strip()!r}, F={F} → cannot evaluate: "
+                f"{error_text(exc)}")
+    best, *rest = rank_schemes(r)
     bound = "compute-bound" if r[best] >= 1 else "communication-bound"
     others = " | ".join(f"{SCHEMES[s]} {_ratio(r[s])}" for s in rest)
-    return (f"{head} on {name} {_fmt_shape(shp)} (N={N}, {n} axes), F={_num(F)} → {SCHEMES[best]} {bound} "
+    return (f"{head} on {name} {_fmt_shape(shp)} (N={N}, {n} axes), F={format_number(F)} → {SCHEMES[best]} {bound} "
             f"(ratio {_ratio(r[best])}) | {others} | thresholds: FSDP α/M_X={th['fsdp']:.0f}, "
             f"FSDP+TP α²/(M_X·M_Y·F)={th['fsdp+tp']:.0f}")
 
@@ -149,8 +112,8 @@ def render_picture(chip="tpu-v5p", shape="4x4x4", F: float = 30_000, batch_per_c
         th = picture_thresholds(name, shp, F)
         if not F > 0:
             raise ValueError(f"F must be positive, got {F!r}")
-    except _ERRORS as exc:
-        return _message_figure(f"cannot draw: {_msg(exc)}")
+    except INPUT_ERRORS as exc:
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig, ax = new_figure((9.0, 5.2), ax)
     lo, hi = b_range
     if batch_per_chip is not None:
@@ -189,17 +152,17 @@ def render_picture(chip="tpu-v5p", shape="4x4x4", F: float = 30_000, batch_per_c
             ax.axvline(x, color=color, lw=1, ls="--", alpha=0.8)
             ax.text(x * 1.06, ymax / 1.25, label, color=color, fontsize=8, rotation=90, va="top", ha="left")
     if batch_per_chip is not None:
-        ax.axvline(batch_per_chip, color="0.35", lw=1, label=f"current B/N = {_num(batch_per_chip)}")
+        ax.axvline(batch_per_chip, color="0.35", lw=1, label=f"current B/N = {format_number(batch_per_chip)}")
         for s in SCHEMES:
             v = T.comms_ratio(s, batch_per_chip, F, N, name, n_axes=n)
             if math.isfinite(v) and ymin < v < ymax:
                 ax.plot([batch_per_chip], [v], "o", color=_COLORS[s], ms=6, zorder=5)
-    ax.xaxis.set_major_formatter(_plain_formatter())
+    ax.xaxis.set_major_formatter(plain_formatter())
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("batch per chip B/N (tokens)")
     ax.set_ylabel(r"$T_\mathrm{math}\,/\,T_\mathrm{comms}$ (> 1: compute-bound)")
-    ax.set_title(f"{name} {_fmt_shape(shp)} (N = {N}, {n} axes), F = {_num(F)}: "
+    ax.set_title(f"{name} {_fmt_shape(shp)} (N = {N}, {n} axes), F = {format_number(F)}: "
                  "FLOPs time / communication time per layer", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
@@ -220,52 +183,17 @@ def training_picture(chip: str = "tpu-v5p", shape: str = "4x4x4", F: int = 30_00
     box = W.VBox()
 
     def view(chip, shape, F, B):
-        _emit(box, picture_readout(chip, shape, F, B), lambda: render_picture(chip, shape, F, B), key=(chip, shape, F))
+        emit(box, picture_readout(chip, shape, F, B), lambda: render_picture(chip, shape, F, B), key=(chip, shape, F))
 
     controls = {"chip": chip_dd, "shape": shape_box, "F": f_box, "B": b_slider}
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([chip_dd, shape_box, pod_btn]), f_box, b_slider, out]
     values = lambda: (chip_dd.value, shape_box.value, f_box.value, b_slider.value)  # noqa: E731
-    return _attach(box, controls | {"pod": pod_btn}, out, lambda: picture_readout(*values()),
+    return attach(box, controls | {"pod": pod_btn}, out, lambda: picture_readout(*values()),
                    lambda: render_picture(*values()))
 
 
 # --- (2) step time against the total batch (book figure "math-comms-time") ------------------------------
-
-
-def _best_mixed(B, D, F, N, name, n):
-    """(X, Y, LayerCosts) of the FSDP+TP split (1 < X < N, X·Y = N) with the least communication."""
-    best = None
-    for X in (d for d in range(2, N) if N % d == 0):
-        c = T.layer_costs("fsdp+tp", B, D, F, N, X=X, Y=N // X, chip=name, M_X=max(n - 1, 1), M_Y=1, phase="step")
-        if best is None or c.t_comms < best[2].t_comms:
-            best = (X, N // X, c)
-    return best
-
-
-def step_time_curves(chip="tpu-v5p", shape="16x16x16", D: int = 8192, F: int = 32_768,
-                     batches: Sequence[float] = ()) -> dict:
-    """Per-layer times of a training step (forward + backward, `layer_costs(phase="step")`) at each total batch.
-
-    Returns {"B": array, "math": T_math, "dp"/"fsdp"/"tp"/"fsdp+tp": T_comms arrays, "split": [(X, Y)]}.
-    DP and FSDP spread over all the slice's axes, TP (Y = N) and the TP part of FSDP+TP over one axis, the
-    FSDP part over the rest; FSDP+TP takes, at each B, the divisor split with the least communication.
-    """
-    name, _shp, N, n = slice_info(chip, shape)
-    B = np.asarray(batches, dtype=float)
-    out = {"B": B, "math": [], "dp": [], "fsdp": [], "tp": [], "fsdp+tp": [], "split": []}
-    for b in B:
-        dp = T.layer_costs("dp", b, D, F, N, chip=name, M_X=n, phase="step")
-        out["math"].append(dp.t_math)
-        out["dp"].append(dp.t_comms)
-        out["fsdp"].append(T.layer_costs("fsdp", b, D, F, N, chip=name, M_X=n, phase="step").t_comms)
-        out["tp"].append(T.layer_costs("tp", b, D, F, N, chip=name, M_Y=1, phase="step").t_comms)
-        mixed = _best_mixed(b, D, F, N, name, n)
-        out["fsdp+tp"].append(mixed[2].t_comms if mixed else math.nan)
-        out["split"].append(mixed[:2] if mixed else None)
-    for k in ("math", *SCHEMES):
-        out[k] = np.asarray(out[k])
-    return out
 
 
 def step_time_readout(chip="tpu-v5p", shape="16x16x16", D: int = 8192, F: int = 32_768, B: float = 1_048_576) -> str:
@@ -275,8 +203,8 @@ def step_time_readout(chip="tpu-v5p", shape="16x16x16", D: int = 8192, F: int = 
         c = step_time_curves(chip, shape, D, F, [B])
         name, shp, N, n = slice_info(chip, shape)
         below = T.all_comm_bound_batch(N, F, name, max(n - 1, 1), 1)
-    except _ERRORS as exc:
-        return f"{head} on {chip} {str(shape).strip()!r} → cannot evaluate: {_msg(exc)}"
+    except INPUT_ERRORS as exc:
+        return f"{head} on {chip} {str(shape).strip()!r} → cannot evaluate: {error_text(exc)}"
     split = c["split"][0]
     parts = [f"{SCHEMES[s]}{f' (X={split[0]}, Y={split[1]})' if s == 'fsdp+tp' and split else ''} "
              f"{format_time(float(c[s][0]))}" for s in SCHEMES]
@@ -300,8 +228,8 @@ def render_step_time(chip="tpu-v5p", shape="16x16x16", D: int = 8192, F: int = 3
         grid = np.logspace(math.log10(lo), math.log10(hi), 90)
         c = step_time_curves(name, shp, D, F, grid)
         below = T.all_comm_bound_batch(N, F, name, max(n - 1, 1), 1)
-    except _ERRORS as exc:
-        return _message_figure(f"cannot draw: {_msg(exc)}")
+    except INPUT_ERRORS as exc:
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig, ax = new_figure((9.0, 5.2), ax)
     labels = {"dp": f"DP (8DF per layer, {n} axes)", "fsdp": f"FSDP (12DF per layer, {n} axes)",
               "tp": "TP, Y = N (8BD per layer)", "fsdp+tp": "FSDP+TP, best X·Y split"}
@@ -336,30 +264,15 @@ def render_step_time(chip="tpu-v5p", shape="16x16x16", D: int = 8192, F: int = 3
 # --- (3) the planner -----------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=64)
-def _plan_cached(model, chip, n_chips, slices, batch_tokens, seq_len, allow_seq) -> T.Plan:
-    return T.plan(model, batch_tokens, chip, n_chips=n_chips, slices=slices, seq_len=seq_len,
-                  allow_sequence_sharding=allow_seq)
-
-
-def get_plan(model="llama3-70b", chip="tpu-v5p", chips: int | None = None, slices: int = 1,
-             batch_tokens: float = 4 * 2**20, seq_len: int = 4096, allow_sequence_sharding: bool = True) -> T.Plan:
-    """`training.plan` for these inputs, cached (a widget redraw asks for the same plan several times)."""
-    cfg = tf.get_model(model)
-    spec = get_chip(chip)
-    n = spec.pod_chips if chips in (None, 0) else chips
-    return _plan_cached(cfg, spec.name, n, slices, float(batch_tokens), int(seq_len), bool(allow_sequence_sharding))
-
-
 def _planner_head(model, chip, chips, slices, batch_tokens, seq_len) -> str:
     if chips in (None, 0):
         try:
             chips_s = str(get_chip(chip).pod_chips)
-        except _ERRORS:
+        except INPUT_ERRORS:
             chips_s = "pod"
     else:
-        chips_s = _num(chips)
-    return (f"{PLANNER_PREFIX}{_model_name(model)}, {getattr(chip, 'name', chip)}, chips={chips_s}, "
+        chips_s = format_number(chips)
+    return (f"{PLANNER_PREFIX}{model_name(model)}, {getattr(chip, 'name', chip)}, chips={chips_s}, "
             f"slices={slices}, batch={format_si(float(batch_tokens), digits=3)} tokens, seq={seq_len}")
 
 
@@ -369,13 +282,13 @@ def planner_readout(model="llama3-70b", chip="tpu-v5p", chips: int | None = None
     442 ms/step | MFU 100% | bound by compute | 13.2 GB/chip``."""
     try:
         head = _planner_head(model, chip, chips, slices, batch_tokens, seq_len)
-    except _ERRORS:  # a batch that is not a number: keep the line readable
-        head = f"{PLANNER_PREFIX}{_model_name(model)}, {getattr(chip, 'name', chip)}, chips={chips}, slices={slices}"
+    except INPUT_ERRORS:  # a batch that is not a number: keep the line readable
+        head = f"{PLANNER_PREFIX}{model_name(model)}, {getattr(chip, 'name', chip)}, chips={chips}, slices={slices}"
     try:
         p = get_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
         b = p.best
-    except _ERRORS as exc:
-        return f"{head} → no plan: {_msg(exc)}"
+    except INPUT_ERRORS as exc:
+        return f"{head} → no plan: {error_text(exc)}"
     return (f"{head} → best: {b.config.name} | {format_time(b.step_time)}/step | MFU {b.mfu:.0%} | "
             f"bound by {b.bound} | {format_bytes(b.memory.total)}/chip")
 
@@ -390,16 +303,6 @@ def planner_rows(model="llama3-70b", chip="tpu-v5p", chips: int | None = None, s
              "memory/chip": format_bytes(e.memory.total)} for e in p.feasible[:n]]
 
 
-def format_rows(rows: Sequence[dict], columns: Sequence[str] | None = None) -> str:
-    """Rows of text cells as a fixed-width table (header, rule, one line per row)."""
-    if not rows:
-        return "(no rows)"
-    cols = list(columns or rows[0])
-    width = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in cols}
-    line = lambda r: "  ".join(str(r.get(c, "")).ljust(width[c]) for c in cols).rstrip()  # noqa: E731
-    return "\n".join([line({c: c for c in cols}), "  ".join("-" * width[c] for c in cols)] + [line(r) for r in rows])
-
-
 def planner_text(model="llama3-70b", chip="tpu-v5p", chips: int | None = None, slices: int = 1,
                  batch_tokens: float = 4 * 2**20, seq_len: int = 4096, allow_sequence_sharding: bool = True,
                  n: int = 6) -> str:
@@ -407,8 +310,8 @@ def planner_text(model="llama3-70b", chip="tpu-v5p", chips: int | None = None, s
     try:
         p = get_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
         explain = p.explain()
-    except _ERRORS as exc:
-        return f"(no feasible configuration: {_msg(exc)})"
+    except INPUT_ERRORS as exc:
+        return f"(no feasible configuration: {error_text(exc)})"
     return explain + "\n\n" + format_rows(planner_rows(model, chip, chips, slices, batch_tokens, seq_len,
                                                        allow_sequence_sharding, n))
 
@@ -433,8 +336,8 @@ def render_planner(model="llama3-70b", chip="tpu-v5p", chips: int | None = None,
     try:
         p = get_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
         b = p.best
-    except _ERRORS as exc:
-        return _message_figure(f"cannot draw: {_msg(exc)}", figsize=(10, 1.4))
+    except INPUT_ERRORS as exc:
+        return message_figure(f"cannot draw: {error_text(exc)}", figsize=(10, 1.4))
     fig = Figure(figsize=(11.0, 4.0))  # fixed margins: constrained layout would double the widget's redraw time
     ax1, ax2 = fig.subplots(1, 2, width_ratios=[1, 1.1])
     fig.subplots_adjust(left=0.115, right=0.99, bottom=0.13, top=0.86, wspace=0.42)
@@ -511,7 +414,7 @@ def planner_widget(model: str = "llama3-70b", chip: str = "tpu-v5p", chips: int 
     box = W.VBox()
 
     def view(model, chip, chips, slices, batch, seq, allow):
-        _emit(box, planner_readout(model, chip, chips, slices, batch, seq, allow),
+        emit(box, planner_readout(model, chip, chips, slices, batch, seq, allow),
               lambda: render_planner(model, chip, chips, slices, batch, seq, allow),
               key=(model, chip, chips, batch, seq, allow), lines=[planner_text(model, chip, chips, slices, batch, seq, allow, n)])
 
@@ -520,30 +423,7 @@ def planner_widget(model: str = "llama3-70b", chip: str = "tpu-v5p", chips: int 
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([model_dd, chip_dd, chips_box]), W.HBox([batch_dd, seq_dd, seq_cb]), slices_sl, out]
     values = lambda: tuple(c.value for c in controls.values())  # noqa: E731
-    return _attach(box, controls, out, lambda: planner_readout(*values()), lambda: render_planner(*values()))
-
-
-# --- (4) thresholds for several chips ----------------------------------------------------------------------
-
-
-def threshold_rows(chips: Sequence[str] = ("tpu-v4p", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu7x"),
-                   F: float = 28_672) -> list[dict[str, str]]:
-    """Per chip: α, the DP/FSDP batch per chip on 1 axis and on all axes, TP's largest degree for `F`, the
-    FSDP+TP batch per chip (M_X = axes − 1, M_Y = 1), the pod batch FSDP needs, and C/W_dcn per slice."""
-    rows = []
-    for c in chips:
-        spec = get_chip(c)
-        n = spec.ici_torus_dims
-        a = T.alpha(spec)
-        rows.append({
-            "chip": spec.name, "α = C/W_ici": f"{a:,.0f}", "DP/FSDP 1 axis": f"{a:,.0f}",
-            "all axes": f"{T.dp_min_batch_per_chip(spec, n):,.0f} ({n})",
-            "TP max Y (1 axis)": f"{T.tp_max_degree(F, spec, 1):.1f}",
-            "FSDP+TP": f"{T.mixed_min_batch_per_chip(F, spec, max(n - 1, 1), 1):,.0f}",
-            "FSDP pod batch": format_si(spec.pod_chips * T.dp_min_batch_per_chip(spec, n), digits=3),
-            "DCN tokens/slice": f"{T.alpha_dcn(spec):,.0f}",
-        })
-    return rows
+    return attach(box, controls, out, lambda: planner_readout(*values()), lambda: render_planner(*values()))
 
 
 # --- (5) pipelining: a schedule as a stage × time grid (book ch. 5 "Pipelining") --------------------------
@@ -571,8 +451,8 @@ def render_pipeline_schedule(schedule, *, title: str | None = None, ax=None) -> 
         if grid.ndim != 2 or grid.size == 0 or not np.issubdtype(grid.dtype, np.integer):
             raise ValueError(f"a schedule is a 2-D integer grid [stages, time steps]; got an array of shape "
                              f"{grid.shape} and dtype {grid.dtype}")
-    except _ERRORS as exc:
-        return _message_figure(f"cannot draw: {_msg(exc)}")
+    except INPUT_ERRORS as exc:
+        return message_figure(f"cannot draw: {error_text(exc)}")
     P, steps = grid.shape
     M = int(grid.max()) + 1
     idle = grid < 0

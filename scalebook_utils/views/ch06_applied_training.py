@@ -4,8 +4,9 @@ widget and the book's decision path — readouts, figures and widgets over `trai
 The same three layers as `training_views` (DESIGN §3): a pure *readout* returning one deterministic line with
 a fixed prefix, a *render* function returning a matplotlib Figure, and a *builder* wiring ipywidgets
 controls to both. Bad input (an unknown model) gives a readable line and a message figure, never an
-exception. The chapter-5 views this chapter reuses — the planner (`get_plan`, `planner_widget`) and
-`format_rows` — stay in `training_views`.
+exception. What it shares with chapter 5 comes from below the views: the cached planner (`get_plan`) and
+`model_name` from `core.training.pictures`, `format_rows` and the error handling from the views' kit
+(`views._kit`); the chapter-5 planner widget itself stays in `training_views`.
 
 Book ch. 6 "Training LLaMA 3 on TPUs".
 """
@@ -22,11 +23,11 @@ from matplotlib.ticker import NullFormatter
 
 from scalebook_utils.core.training import planner as T
 from scalebook_utils.core import transformer as tf
-from scalebook_utils.views.plots import new_figure
 from scalebook_utils.core.hardware import get_chip
-from scalebook_utils.views.ch05_training import _ERRORS, _model_name, _msg, _plain_formatter, format_rows, get_plan
+from scalebook_utils.core.training.pictures import get_plan, model_name
 from scalebook_utils.core.units import format_bytes, format_si, format_time
-from scalebook_utils.views.widgets import _attach, _emit, _message_figure
+from scalebook_utils.views._kit import (INPUT_ERRORS, attach, emit, error_text, format_rows, message_figure, new_figure,
+                                        plain_formatter)
 
 __all__ = [
     "BUDGET_PREFIX",
@@ -67,8 +68,8 @@ def render_param_breakdown(models: Sequence[str] | str = ("llama3-70b", "llama3-
     models = [models] if isinstance(models, (str, tf.TransformerConfig)) else list(models)
     try:
         data = {tf.get_model(m).name: param_breakdown(m) for m in models}
-    except _ERRORS as exc:
-        return _message_figure(f"cannot draw: {_msg(exc)}")
+    except INPUT_ERRORS as exc:
+        return message_figure(f"cannot draw: {error_text(exc)}")
     parts = list(next(iter(data.values())))
     fig = Figure(figsize=(5.2 * len(data), 3.4), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(data), sharey=True))
@@ -112,8 +113,8 @@ def render_days_to_train(model="llama3-70b", tokens: float = 15e12, chip="tpu-v5
         name = tf.get_model(model).name
         n = np.logspace(math.log10(chips_range[0]), math.log10(chips_range[1]), 200)
         curves = {m: np.array([days_to_train(name, tokens, x, spec, m) for x in n]) for m in mfus}
-    except _ERRORS as exc:
-        return _message_figure(f"cannot draw: {_msg(exc)}")
+    except INPUT_ERRORS as exc:
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig, ax = new_figure((8.5, 4.8), ax)
     shades = ["#9ecae1", "#3182bd", "#08519c", "#08306b"]
     for i, (m, d) in enumerate(curves.items()):
@@ -150,9 +151,9 @@ def render_days_to_train(model="llama3-70b", tokens: float = 15e12, chip="tpu-v5
         ax.axhline(d, color="0.7", lw=0.8, ls=":")
         ax.text(n[0] * 1.05, d * 1.05, {7: "1 week", 30: "1 month", 365: "1 year"}[d], ha="left", va="bottom",
                 fontsize=7, color="0.4")
-    ax.xaxis.set_major_formatter(_plain_formatter())
+    ax.xaxis.set_major_formatter(plain_formatter())
     ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.yaxis.set_major_formatter(_plain_formatter())
+    ax.yaxis.set_major_formatter(plain_formatter())
     ax.set_xlabel(f"number of {spec.name} chips")
     ax.set_ylabel("days to train")
     ax.set_title(f"{name} on {format_si(tokens, digits=3)} tokens: 6·P·tokens / (chips · C · MFU)", fontsize=10)
@@ -190,8 +191,8 @@ def render_memory_vs_checkpoints(model="llama3-70b", batch_tokens: float = 4 * 2
         spec = get_chip(chip)
         name = tf.get_model(model).name
         data = [memory_per_chip(name, batch_tokens, n_chips, k) for k in checkpoints]
-    except _ERRORS as exc:
-        return _message_figure(f"cannot draw: {_msg(exc)}")
+    except INPUT_ERRORS as exc:
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig, ax = new_figure((8.5, 4.8), ax)
     x = np.arange(len(checkpoints))
     bottom = np.zeros(len(x))
@@ -232,7 +233,7 @@ def render_memory_vs_checkpoints(model="llama3-70b", batch_tokens: float = 4 * 2
 def budget_readout(model="llama3-70b", tokens: float = 15e12, chips: int = 8960, mfu: float = 0.4,
                    checkpoints_per_layer: int = 2, batch_tokens: float = 4 * 2**20, chip="tpu-v5p") -> str:
     """``training budget: llama3-70b, 15 T tokens, chips=8960, MFU=40% → 44.2 days | 6.35e+24 FLOPs | …``."""
-    head = f"{BUDGET_PREFIX}{_model_name(model)}, {format_si(float(tokens), digits=3)} tokens, chips={chips}, MFU={mfu:.0%}"
+    head = f"{BUDGET_PREFIX}{model_name(model)}, {format_si(float(tokens), digits=3)} tokens, chips={chips}, MFU={mfu:.0%}"
     try:
         spec = get_chip(chip)
         P = tf.param_count(tf.get_model(model)).total
@@ -240,8 +241,8 @@ def budget_readout(model="llama3-70b", tokens: float = 15e12, chips: int = 8960,
         mem = memory_per_chip(model, batch_tokens, chips, checkpoints_per_layer)
         per_chip = sum(mem.values())
         need = min_chips_for_memory(model, batch_tokens, checkpoints_per_layer, spec)
-    except _ERRORS as exc:
-        return f"{head} → cannot evaluate: {_msg(exc)}"
+    except INPUT_ERRORS as exc:
+        return f"{head} → cannot evaluate: {error_text(exc)}"
     fits = "fits" if per_chip <= spec.hbm_bytes else "does NOT fit"
     return (f"{head} → {days:.3g} days | {6 * P * tokens:.3g} FLOPs | {checkpoints_per_layer} checkpoints/layer: "
             f"{format_bytes(per_chip * chips)} in all, {format_bytes(per_chip)}/chip ({fits} in "
@@ -259,8 +260,8 @@ def render_budget(model="llama3-70b", tokens: float = 15e12, chips: int = 8960, 
         budget_line = budget_readout(model, tokens, chips, mfu, checkpoints_per_layer, batch_tokens, chip)
         if "cannot evaluate" in budget_line:
             raise ValueError(budget_line.split("cannot evaluate: ", 1)[1])
-    except _ERRORS as exc:
-        return _message_figure(f"cannot draw: {_msg(exc)}")
+    except INPUT_ERRORS as exc:
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(13.0, 4.6), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
     mfus = sorted({0.2, 0.4, round(float(mfu), 2)} | {0.6})
@@ -286,14 +287,14 @@ def budget_widget(model: str = "llama3-70b", tokens: float = 15e12, chips: int =
     box = W.VBox()
 
     def view(model, tokens, chips, MFU, ckpt):
-        _emit(box, budget_readout(model, tokens, chips, MFU, ckpt, batch_tokens, chip),
+        emit(box, budget_readout(model, tokens, chips, MFU, ckpt, batch_tokens, chip),
               lambda: render_budget(model, tokens, chips, MFU, ckpt, batch_tokens, chip), key=(model, tokens, chips, ckpt))
 
     controls = {"model": model_dd, "tokens": tokens_dd, "chips": chips_box, "MFU": mfu_sl, "ckpt": ck_sl}
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([model_dd, tokens_dd, chips_box]), W.HBox([mfu_sl, ck_sl]), out]
     values = lambda: tuple(c.value for c in controls.values())  # noqa: E731
-    return _attach(box, controls, out, lambda: budget_readout(*values(), batch_tokens, chip),
+    return attach(box, controls, out, lambda: budget_readout(*values(), batch_tokens, chip),
                    lambda: render_budget(*values(), batch_tokens, chip))
 
 

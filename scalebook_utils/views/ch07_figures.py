@@ -18,9 +18,9 @@ from matplotlib.ticker import FuncFormatter
 from scalebook_utils.core.inference import costs as inf
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
-from scalebook_utils.views.ch07_inference import _C, _fmt, _log_axes
+from scalebook_utils.views.ch07_inference import _C, _fmt
 from scalebook_utils.core.units import format_bytes, require_positive
-from scalebook_utils.views.widgets import INPUT_ERRORS, _message_figure, error_text
+from scalebook_utils.views._kit import (INPUT_ERRORS, error_text, log_axes, message_figure)
 
 __all__ = ["render_intensity", "render_critical_batch", "render_weight_stationary", "render_allgather_latency",
            "render_speculative"]
@@ -38,7 +38,7 @@ def render_intensity(chip="tpu-v5e", Gs: Sequence[int] = (1, 8), *, T_max: float
         if not Gs or min(Gs) < 1:
             raise ValueError(f"G must be positive integers, got {Gs}")
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(8.5, 4.8), layout="constrained")
     ax = fig.add_subplot()
     x = np.geomspace(1, T_max, 200)
@@ -47,17 +47,17 @@ def render_intensity(chip="tpu-v5e", Gs: Sequence[int] = (1, 8), *, T_max: float
         ax.plot(x, [tf.attention_intensity(t, t, g) for t in x], color=col, lw=2.2, label=f"prefill (S = T), {name}")
         ax.plot(x, [tf.attention_intensity(1, s, g) for s in x], color=col, lw=2.2, ls="--",
                 label=f"decode (T = 1), {name}")
-    ax.axhline(a, color="#d62728", lw=1.5, label=f"{spec.name} critical intensity {a:.0f} FLOPs/byte")
+    ax.axhline(a, color="#d62728", lw=1.5, label=f"{spec.name} critical intensity {a:.0f} FLOPs/byte (bf16 math)")
     t0 = 2 * a
     ax.plot([t0], [a], "o", color="#1f4e9c", ms=7, zorder=5)
     ax.annotate(f"MHA prefill compute-bound\nfor T > {t0:.0f}", (t0, a), xytext=(12, -38), textcoords="offset points",
                 fontsize=8.5, arrowprops=dict(arrowstyle="-", color="0.4"))
-    _log_axes(ax)
+    log_axes(ax)
     ax.set_xlim(1, T_max)
     ax.set_ylim(0.4, T_max)
     ax.set_xlabel("length: T = S in prefill, S cached keys in decode (tokens)")
     ax.set_ylabel("arithmetic intensity (FLOPs / byte)")
-    ax.set_title("Attention intensity: prefill grows with T, decode stays below G — always memory-bound",
+    ax.set_title("Attention intensity (bf16 Q, K, V): prefill grows with T, decode stays below G — always memory-bound",
                  fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left")
@@ -72,7 +72,7 @@ def render_critical_batch(chips: Sequence[str] = ("tpu-v5e", "tpu-v5p", "tpu-v6e
         specs = [get_chip(c) for c in chips]
         modes = [inf.get_precision(p) for p in precisions]
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(10, 4.4), layout="constrained")
     ax = fig.add_subplot()
     width, seen = 0.8 / len(modes), set()
@@ -107,7 +107,7 @@ def render_weight_stationary(B: float = 1024, D: float = 8192, F_over_D: float =
         one_d = inf.ws_1d_comms(B, D, chip)
         cross = inf.ws_2d_crossover_chips(D, F)
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(8.5, 4.8), layout="constrained")
     ax = fig.add_subplot()
     us = 1e6
@@ -117,7 +117,7 @@ def render_weight_stationary(B: float = 1024, D: float = 8192, F_over_D: float =
             label="2D weight-stationary comms, X = √(DN/2F): 4·√(2F/(DN))·BD/W")
     if N_range[0] < cross < N_range[1]:
         ax.axvline(cross, color="#d62728", lw=1.2, ls=":", label=f"crossover N = {cross:.0f}: 2D wins above")
-    _log_axes(ax)
+    log_axes(ax)
     ax.set_xlim(*N_range)
     ax.set_xlabel("number of chips N sharing the FFW weights")
     ax.set_ylabel("time per FFW block (µs)")
@@ -138,7 +138,7 @@ def render_allgather_latency(chip="tpu-v5e", shards: Sequence[int] = (4, 8, 16),
         curves = {n: [inf.collective_time(b, n, chip) for b in nb] for n in shards}
         knees = {n: inf.latency_bound_bytes(n, chip) for n in shards}
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(8.5, 4.8), layout="constrained")
     ax = fig.add_subplot()
     for n, col in zip(shards, ("#1f4e9c", "#e6550d", "#31a354", "#7b3294")):
@@ -148,7 +148,7 @@ def render_allgather_latency(chip="tpu-v5e", shards: Sequence[int] = (4, 8, 16),
     ax.axvline(act, color="0.3", lw=1.2, ls="--", label=f"decode activation B=16, D=8192, int8: {format_bytes(act)}")
     ax.axvspan(bytes_range[0], max(knees.values()), color=_C["mem"], lw=0, alpha=0.6,
                label="latency-bound for some shard count")
-    _log_axes(ax)
+    log_axes(ax)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: format_bytes(v) if v > 0 else ""))
     ax.set_xlim(*bytes_range)
     ax.set_xlabel("array size gathered (bytes, whole array)")
@@ -168,7 +168,7 @@ def render_speculative(draft_lens: Sequence[int] = (1, 2, 3, 4, 8), *, mark: flo
         curves = {k: [inf.speculative_tokens_per_step(float(a), k) for a in alphas] for k in draft_lens}
         marks = {k: inf.speculative_tokens_per_step(mark, k) for k in draft_lens}
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(8.5, 4.8), layout="constrained")
     ax = fig.add_subplot()
     cmap = colormaps["viridis"]

@@ -30,14 +30,13 @@ import ipywidgets as W
 import numpy as np
 from matplotlib import colormaps
 from matplotlib.figure import Figure
-from matplotlib.ticker import LogLocator, NullFormatter, NullLocator
 
 from scalebook_utils.core.inference import costs as inf
 from scalebook_utils.core.inference import serving as sv
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import CHIPS, get_chip
 from scalebook_utils.core.units import format_bytes, require_positive
-from scalebook_utils.views.widgets import (INPUT_ERRORS, _attach, _emit, _message_figure, error_text, format_number, plain_formatter)
+from scalebook_utils.views._kit import (INPUT_ERRORS, attach, emit, error_text, format_number, log_axes, message_figure)
 
 __all__ = [
     "STEP_PREFIX", "KV_PREFIX", "FRONTIER_PREFIX", "PARETO_PREFIX", "CONTEXTS",
@@ -164,17 +163,6 @@ def _quiet(box):
         box.quiet = False
 
 
-def _log_axes(ax, *, x=True, y=True, fine=False) -> None:
-    """Log scale with plain tick labels and no minor ticks (they slow constrained layout down); `fine` labels
-    1, 2, 5 of each decade (for axes spanning a few decades)."""
-    for on, axis, scale in ((x, ax.xaxis, ax.set_xscale), (y, ax.yaxis, ax.set_yscale)):
-        if on:
-            scale("log")
-            if fine:
-                axis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
-            axis.set_major_formatter(plain_formatter())
-            axis.set_minor_locator(NullLocator())
-            axis.set_minor_formatter(NullFormatter())
 
 
 _best_under = sv._best_under        # most tokens/s/chip under a latency cap; ties to the lower latency
@@ -240,7 +228,7 @@ def render_step_time(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision
         grid = np.unique(np.concatenate([np.round(grid), [plan.B_max, min(round(plan.B_crit), hi)]]))
         c = step_time_curves(model, chip, slice_, precision, S, grid, max_context=max_context)
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(12.5, 5.4), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
     x, ms = c["B"], lambda k: c[k] * 1e3
@@ -264,7 +252,7 @@ def render_step_time(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision
         ax.set_xlabel("batch B (sequences decoded together)")
         ax.grid(True, alpha=0.3)
         if log:
-            _log_axes(ax)
+            log_axes(ax)
     if not log:
         ax1.set_ylim(0, ms("total").max() * 1.08)
         ax2.set_ylim(0, c["tokens"].max() * 1.12)
@@ -339,7 +327,7 @@ def step_time_widget(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision
     def view(model, chip, slice_, precision, S, B):
         if getattr(box, "quiet", False):
             return
-        _emit(box, step_time_readout(model, chip, slice_, precision, S, B),
+        emit(box, step_time_readout(model, chip, slice_, precision, S, B),
               lambda: render_step_time(model, chip, slice_, precision, S, B, log=log),
               key=(model, chip, slice_, precision, S))
 
@@ -347,7 +335,7 @@ def step_time_widget(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([model_dd, chip_dd, slice_dd]), W.HBox([prec_dd, s_dd]), b_sl, out]
     values = lambda: tuple(w.value for w in controls.values())  # noqa: E731
-    return _attach(box, controls, out, lambda: step_time_readout(*values()),
+    return attach(box, controls, out, lambda: step_time_readout(*values()),
                    lambda: render_step_time(*values(), log=log))
 
 
@@ -427,7 +415,7 @@ def render_kv(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v5
                          "ms": np.array([d.step_time for d in steps]) * 1e3,
                          "tps": np.array([d.tokens_per_s for d in steps])}
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(13.5, 4.4), layout="constrained")
     axes = fig.subplots(1, 3)
     colors = {1: "#31a354", 8: "#7b3294", cfg.N: "#e6550d", K: "#1f4e9c"}
@@ -448,7 +436,7 @@ def render_kv(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v5
     for ax, ylabel, title in zip(axes, ("memory: weights + KV caches (GB)", "time per decode step (ms)",
                                         "throughput (tokens/s, whole slice)"),
                                  ("memory vs HBM (dotted: does not fit)", "step time", "throughput")):
-        _log_axes(ax)
+        log_axes(ax)
         ax.set_xlim(x[0], x[-1])
         ax.set_xlabel("batch B (sequences)")
         ax.set_ylabel(ylabel)
@@ -504,7 +492,7 @@ def kv_explorer(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-
     def view(model, K, precision, S, chip, n_chips, B):
         if getattr(box, "quiet", False):
             return
-        _emit(box, kv_readout(model, K, precision, S, chip, n_chips, B=B),
+        emit(box, kv_readout(model, K, precision, S, chip, n_chips, B=B),
               lambda: render_kv(model, K, precision, S, chip, n_chips, B=B), key=(model, K, precision, S, chip, n_chips))
 
     controls = {"model": model_dd, "K": k_dd, "precision": prec_dd, "S": s_dd, "chip": chip_dd, "n_chips": n_dd,
@@ -512,7 +500,7 @@ def kv_explorer(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([model_dd, k_dd, prec_dd]), W.HBox([s_dd, chip_dd, n_dd]), b_sl, out]
     values = lambda: tuple(w.value for w in controls.values())  # noqa: E731
-    return _attach(box, controls, out, lambda: kv_readout(*values()[:-1], B=b_sl.value),
+    return attach(box, controls, out, lambda: kv_readout(*values()[:-1], B=b_sl.value),
                    lambda: render_kv(*values()[:-1], B=b_sl.value))
 
 
@@ -577,7 +565,7 @@ def render_frontier(model="llama3-70b", chip="tpu-v5e", precision="int8-weights"
         if max_latency is not None:
             require_positive(max_latency=max_latency)
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(9.5, 5.4), layout="constrained")
     ax = fig.add_subplot()
     cmap = colormaps["viridis"]
@@ -597,7 +585,7 @@ def render_frontier(model="llama3-70b", chip="tpu-v5e", precision="int8-weights"
         if best:
             ax.plot([best.latency * 1e3], [best.tokens_per_s_per_chip], "*", color="#d62728", ms=16, zorder=6,
                     label=f"best under the cap: {_where(best)}")
-    _log_axes(ax, fine=True)
+    log_axes(ax, fine=True)
     lat = [p.latency * 1e3 for p in f.points]
     ax.set_xlim(min(lat) / 1.35, max(lat) * 1.2)
     ax.set_xlabel("latency: time per decode step, i.e. per token of each sequence (ms)")
@@ -627,7 +615,7 @@ def frontier_widget(model="llama3-70b", chip="tpu-v5e", precision="int8-weights"
     box = W.VBox()
 
     def view(model, chip, precision, S, cap, compare):
-        _emit(box, frontier_readout(model, chip, precision, S, cap),
+        emit(box, frontier_readout(model, chip, precision, S, cap),
               lambda: render_frontier(model, chip, precision, S, max_latency=cap, compare_precisions=compare),
               key=(model, chip, precision, cap, compare))
 
@@ -635,7 +623,7 @@ def frontier_widget(model="llama3-70b", chip="tpu-v5e", precision="int8-weights"
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([model_dd, chip_dd, prec_dd]), W.HBox([s_dd, cap_dd, cmp_cb]), out]
     v = lambda: tuple(w.value for w in controls.values())  # noqa: E731
-    return _attach(box, controls, out, lambda: frontier_readout(*v()[:5]),
+    return attach(box, controls, out, lambda: frontier_readout(*v()[:5]),
                    lambda: render_frontier(*v()[:4], max_latency=v()[4], compare_precisions=v()[5]))
 
 
@@ -666,7 +654,7 @@ def render_context_pareto(model="llama3-70b", chip="tpu-v5e", slice_="4x4", prec
     try:
         plan = get_plan(model, chip, slice_, precision, S)
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(9.5, 5.2), layout="constrained")
     ax = fig.add_subplot()
     cmap = colormaps["plasma"]
@@ -712,11 +700,11 @@ def context_pareto_widget(model="llama3-70b", chip="tpu-v5e", slice_="4x4", prec
     box = W.VBox()
 
     def view(S, precision):
-        _emit(box, context_pareto_readout(model, chip, slice_, precision, S),
+        emit(box, context_pareto_readout(model, chip, slice_, precision, S),
               lambda: render_context_pareto(model, chip, slice_, precision, S), key=(precision,))
 
     controls = {"S": s_sl, "precision": prec_dd}
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([s_sl, prec_dd]), out]
-    return _attach(box, controls, out, lambda: context_pareto_readout(model, chip, slice_, prec_dd.value, s_sl.value),
+    return attach(box, controls, out, lambda: context_pareto_readout(model, chip, slice_, prec_dd.value, s_sl.value),
                    lambda: render_context_pareto(model, chip, slice_, prec_dd.value, s_sl.value))

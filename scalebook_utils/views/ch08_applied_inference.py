@@ -28,11 +28,8 @@ from scalebook_utils.core.inference import costs as I
 from scalebook_utils.core.inference import serving as SV
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
-from scalebook_utils.views.ch07_inference import _log_axes as _log_scale
-from scalebook_utils.views.ch05_training import format_rows
-from scalebook_utils.views.ch04_transformers import PALETTE, new_figure
 from scalebook_utils.core.units import format_bytes, format_time
-from scalebook_utils.views.widgets import INPUT_ERRORS, _attach, _emit, _message_figure, error_text, format_number
+from scalebook_utils.views._kit import (INPUT_ERRORS, PALETTE, attach, emit, error_text, format_number, format_rows, log_axes as _log_scale, message_figure, new_figure)
 
 __all__ = [
     "SLICE_PREFIX", "CONFIG_PREFIX", "TP_PREFIX", "PREFILL_PREFIX", "DISAGG_PREFIX", "BOOK_CURVE_PREFIX",
@@ -177,7 +174,7 @@ def render_memory_per_slice(model=BOOK_70B, chip="tpu-v5e", S: float = 8192,
         big = smallest_slice_rows(model, chip, S, precisions, doubled=True)
         name = _label(model)
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(9.0, 4.6), layout="constrained")
     ax = fig.add_subplot()
     rows = [r for pair in zip(small, big) for r in pair]
@@ -277,7 +274,7 @@ def render_configs(model=BOOK_70B, chip="tpu-v5e", S: float = 8192, configs: Seq
         rows = config_rows(model, chip, S, configs, B=B)
         name = _label(model)
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(12.5, 4.6), layout="constrained")
     ax, ax2 = fig.subplots(1, 2, width_ratios=[1.8, 1])
     y = np.arange(len(rows))[::-1]
@@ -375,7 +372,7 @@ def render_tp_check(slice_="4x8", precision="bf16", B: float = 64, model="llama3
         cfg = tf.get_model(model)
         times = [I.tp_matmul_times(b, cfg.D, cfg.F, r["Y"], chip, precision) for b in Bs]
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(12.5, 4.6), layout="constrained")
     ax, ax2 = fig.subplots(1, 2)
     large = r["large_limit"]
@@ -394,8 +391,9 @@ def render_tp_check(slice_="4x8", precision="bf16", B: float = 64, model="llama3
     ax.set_ylim(1, top)
     ax.set_xlabel("batch B (sequences per decode step)")
     ax.set_ylabel("TP degree Y (chips)")
-    ax.set_title(f"{r['model']} {_meaning(r['precision'])} on {r['chip']}: largest TP degree before ICI dominates",
-                 fontsize=10)
+    # the setting goes in the figure's title, so the two panel titles stay short and never run into each other
+    fig.suptitle(f"{r['model']} {_meaning(r['precision'])} on {r['chip']} {r['slice']}", fontsize=10)
+    ax.set_title("largest TP degree Y before ICI dominates", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper right", fontsize=7.5)
     for attr, label, color in (("t_math", "T_math = 2BDF/(Y·C)", PALETTE[2]),
@@ -409,7 +407,7 @@ def render_tp_check(slice_="4x8", precision="bf16", B: float = 64, model="llama3
     ax2.set_ylabel("time per matmul (µs)")
     # the verdict goes in the title: a text box beside the B line would sit on the curves
     ax2.set_title(f"one [B, D]·[D, F] matmul, F over Y = {r['Y']}: {r['bound']}-bound at B = {format_number(B)}",
-                  fontsize=10)
+                  fontsize=9.5)
     ax2.grid(True, which="major", alpha=0.3)
     ax2.legend(loc="upper left", fontsize=8)
     return fig
@@ -426,14 +424,14 @@ def tp_check_widget(slice_: str = "4x8", precision: str = "bf16", B: int = 64, m
     box = W.VBox()
 
     def view(slice_, precision, B):
-        _emit(box, tp_check_readout(slice_, precision, B, model, chip),
+        emit(box, tp_check_readout(slice_, precision, B, model, chip),
               lambda: render_tp_check(slice_, precision, B, model, chip), key=(slice_, precision))
 
     controls = {"slice_": slice_dd, "precision": prec_dd, "B": b_sl}
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([slice_dd, prec_dd]), b_sl, out]
     values = lambda: (slice_dd.value, prec_dd.value, b_sl.value)  # noqa: E731
-    return _attach(box, {"slice": slice_dd, "precision": prec_dd, "B": b_sl}, out,
+    return attach(box, {"slice": slice_dd, "precision": prec_dd, "B": b_sl}, out,
                    lambda: tp_check_readout(*values(), model, chip), lambda: render_tp_check(*values(), model, chip))
 
 
@@ -475,9 +473,9 @@ def render_prefill(model=BOOK_70B, chip="tpu-v5e", precision="bf16", mfu: float 
                       [I.prefill_time(model, t, chip, n, precision, include_attention=True, **book).time for t in Ts])
                   for n in chips}
         here = {n: I.prefill_time(model, T, chip, n, precision, mfu=mfu, conventions="book").time for n in chips}
-        name = _label(model)
+        name, meaning = _label(model), _meaning(precision)
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig, ax = new_figure((8.5, 4.8))
     for i, (n, (plain, att)) in enumerate(curves.items()):
         color = PALETTE[i % len(PALETTE)]
@@ -493,7 +491,8 @@ def render_prefill(model=BOOK_70B, chip="tpu-v5e", precision="bf16", mfu: float 
     _log_axes(ax)
     ax.set_xlabel("prompt length T (tokens)")
     ax.set_ylabel("prefill time (s)")
-    ax.set_title(f"{name} prefill on {get_chip(chip).name} at {_pct(mfu)} MFU: 2·P·T / (N·C·MFU)", fontsize=10)
+    ax.set_title(f"{name} {meaning} prefill on {get_chip(chip).name} at {_pct(mfu)} MFU\n"
+                 "T_prefill = 2·P·T / (N·C·MFU) on N chips", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
     return fig
@@ -591,7 +590,7 @@ def render_disaggregation(prompt: int = 8192, decode: int = 512, B: int = 32, pr
     try:
         d = disaggregation(prompt, decode, B, prefill_slice, generate_slice, precision, mfu, model, chip)
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(12.5, 4.6), layout="constrained")
     ax, ax2 = fig.subplots(1, 2, width_ratios=[1.7, 1])
     prompts = np.unique(np.geomspace(256, 32768, 36).round().astype(int))
@@ -647,7 +646,7 @@ def disaggregation_widget(prompt: int = 8192, decode: int = 512, B: int = 32, pr
     box = W.VBox()
 
     def view(prompt, decode, B, prefill_slice, generate_slice, precision, mfu):
-        _emit(box, disaggregation_readout(prompt, decode, B, prefill_slice, generate_slice, precision, mfu, model, chip),
+        emit(box, disaggregation_readout(prompt, decode, B, prefill_slice, generate_slice, precision, mfu, model, chip),
               lambda: render_disaggregation(prompt, decode, B, prefill_slice, generate_slice, precision, mfu,
                                             model, chip),
               key=(prefill_slice, generate_slice, precision))
@@ -658,7 +657,7 @@ def disaggregation_widget(prompt: int = 8192, decode: int = 512, B: int = 32, pr
     box.children = [W.HBox([pr_sl, de_sl]), W.HBox([b_sl, mfu_sl]), W.HBox([prec_dd, pre_dd, gen_dd]), out]
     values = lambda: tuple(c.value for c in controls.values())  # noqa: E731
     named = {k: v for k, v in controls.items() if k != "mfu"} | {"MFU": mfu_sl}
-    return _attach(box, named, out,
+    return attach(box, named, out,
                    lambda: disaggregation_readout(*values(), model, chip),
                    lambda: render_disaggregation(*values(), model, chip))
 
@@ -699,7 +698,7 @@ def render_book_roofline(S_values: Sequence[float] = (2048, 8192, 32768), n_chip
         S_mid = list(S_values)[len(S_values) // 2]
         plan = SV.plan_serving(model, chip, n_chips, precision, S_mid, batches=range(1, pairs[S_mid][0].max_batch + 1))
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(12.5, 4.8), layout="constrained")
     ax, ax2 = fig.subplots(1, 2)
     for i, (S, (fixed, book)) in enumerate(pairs.items()):
@@ -716,8 +715,10 @@ def render_book_roofline(S_values: Sequence[float] = (2048, 8192, 32768), n_chip
     ax.set_xticks([t for t in (4, 5, 6, 8, 10, 15, 20, 30, 40, 60, 80, 100, 150, 200) if lo * 0.9 <= t <= hi * 1.1])
     ax.set_xlabel("latency per decode step (ms, log scale)")
     ax.set_ylabel("throughput (tokens/s per chip)")
-    ax.set_title(f"the book's roofline generator: {n_chips} × {get_chip(chip).name}, "
-                 f"{format_number(params / 1e9)}B params, {format_number(bytes_per_param)} byte each", fontsize=10)
+    fig.suptitle(f"the book's roofline generator and our planner, {n_chips} × {get_chip(chip).name}: "
+                 f"{_meaning(precision)}", fontsize=10)
+    ax.set_title(f"the book's generator: {format_number(params / 1e9)}B params, "
+                 f"{format_number(bytes_per_param)} byte each", fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right", bbox_to_anchor=(1, 0.2), fontsize=8)  # raised off the long-context curve's end
     fixed = pairs[S_mid][0]
@@ -735,8 +736,7 @@ def render_book_roofline(S_values: Sequence[float] = (2048, 8192, 32768), n_chip
                          xytext=(5, -10), textcoords="offset points", fontsize=8)
     ax2.set_xlabel("latency per decode step (ms)")
     ax2.set_ylabel("throughput (tokens/s per chip)")
-    ax2.set_title(f"S = {format_number(S_mid)}: the book's curve against our planner ({_meaning(precision)})",
-                  fontsize=10)
+    ax2.set_title(f"S = {format_number(S_mid)}: the book's curve against our planner", fontsize=10)
     ax2.grid(True, alpha=0.3)
     ax2.legend(loc="lower right", fontsize=8)
     return fig

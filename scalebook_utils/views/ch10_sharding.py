@@ -19,7 +19,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
-from scalebook_utils.views.plots import SHARD_COLORS
+from scalebook_utils.views._kit import SHARD_COLORS
 
 __all__ = ["device_blocks", "array_blocks_figure", "ring_schedule", "ring_schedule_figure"]
 

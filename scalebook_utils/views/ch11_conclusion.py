@@ -33,7 +33,7 @@ from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import chip_names, get_chip
 from scalebook_utils.core.units import format_time
 from scalebook_utils.views.live_figure import LiveFigure
-from scalebook_utils.views.widgets import INPUT_ERRORS, _message_figure, error_text, plain_formatter
+from scalebook_utils.views._kit import (INPUT_ERRORS, error_text, message_figure, plain_formatter)
 
 __all__ = ["CAPSTONE_PREFIX", "CUSTOM", "MODEL_LABEL", "TRAIN_CHIP_LABEL", "SERVE_CHIP_LABEL", "capstone_readout", "capstone_figure", "pane_html", "layouts_html", "plan_app"]
 
@@ -195,19 +195,19 @@ def _draw_serving(ax, side) -> None:
     for i, pl in enumerate(f.plans):
         ax.scatter([p.latency * 1e3 for p in pl.points], [p.tokens_per_s_per_chip for p in pl.points], s=9,
                    color=cmap(i / max(len(f.plans) - 1, 1)), alpha=0.75, zorder=3,
-                   label=cap._slice(pl.n_chips, pl.shape, gpu))
+                   label=cap.slice_text(pl.n_chips, pl.shape, gpu))
     ax.plot([p.latency * 1e3 for p in f.pareto], [p.tokens_per_s_per_chip for p in f.pareto], color="black", lw=1.6,
             drawstyle="steps-post", zorder=4, label="Pareto frontier")
     ax.axvline(side.max_latency * 1e3, color="#d62728", lw=1.1, ls="--",
                label=f"latency cap {side.max_latency * 1e3:.3g} ms")
     top = side.max_throughput
     ax.plot([top.latency * 1e3], [top.tokens_per_s_per_chip], "D", color="#ff7f0e", ms=8, mec="black", zorder=6,
-            label=f"smallest slice's best:\nB={top.B:g} on {cap._chips(top.n_chips, gpu)}")
+            label=f"smallest slice's best:\nB={top.B:g} on {cap.chips_text(top.n_chips, gpu)}")
     if side.best is not None:
         b = side.best
         ax.plot([b.latency * 1e3], [b.tokens_per_s_per_chip], "*", color="#d62728", ms=15, mec="black", zorder=7,
-                label=f"chosen (best under the cap):\nB={b.B:g} on {cap._chips(b.n_chips, gpu)}, "
-                      f"{cap._tps(b.tokens_per_s_per_chip)} tokens/s/chip")
+                label=f"chosen (best under the cap):\nB={b.B:g} on {cap.chips_text(b.n_chips, gpu)}, "
+                      f"{cap.tokens_per_s_text(b.tokens_per_s_per_chip)} tokens/s/chip")
     for axis, scale in ((ax.xaxis, ax.set_xscale), (ax.yaxis, ax.set_yscale)):
         scale("log")
         axis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
@@ -264,7 +264,8 @@ def _figure_png_cached(model, train_chip, serve_chip, budget: cap.Budget, live: 
     try:
         return live.png(lambda: capstone_figure(model, train_chip, serve_chip, budget), key="capstone")
     except Exception as exc:  # noqa: BLE001 - an app never shows a traceback
-        return live.png(lambda: _message_figure(f"cannot draw: {type(exc).__name__}: {exc}"))
+        msg = f"cannot draw: {type(exc).__name__}: {exc}"
+        return live.png(lambda: message_figure(msg))
 
 
 # --- the app ------------------------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from matplotlib.ticker import LogLocator, NullFormatter
 from scalebook_utils.core.gpu import chips as G
 from scalebook_utils.core.training import schedules as PS
 from scalebook_utils.core.units import format_count, format_si, format_time
-from scalebook_utils.views.widgets import INPUT_ERRORS, _attach, _emit, _message_figure, error_text, plain_formatter
+from scalebook_utils.views._kit import (INPUT_ERRORS, attach, emit, error_text, message_figure, plain_formatter)
 
 __all__ = [
     "TOPOLOGY_PREFIX", "GPU_COLLECTIVE_PREFIX", "CLUSTER_CHIPS",
@@ -82,7 +82,7 @@ def render_topology(chip: str = "h100", n_sus: int = 4) -> Figure:
         rows = topology_rows(chip, n_sus)
         c = G.superpod(chip, n_sus)
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(11.5, 4.2), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
     names = [f"{r['level']}\n({r['gpus']:,} GPUs, {r['switches']} {r['switch_kind']})" for r in rows]
@@ -124,13 +124,13 @@ def topology_explorer(chip: str = "h100", n_sus: int = 4) -> W.VBox:
     box = W.VBox()
 
     def view(chip, n_sus):
-        _emit(box, topology_readout(chip, n_sus), lambda: render_topology(chip, n_sus), key=(chip,))
+        emit(box, topology_readout(chip, n_sus), lambda: render_topology(chip, n_sus), key=(chip,))
 
     controls = {"chip": chip_dd, "n_sus": su_sl}
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([chip_dd, su_sl]), out]
     values = lambda: (chip_dd.value, su_sl.value)  # noqa: E731
-    return _attach(box, controls, out, lambda: topology_readout(*values()), lambda: render_topology(*values()))
+    return attach(box, controls, out, lambda: topology_readout(*values()), lambda: render_topology(*values()))
 
 
 # --- collective cost --------------------------------------------------------------------------------------
@@ -163,7 +163,7 @@ def render_gpu_collective(kind: str = "all_reduce", n_bytes: float = 1e9, n_gpus
         c = G.as_cluster(chip, n_sus)
         kd = G.collective(kind, float(n_bytes), int(n_gpus), c, sharp=bool(sharp)).kind
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     ns = [2 ** i for i in range(1, int(math.log2(c.total_gpus)) + 1)]
     if c.total_gpus not in ns:
         ns.append(c.total_gpus)
@@ -206,7 +206,7 @@ def gpu_collective_widget(kind: str = "all_reduce", n_bytes: float = 1e9, n_gpus
 
     def view(kind, n_bytes, n_gpus, sharp, chip):
         s = sharp and kind == "all_reduce"
-        _emit(box, gpu_collective_readout(kind, n_bytes, n_gpus, s, chip, n_sus),
+        emit(box, gpu_collective_readout(kind, n_bytes, n_gpus, s, chip, n_sus),
               lambda: render_gpu_collective(kind, n_bytes, n_gpus, s, chip, n_sus), key=(kind, n_gpus, s, chip))
 
     controls = {"kind": kind_dd, "n_bytes": bytes_sl, "n_gpus": gpus_dd, "sharp": sharp_cb, "chip": chip_dd}
@@ -217,7 +217,7 @@ def gpu_collective_widget(kind: str = "all_reduce", n_bytes: float = 1e9, n_gpus
         return (kind_dd.value, bytes_sl.value, gpus_dd.value, sharp_cb.value and kind_dd.value == "all_reduce",
                 chip_dd.value, n_sus)
 
-    return _attach(box, controls, out, lambda: gpu_collective_readout(*values()),
+    return attach(box, controls, out, lambda: gpu_collective_readout(*values()),
                    lambda: render_gpu_collective(*values()))
 
 
@@ -231,7 +231,7 @@ def render_dp_thresholds(chips: Sequence[str] = ("h100", "b200", "gb200"), tpu_v
         inside = [G.dp_critical_batch(c, across_nodes=False) for c in chips]
         across = [G.dp_critical_batch(c) for c in chips]
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(8.0, 4.2), layout="constrained")
     ax = fig.add_subplot()
     x = np.arange(len(chips))
@@ -258,7 +258,7 @@ def render_sharded_all_gather(D: int = 8192, F: int = 32_768, chip: str = "h100"
         ys = [2 ** i for i in range(0, int(math.log2(c.total_gpus)))]
         t = [G.sharded_all_gather(2 * D * F, y, c.total_gpus, c) * 1e3 for y in ys]
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(8.0, 4.2), layout="constrained")
     ax = fig.add_subplot()
     ax.plot(ys, t, "o-", color="#1f4e9c", lw=2)
@@ -310,7 +310,7 @@ def render_gpu_roofline(strategy: str = "dp", chip: str = "h100", B: float = 4e6
               for n in _DEGREES]
         cur = G.mlp_roofline(strategy, float(B), D, F, int(degree), chip, across_nodes=bool(across_nodes), k=kk)
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(8.5, 4.4), layout="constrained")
     ax = fig.add_subplot()
     tm = np.array([r.t_math for r in rs]) * 1e3
@@ -355,7 +355,7 @@ def gpu_roofline_widget(strategy: str = "dp", chip: str = "h100", B: float = 4e6
     box = W.VBox()
 
     def view(strategy, chip, B, D, F, degree, across_nodes, k):
-        _emit(box, gpu_roofline_readout(strategy, chip, B, D, F, degree, across_nodes, k),
+        emit(box, gpu_roofline_readout(strategy, chip, B, D, F, degree, across_nodes, k),
               lambda: render_gpu_roofline(strategy, chip, B, D, F, degree, across_nodes, k))
 
     controls = {"strategy": strat_dd, "chip": chip_dd, "B": B_sl, "D": D_dd, "F": F_dd, "degree": deg_dd,
@@ -366,7 +366,7 @@ def gpu_roofline_widget(strategy: str = "dp", chip: str = "h100", B: float = 4e6
     def values():
         return tuple(c.value for c in controls.values())
 
-    return _attach(box, controls, out, lambda: gpu_roofline_readout(*values()),
+    return attach(box, controls, out, lambda: gpu_roofline_readout(*values()),
                    lambda: render_gpu_roofline(*values()))
 
 
@@ -381,7 +381,7 @@ def render_pipeline_schedules(p: int = 4, m: int = 8, v: int = 2) -> Figure:
     try:
         tls = [PS.simulate(kind, p, m, vv) for kind, vv in (("gpipe", 1), ("1f1b", 1), ("interleaved", v))]
     except INPUT_ERRORS as exc:
-        return _message_figure(f"cannot draw: {error_text(exc)}")
+        return message_figure(f"cannot draw: {error_text(exc)}")
     span = max(t.makespan / t.v for t in tls)                  # in full-stage forwards
     fig = Figure(figsize=(12.0, 1.0 + 3 * (0.45 * p + 0.55)), layout="constrained")
     axes = fig.subplots(3, 1, sharex=True)

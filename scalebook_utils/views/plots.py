@@ -19,8 +19,11 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from scalebook_utils.core import roofline
-from scalebook_utils.core.hardware import ChipSpec, get_chip
+# torus_path, bandwidth_channels, VMEM_TO_HBM_RATIO live in core; plots.torus_path etc. work as before
+from scalebook_utils.core.hardware import VMEM_TO_HBM_RATIO, ChipSpec, bandwidth_channels, get_chip  # noqa: F401
+from scalebook_utils.core.topology import ring_hops, torus_path, torus_route_args
 from scalebook_utils.core.units import format_si
+from scalebook_utils.views._kit import (SHARD_COLORS, new_figure, si_scale, si_tick)  # noqa: F401  (re-exported: `plots.X` stays)
 
 __all__ = [
     "REGION_COLORS",
@@ -42,28 +45,8 @@ _ALGO_COLORS = ["#d62728", "#2c7fb8", "#6a3d9a", "#e6550d", "#31a354", "#636363"
 # --- small helpers --------------------------------------------------------------------------------
 
 
-def si_scale(value: float) -> tuple[float, str]:
-    """(scale, prefix) for showing `value` with an SI prefix: 1.97e14 → (1e12, "T"), 3e-5 → (1e-6, "µ")."""
-    a = abs(float(value))
-    if a == 0 or not math.isfinite(a):
-        return 1.0, ""
-    for scale, prefix in [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""),
-                          (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"), (1e-12, "p")]:
-        if a >= scale * (1 - 1e-9):
-            return scale, prefix
-    return 1e-12, "p"
 
 
-def _si_tick(unit: str = "") -> FuncFormatter:
-    """Tick labels such as '100 T' or '10 µs' (3 significant figures, SI prefix)."""
-
-    def fmt(v, _pos):
-        if v <= 0:
-            return ""
-        s = format_si(v, unit, digits=3).replace(" u", " µ")
-        return s
-
-    return FuncFormatter(fmt)
 
 
 def _plain_tick(v, _pos):
@@ -74,12 +57,6 @@ def _plain_tick(v, _pos):
     return f"{v:g}"
 
 
-def new_figure(figsize, ax=None):
-    """(fig, ax): `ax` and its figure when given (to draw into a caller's panel), else a new one-panel Figure."""
-    if ax is not None:
-        return ax.figure, ax
-    fig = Figure(figsize=figsize, layout="constrained")
-    return fig, fig.add_subplot()
 
 
 def _log_span(lo: float, hi: float) -> np.ndarray:
@@ -96,7 +73,7 @@ def _intensity_axes(ax, xlim, ylim, ylabel: str, title: str) -> None:
     ax.set_xlim(*xlim)
     ax.set_ylim(*ylim)
     ax.xaxis.set_major_formatter(FuncFormatter(_plain_tick))
-    ax.yaxis.set_major_formatter(_si_tick())
+    ax.yaxis.set_major_formatter(si_tick())
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("arithmetic intensity (FLOPs/byte)")
     ax.set_ylabel(ylabel)
@@ -338,7 +315,7 @@ def two_chip_figure(B: float = 1024, F: float = 8192, flops_per_s: float = 1.97e
     ax.set_xlim(d_lo, d_hi)
     ax.xaxis.set_major_formatter(FuncFormatter(_plain_tick))
     ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.yaxis.set_major_formatter(_si_tick("s"))
+    ax.yaxis.set_major_formatter(si_tick("s"))
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("contraction dimension D (elements, log scale)")
     ax.set_ylabel("time per chip (s, log scale)")
@@ -526,44 +503,6 @@ def systolic_frame_figure(run, cycle: int, *, figsize=None) -> Figure:
 # --- the ICI torus --------------------------------------------------------------------------------
 
 
-def _norm_torus_args(shape, wraparound, src, dst):
-    shape = tuple(int(x) for x in shape)
-    if not 1 <= len(shape) <= 3 or any(x < 1 for x in shape):
-        raise ValueError(f"slice shape must have 1 to 3 positive sides, got {shape}")
-    wrap = (bool(wraparound),) * len(shape) if isinstance(wraparound, (bool, np.bool_)) else tuple(map(bool, wraparound))
-    if len(wrap) != len(shape):
-        raise ValueError(f"wraparound has {len(wrap)} entries for a {len(shape)}-D shape {shape}")
-    src, dst = tuple(int(x) for x in src), tuple(int(x) for x in dst)
-    for name, p in (("src", src), ("dst", dst)):
-        if len(p) != len(shape) or any(not 0 <= c < n for c, n in zip(p, shape)):
-            raise ValueError(f"{name} {p} is not a chip of a {'×'.join(map(str, shape))} slice")
-    return shape, wrap, src, dst
-
-
-def torus_path(slice_shape, wraparound, src, dst) -> list[tuple[int, ...]]:
-    """A shortest route from `src` to `dst` (dimension order: axis 0 first), as the chips visited.
-
-    Along each axis the route takes the shorter way round when that axis wraps (ties go forward), so
-    its length is Σ min(d, n − d) over wrapped axes and Σ d over the others (book ch. 2, "TPU Networking").
-    """
-    shape, wrap, src, dst = _norm_torus_args(slice_shape, wraparound, src, dst)
-    path, cur = [src], list(src)
-    for ax_i, n in enumerate(shape):
-        d = (dst[ax_i] - cur[ax_i]) % n
-        if wrap[ax_i] and n > 2:
-            step, count = (1, d) if d <= n - d else (-1, n - d)
-        else:
-            step, count = (1, dst[ax_i] - cur[ax_i]) if dst[ax_i] >= cur[ax_i] else (-1, cur[ax_i] - dst[ax_i])
-        for _ in range(count):
-            cur[ax_i] = (cur[ax_i] + step) % n
-            path.append(tuple(cur))
-    return path
-
-
-def _max_hops(shape, wrap) -> int:
-    return sum((n // 2 if w and n > 2 else n - 1) for n, w in zip(shape, wrap))
-
-
 def torus_figure(slice_shape, wraparound, src, dst, *, ax=None, figsize=None, title: str | None = None) -> Figure:
     """Chips of a slice as a grid with their ICI links, wraparound links as arcs, a shortest src→dst path in red.
 
@@ -571,7 +510,7 @@ def torus_figure(slice_shape, wraparound, src, dst, *, ax=None, figsize=None, ti
     chip coordinates. A 3-D slice is drawn as the plane of its first two axes that holds `src`; the title
     says so and how many hops the route spends along axis 2. Book ch. 2, "TPU Networking".
     """
-    shape, wrap, src, dst = _norm_torus_args(slice_shape, wraparound, src, dst)
+    shape, wrap, src, dst = torus_route_args(slice_shape, wraparound, src, dst)
     path = torus_path(shape, wrap, src, dst)
     hops = len(path) - 1
     shape2 = shape + (1,) * (2 - len(shape)) if len(shape) < 2 else shape[:2]
@@ -653,7 +592,8 @@ def torus_figure(slice_shape, wraparound, src, dst, *, ax=None, figsize=None, ti
     wrap_s = "wraparound on " + (", ".join(f"axis {i}" for i, w in enumerate(wrap) if w and shape[i] > 2)
                                  if any(w and n > 2 for w, n in zip(wrap, shape)) else "no axis")
     head = f"{shape_s} slice, {wrap_s}: {src} → {dst} = {hops} hop{'s' if hops != 1 else ''}"
-    sub = f"(farthest pair in this slice: {_max_hops(shape, wrap)} hops; dashed stubs = wraparound links)"
+    far = sum(ring_hops(n, w) for n, w in zip(shape, wrap))  # the slice's diameter (topology.max_hops of a Slice)
+    sub = f"(farthest pair in this slice: {far} hops; dashed stubs = wraparound links)"
     if z is not None:
         dz = sum(1 for a, b in zip(path[:-1], path[1:]) if a[2] != b[2])
         sub += f"\ndrawn: the plane axis 2 = {z} (of {shape[2]}); {dz} of the hops run along axis 2, not drawn"
@@ -662,30 +602,6 @@ def torus_figure(slice_shape, wraparound, src, dst, *, ax=None, figsize=None, ti
 
 
 # --- the bandwidth hierarchy ----------------------------------------------------------------------
-
-#: VMEM ↔ MXU bandwidth as a multiple of HBM bandwidth (book ch. 2, "What Is a TPU?": about 22×).
-VMEM_TO_HBM_RATIO = 22
-
-
-def bandwidth_channels(chip: ChipSpec | str, dtype: str = "bf16") -> list[tuple[str, float | None, str]]:
-    """(channel, bytes/s or None, note) from fastest to slowest: VMEM, HBM, ICI, PCIe, DCN (TPUs) —
-    NVLink and node egress for GPUs. None means the book gives no number for this chip."""
-    spec = get_chip(chip)
-    rows: list[tuple[str, float | None, str]] = []
-    if spec.vmem_bytes is not None:
-        rows.append(("VMEM", VMEM_TO_HBM_RATIO * spec.hbm_bandwidth_bytes_per_s, f"≈{VMEM_TO_HBM_RATIO}× HBM"))
-    rows.append(("HBM", spec.hbm_bandwidth_bytes_per_s, "per chip"))
-    if spec.kind == "tpu":
-        rows.append(("ICI", spec.ici_link_bandwidth_oneway_bytes_per_s, "one link, one way"))
-        rows.append(("PCIe", spec.pcie_bandwidth_bytes_per_s, "per chip, host ↔ chip"))
-        rows.append(("DCN", spec.dcn_bandwidth_bytes_per_s, "egress per chip"))
-    else:
-        rows.append(("NVLink", spec.nvlink_bandwidth_oneway_bytes_per_s, "per GPU, one way"))
-        egress = spec.node_egress_bytes_per_s
-        per_gpu = egress / spec.gpus_per_node if egress and spec.gpus_per_node else None
-        rows.append(("node egress", per_gpu, "per GPU"))
-    return rows
-
 
 def bandwidth_hierarchy_figure(chip: ChipSpec | str = "tpu-v5e", dtype: str = "bf16", *, ax=None,
                                figsize=(8.5, 3.6)) -> Figure:
@@ -720,7 +636,7 @@ def bandwidth_hierarchy_figure(chip: ChipSpec | str = "tpu-v5e", dtype: str = "b
                     style="italic")
     ax.set_xscale("log")
     ax.set_xlim(lo, hi)
-    ax.xaxis.set_major_formatter(_si_tick("B/s"))
+    ax.xaxis.set_major_formatter(si_tick("B/s"))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_yticks(ys, names, fontsize=8)
     ax.set_ylim(-0.6, len(rows) - 0.4)
@@ -737,9 +653,6 @@ def bandwidth_hierarchy_figure(chip: ChipSpec | str = "tpu-v5e", dtype: str = "b
 __all__ += ["SHARD_COLORS", "sharding_blocks_figure", "collective_knee_bytes", "collective_time_figure",
             "ALLGATHER_AXES", "allgather_axes_figure"]
 
-#: One colour per distinct shard (tab20-like, readable with black text).
-SHARD_COLORS = ["#8dd3c7", "#fdb462", "#bebada", "#fb8072", "#80b1d3", "#b3de69", "#fccde5", "#d9d9d9",
-                "#ffed6f", "#bc80bd", "#ccebc5", "#ffffb3", "#a6cee3", "#fdbf6f", "#cab2d6", "#b2df8a"]
 
 
 def _device_id(coords, sizes) -> int:
@@ -848,8 +761,8 @@ def collective_time_figure(kind: str, chip: ChipSpec | str = "tpu-v5e", axis_siz
                 label=f"this size: {format_si(float(n_bytes), 'B', digits=3)} → {format_si(c.seconds, 's', digits=3)}")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.xaxis.set_major_formatter(_si_tick("B"))
-    ax.yaxis.set_major_formatter(_si_tick("s"))
+    ax.xaxis.set_major_formatter(si_tick("B"))
+    ax.yaxis.set_major_formatter(si_tick("s"))
     ax.set_xlabel("bytes (n_bytes given to the cost model)")
     ax.set_ylabel("time")
     ax.grid(True, which="major", alpha=0.3)

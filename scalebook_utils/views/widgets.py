@@ -11,7 +11,7 @@ Every widget has three layers (DESIGN §3):
   ``.last_readout`` (the line the view printed most recently) and ``.snapshot()`` (the figure the
   view drew most recently as an ``IPython.display.Image`` — right after building, the default state).
 
-A view draws through its container's `LiveFigure` (``box.live_figure``, made by `_emit`): one figure per widget at
+A view draws through its container's `LiveFigure` (``box.live_figure``, made by `emit`): one figure per widget at
 `SCREEN_DPI`, laid out once per `key` (the arguments its layout depends on), and after that a slider step
 rasterises only the parts of the new render that differ from the last one over a kept background. The render
 functions stay pure (a new Figure per call) and ``box.render()`` gives the figure for the current values.
@@ -23,15 +23,12 @@ without a kernel draw). ``static_png(fig)`` turns a figure into an ``IPython.dis
 
 from __future__ import annotations
 
-import base64
-import io
 import math
 from collections.abc import Mapping
 
 import ipywidgets as W
-from IPython.display import Image, clear_output, display
+from IPython.display import clear_output
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
 
 from scalebook_utils.views import plots
 from scalebook_utils.core import roofline
@@ -40,6 +37,9 @@ from scalebook_utils.views.live_figure import SCREEN_DPI, LiveFigure
 from scalebook_utils.core.collectives import KINDS
 from scalebook_utils.core.hardware import CHIPS, ChipSpec, get_chip
 from scalebook_utils.core.units import format_flops, format_si, format_time
+# re-exported (`widgets.show`, `widgets.INPUT_ERRORS`, … as before); they live in the kit every chapter's view shares
+from scalebook_utils.views._kit import (INPUT_ERRORS, attach, emit, error_text, format_number, message_figure,  # noqa: F401
+                                        plain_formatter, show, static_png)
 
 __all__ = [
     "EXPLORER_PREFIX",
@@ -67,112 +67,23 @@ EXPLORER_PREFIX = "roofline explorer: B="
 EXPLORER_MODES: tuple[str, ...] = tuple(m for m in roofline.MATMUL_MODES if m != "fp32")
 
 
-def static_png(fig: Figure, dpi: int = 100) -> Image:
-    """The figure as a PNG `IPython.display.Image` (a notebook's static snapshot of a widget)."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
-    return Image(data=buf.getvalue(), format="png")
 
 
-_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
-def show(box: W.Widget) -> None:
-    """Display `box` once, as one output with two representations: the live widget and its static PNG.
-
-    A front end with a kernel and the widget manager (JupyterLab, Notebook 7, Colab, Kaggle) draws the
-    widget; one without (GitHub, nbviewer, a saved notebook reopened) draws the PNG of the default
-    state, so a widget cell never shows two figures. Works on ipywidgets 7 and 8 (both display a widget
-    as this widget-view bundle). Widgets without `.snapshot()` get only their live view.
-    """
-    bundle = {"text/plain": f"{type(box).__name__} (run the cell to use the live widget)",
-              _WIDGET_VIEW: {"version_major": 2, "version_minor": 0, "model_id": box.model_id}}
-    snapshot = getattr(box, "snapshot", None)
-    if snapshot is not None:
-        bundle["image/png"] = base64.b64encode(snapshot().data).decode("ascii")
-    display(bundle, raw=True)
 
 
-def _live(box: W.Box) -> LiveFigure:
-    live = getattr(box, "live_figure", None)
-    if live is None:
-        live = box.live_figure = LiveFigure()
-    return live
 
 
-def _figure_png(box: W.Box, render, key=None) -> bytes:
-    """`render()` drawn on `box`'s `LiveFigure` as PNG bytes; a failing render gives a message figure (never raises)."""
-    try:
-        return _live(box).png(render, key=key)
-    except Exception as exc:  # noqa: BLE001 - shown to the reader instead of a traceback in the widget
-        msg = f"cannot draw: {type(exc).__name__}: {exc}"
-        return _live(box).png(lambda: _message_figure(msg))
 
 
-def _emit(box: W.Box, text: str, render, *, key=None, lines=()) -> None:
-    """A view's output: the readout line (and any further `lines`), then the figure as a PNG, kept on `box`.
-
-    The figure is rendered before anything is printed, so the line and the picture appear together
-    (no moment where the new line sits over the old picture). `key`: the arguments the figure's layout depends
-    on (see `LiveFigure`: with the same key a step redraws only what changed). A view never raises.
-    """
-    png = _figure_png(box, render, key)
-    box.last_readout, box.last_png = text, png
-    print(text)
-    for line in lines:
-        print(line)
-    display(Image(data=png, format="png"))
 
 
-def _attach(box: W.Box, controls: dict, output: W.Output, readout, render) -> W.Box:
-    """Give a builder's container its test/notebook handles (see the module docstring).
-
-    readout() and render() evaluate the pure functions at the controls' current values (kept as
-    ``box.readout`` and ``box.render``).
-    """
-    box.controls, box.output, box.readout, box.render = controls, output, readout, render
-
-    def snapshot() -> Image:
-        png = getattr(box, "last_png", None)
-        return Image(data=png if png is not None else _figure_png(box, render), format="png")
-
-    box.snapshot = snapshot
-    if not hasattr(box, "last_readout"):  # no view has run yet
-        box.last_readout = readout()
-    return box
 
 
-def _message_figure(text: str, figsize=(8.0, 1.2)) -> Figure:
-    fig = Figure(figsize=figsize)
-    fig.text(0.5, 0.5, text, ha="center", va="center", fontsize=11, wrap=True)
-    return fig
-
-
-#: what a readout or render catches from bad input and turns into a message (never a traceback in a widget)
-INPUT_ERRORS = (ValueError, KeyError, TypeError, ZeroDivisionError, OverflowError)
-
-
-def error_text(exc: BaseException) -> str:
-    """The readable part of a caught `INPUT_ERRORS` exception (a KeyError's message without its quotes)."""
-    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-
-
-def format_number(x) -> str:
-    """512 → '512', 8192.0 → '8192', 0.5 → '0.5', 851.138 → '851.1'."""
-    x = float(x)
-    return f"{x:.0f}" if x.is_integer() else f"{x:.4g}"
 
 
 _num = format_number
-
-
-def plain_formatter() -> FuncFormatter:
-    """Log-axis tick labels as plain numbers: 1000 → '1,000', 0.5 → '0.5', nothing at or below 0."""
-    def fmt(v, _p):
-        if v <= 0:
-            return ""
-        return f"{v:,.0f}" if v >= 1 else f"{v:g}"
-    return FuncFormatter(fmt)
 
 
 def _compute_dtype(mode: str) -> str:
@@ -219,10 +130,10 @@ def render_explorer(chip: str | ChipSpec, mode: str, D: int, F: int, B: int, *, 
         spec = get_chip(chip)
         compute = _compute_dtype(mode)
         if compute not in spec.peak_flops_per_s:
-            return _message_figure(f"{spec.name} has no {compute} matmul peak — pick another chip or mode")
+            return message_figure(f"{spec.name} has no {compute} matmul peak — pick another chip or mode")
         r = roofline.matmul_roofline(B, D, F, spec, mode)
     except (ValueError, KeyError) as exc:
-        return _message_figure(f"cannot draw: {exc}")
+        return message_figure(f"cannot draw: {exc}")
     fig = Figure(figsize=(10.5, 4.3), layout="constrained")
     ax_main, ax_bars = fig.subplots(1, 2, width_ratios=[3.3, 1])
     plots.achievable_flops_figure(D, F, spec, mode, B_max=max(B_max, int(B)), B=B, ax=ax_main)
@@ -258,7 +169,7 @@ def roofline_explorer(chip: str = "tpu-v5e", mode: str = "bf16", D: int = 8192, 
     box = W.VBox()
 
     def view(chip, mode, D, F, B):
-        _emit(box, explorer_readout(chip, mode, D, F, B),
+        emit(box, explorer_readout(chip, mode, D, F, B),
               lambda: render_explorer(chip, mode, D, F, B, B_max=b_slider.max),
               key=(chip, mode, D, F, b_slider.max))
 
@@ -266,7 +177,7 @@ def roofline_explorer(chip: str = "tpu-v5e", mode: str = "bf16", D: int = 8192, 
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([chip_dd, mode_dd]), W.HBox([d_box, f_box]), b_slider, out]
     values = lambda: (chip_dd.value, mode_dd.value, d_box.value, f_box.value, b_slider.value)  # noqa: E731
-    return _attach(box, controls, out, lambda: explorer_readout(*values()),
+    return attach(box, controls, out, lambda: explorer_readout(*values()),
                    lambda: render_explorer(*values(), B_max=b_slider.max))
 
 
@@ -316,7 +227,7 @@ def render_placer(chip: str | ChipSpec, intensity: float, label: str = "algorith
         if not intensity > 0:
             raise ValueError(f"intensity must be positive, got {intensity!r}")
     except (ValueError, KeyError) as exc:
-        return _message_figure(f"cannot draw: {exc}")
+        return message_figure(f"cannot draw: {exc}")
     return plots.roofline_figure(peak, {f"{spec.name} HBM": bw}, {label: intensity}, intensity_range=(0.01, 1e4),
                                  title=f"{spec.name} ({dtype} peak {format_flops(peak)}): where does '{label}' land?")
 
@@ -351,13 +262,13 @@ def intensity_placer(chip: str = "tpu-v5e", intensity: float = 0.5, *,
 
     def view(chip, intensity):
         spec = specs[chip]
-        _emit(box, placer_readout(spec, intensity), lambda: render_placer(spec, intensity, label_for(intensity)),
+        emit(box, placer_readout(spec, intensity), lambda: render_placer(spec, intensity, label_for(intensity)),
               key=(chip,))
 
     controls = {"chip": chip_dd, "intensity": slider}
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([chip_dd, preset_dd]), slider, out]
-    return _attach(box, {"chip": chip_dd, "preset": preset_dd, "intensity": slider}, out,
+    return attach(box, {"chip": chip_dd, "preset": preset_dd, "intensity": slider}, out,
                    lambda: placer_readout(specs[chip_dd.value], slider.value),
                    lambda: render_placer(specs[chip_dd.value], slider.value, label_for(slider.value)))
 
@@ -386,7 +297,7 @@ def render_two_chip(D: float, link_bytes_per_s: float = 4.5e10, *, B: float = 10
     try:
         return plots.two_chip_figure(B, F, flops_per_s, link_bytes_per_s, D=D)
     except ValueError as exc:
-        return _message_figure(f"cannot draw: {exc}")
+        return message_figure(f"cannot draw: {exc}")
 
 
 def two_chip_explorer(D: int = 8192, link_bytes_per_s: float = 4.5e10, *, B: int = 1024, F: int = 8192,
@@ -399,7 +310,7 @@ def two_chip_explorer(D: int = 8192, link_bytes_per_s: float = 4.5e10, *, B: int
     box = W.VBox()
 
     def view(D, W_link):
-        _emit(box, two_chip_readout(D, W_link, B=B, F=F, flops_per_s=flops_per_s),
+        emit(box, two_chip_readout(D, W_link, B=B, F=F, flops_per_s=flops_per_s),
               lambda: render_two_chip(D, W_link, B=B, F=F, flops_per_s=flops_per_s), key=(B, F, flops_per_s))
 
     controls = {"D": d_slider, "W_link": w_slider}
@@ -407,7 +318,7 @@ def two_chip_explorer(D: int = 8192, link_bytes_per_s: float = 4.5e10, *, B: int
     info = W.HTML(f"B = {_num(B)}, F = {_num(F)}, C = {format_si(flops_per_s, 'FLOP/s')} per chip "
                   "(the threshold does not depend on B or F)")
     box.children = [info, d_slider, w_slider, out]
-    return _attach(box, {"D": d_slider, "W": w_slider}, out,
+    return attach(box, {"D": d_slider, "W": w_slider}, out,
                    lambda: two_chip_readout(d_slider.value, w_slider.value, B=B, F=F, flops_per_s=flops_per_s),
                    lambda: render_two_chip(d_slider.value, w_slider.value, B=B, F=F, flops_per_s=flops_per_s))
 
@@ -464,7 +375,7 @@ def render_slice(chip: str | ChipSpec, shape_text: str) -> Figure:
     try:
         s = topology.make_slice(chip, shape_text)
     except (ValueError, KeyError, TypeError) as exc:
-        return _message_figure(f"cannot draw: {exc}")
+        return message_figure(f"cannot draw: {exc}")
     far = tuple(n // 2 if w else n - 1 for n, w in zip(s.shape, s.wraparound))
     fig = plots.torus_figure(s.shape, s.wraparound, (0,) * s.ndim, far)
     ax = fig.axes[0]
@@ -491,12 +402,12 @@ def slice_calculator(chip: str = "tpu-v5e", shape: str = "4x4") -> W.VBox:
     box = W.VBox()
 
     def view(chip, shape):
-        _emit(box, slice_readout(chip, shape), lambda: render_slice(chip, shape), key=(chip, shape.count("x")))
+        emit(box, slice_readout(chip, shape), lambda: render_slice(chip, shape), key=(chip, shape.count("x")))
 
     controls = {"chip": chip_dd, "shape": shape_box}
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([chip_dd, shape_box, pod_btn]), out]
-    return _attach(box, controls, out, lambda: slice_readout(chip_dd.value, shape_box.value),
+    return attach(box, controls, out, lambda: slice_readout(chip_dd.value, shape_box.value),
                    lambda: render_slice(chip_dd.value, shape_box.value))
 
 
@@ -548,7 +459,7 @@ def render_torus(chip: str | ChipSpec, shape_text: str, src="0,0", dst="3,3") ->
     try:
         s, line, ring, a, b = _torus_slices(chip, shape_text, src, dst)
     except (ValueError, KeyError, TypeError) as exc:
-        return _message_figure(f"cannot draw: {exc}")
+        return message_figure(f"cannot draw: {exc}")
     rows, cols = s.shape[0], (s.shape[1] if s.ndim > 1 else 1)
     w = min(14.0, 2 * max(5.0, 1.6 + 0.5 * cols))
     fig = Figure(figsize=(w, min(8.5, 2.4 + 0.5 * rows)), layout="constrained")
@@ -573,13 +484,13 @@ def torus_explorer(chip: str = "tpu-v5e", shape: str = "4x4", src: str = "0,0", 
     box = W.VBox()
 
     def view(chip, shape, src, dst):
-        _emit(box, torus_readout(chip, shape, src, dst), lambda: render_torus(chip, shape, src, dst), key=(chip, shape))
+        emit(box, torus_readout(chip, shape, src, dst), lambda: render_torus(chip, shape, src, dst), key=(chip, shape))
 
     controls = {"chip": chip_dd, "shape": shape_box, "src": src_box, "dst": dst_box}
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([chip_dd, shape_box]), W.HBox([src_box, dst_box]), out]
     values = lambda: (chip_dd.value, shape_box.value, src_box.value, dst_box.value)  # noqa: E731
-    return _attach(box, controls, out, lambda: torus_readout(*values()), lambda: render_torus(*values()))
+    return attach(box, controls, out, lambda: torus_readout(*values()), lambda: render_torus(*values()))
 
 
 # --- chapter 3: the sharding explorer and the collective-cost explorer ----------------------------------
@@ -631,30 +542,13 @@ def matmul_text(a_spec: str, b_spec: str, target: str | None = None) -> str:
     return f"{text} → {target}" if target and target.lower() != "none" else text
 
 
-_COMPILE_CACHE: dict = {}
-
-
 def compile_matmul(mesh, matmul: str) -> dict:
-    """What XLA compiles for `matmul` on 8 simulated CPU devices, against `sharding.plan` (cached).
+    """What XLA compiles for `matmul` on 8 simulated CPU devices, against `sharding.plan` (cached):
+    `lab.sharded.compile_matmul` with `mesh` a label of SHARDING_MESHES ("2×4") or the book's notation.
+    Needs jaxlab.use_simulated_devices(8) before JAX first ran."""
+    from scalebook_utils.lab import sharded  # lazy: a view imports jax only when it compiles
 
-    Returns {'collectives': Counter of HLO kinds, 'result_matches': bool, 'dynamic_slices': int,
-    'agree': bool, 'why': str (sharding.predicted_vs_compiled's explanation), 'plan': the plan at the
-    compiled sizes, 'strategy': the plan's strategy XLA's collectives match (sharding.matched_strategy:
-    plan.strategy for the book's default, an alternative's name, or None)}. Needs jaxlab.use_simulated_devices(8) before JAX first ran.
-    """
-    from scalebook_utils.lab import runtime as jaxlab
-    from scalebook_utils.core import sharding as sh
-
-    mesh_t = _mesh_text(mesh)
-    key = (str(sh.parse_mesh(mesh_t)), sh.parse_matmul(matmul).spec())
-    if key not in _COMPILE_CACHE:
-        r = jaxlab.run_sharded_matmul(matmul, mesh_t)
-        p = sh.plan(matmul, mesh_t, r["shapes"])
-        ok, why = sh.predicted_vs_compiled(p, r["collectives"], r["hlo"])
-        _COMPILE_CACHE[key] = dict(collectives=r["collectives"], result_matches=r["result_matches"],
-                                   dynamic_slices=r["dynamic_slices"], agree=ok, why=why, plan=p,
-                                   strategy=sh.matched_strategy(p, r["collectives"], r["hlo"]))
-    return _COMPILE_CACHE[key]
+    return sharded.compile_matmul(_mesh_text(mesh), matmul)
 
 
 def _sharding_eval(mesh, a_spec, b_spec, target, chip, compile, dim_size):
@@ -733,7 +627,7 @@ def render_sharding(mesh="2×4", a_spec="A[I, J_X]", b_spec="B[J, K_Y]", target:
     readout, so the static snapshot shows the prediction and what XLA compiled)."""
     _line, _details, p = _sharding_eval(mesh, a_spec, b_spec, target, chip, False, 8192)
     if p is None:
-        return _message_figure(_line.replace(SHARDING_PREFIX, "cannot draw: ", 1), figsize=(11, 1.4))
+        return message_figure(_line.replace(SHARDING_PREFIX, "cannot draw: ", 1), figsize=(11, 1.4))
     fig = Figure(figsize=(12.5, 4.0), layout="constrained")
     mesh_t = _mesh_text(mesh)
     out = p.output  # device_blocks draws an unreduced C by its dims; the title keeps the {U_…}
@@ -790,14 +684,14 @@ def sharding_explorer(mesh: str = "2×4", preset: str = _DEFAULT_PRESET, chip: s
         if holding[0]:
             return
         line, details, _p = _sharding_eval(mesh, a, b, target or None, chip, compile, 8192)
-        _emit(box, line, lambda: render_sharding(mesh, a, b, target or None, chip, caption=line), key=(mesh,),
+        emit(box, line, lambda: render_sharding(mesh, a, b, target or None, chip, caption=line), key=(mesh,),
               lines=details)
 
     controls = {"mesh": mesh_dd, "a": a_box, "b": b_box, "target": t_box, "chip": chip_dd, "compile": comp_cb}
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([mesh_dd, preset_dd]), W.HBox([a_box, b_box, t_box]), W.HBox([chip_dd, comp_cb]), out]
     values = lambda: (mesh_dd.value, a_box.value, b_box.value, t_box.value or None, chip_dd.value)  # noqa: E731
-    return _attach(box, {**controls, "preset": preset_dd}, out,
+    return attach(box, {**controls, "preset": preset_dd}, out,
                    lambda: sharding_readout(*values(), compile=comp_cb.value), lambda: render_sharding(*values()))
 
 
@@ -854,7 +748,7 @@ def render_collective(kind: str = "all_gather", chip: str = "tpu-v5e", axis_size
         if k != "ppermute":
             plots.collective_time_figure(k, chip, (int(axis_size),), not bool(wraparound), ax=fig.axes[0])
     except (ValueError, KeyError, TypeError) as exc:
-        return _message_figure(f"cannot draw: {exc}")
+        return message_figure(f"cannot draw: {exc}")
     return fig
 
 
@@ -870,7 +764,7 @@ def collective_cost_explorer(kind: str = "all_gather", chip: str = "tpu-v5e", ax
     box = W.VBox()
 
     def view(kind, chip, axis_size, wraparound, n_bytes):
-        _emit(box, collective_readout(kind, chip, axis_size, wraparound, n_bytes),
+        emit(box, collective_readout(kind, chip, axis_size, wraparound, n_bytes),
               lambda: render_collective(kind, chip, axis_size, wraparound, n_bytes),
               key=(kind, chip, axis_size, wraparound))
 
@@ -878,4 +772,4 @@ def collective_cost_explorer(kind: str = "all_gather", chip: str = "tpu-v5e", ax
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([kind_dd, chip_dd]), W.HBox([axis_dd, wrap_cb]), bytes_sl, out]
     values = lambda: (kind_dd.value, chip_dd.value, axis_dd.value, wrap_cb.value, bytes_sl.value)  # noqa: E731
-    return _attach(box, controls, out, lambda: collective_readout(*values()), lambda: render_collective(*values()))
+    return attach(box, controls, out, lambda: collective_readout(*values()), lambda: render_collective(*values()))

@@ -3,10 +3,10 @@
 The layouts, FLOPs, pipeline bubble, validity rules and memory are the TPU planner's (book ch. 5–6; shared
 helpers in `training_layouts`); only the network differs (`layout_times`). `training.plan` and
 `training.evaluate_layout` reach this network for a GPU chip (with the practitioner's conventions by default);
-`plan` and `evaluate` here are the chapter's entry points, with the book's conventions. A cluster is one fat tree (`gpus.Cluster`: NVLink node,
-InfiniBand leaf, spine), so there are no DCN slices. Ranks are laid out TP innermost (Y consecutive GPUs),
-then the Z pipeline stages, then the X data shards outermost: the model-parallel group is M = Y·Z consecutive
-GPUs, and a data-parallel collective has stride M.
+`plan` and `evaluate` here are the chapter's entry points, with the book's conventions. A cluster is one fat
+tree (`gpus.Cluster`: NVLink node, InfiniBand leaf, spine), so there are no DCN slices. Ranks are laid out TP
+innermost (Y consecutive GPUs), then the Z pipeline stages, then the X data shards outermost: the model-parallel
+group is M = Y·Z consecutive GPUs, and a data-parallel collective has stride M.
 
 Per step and GPU (C = peak FLOPs/s, W_gpu = NVLink egress per GPU, W_node = node egress, D_node = GPUs per node,
 T_s = tokens per data shard = B/X, L' = L/Z layers per stage, P parameters, P_e of them routed experts):
@@ -29,14 +29,14 @@ max of the times (a lower bound, not a simulation).
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
-from scalebook_utils.core.gpu import chips as gpus
-from scalebook_utils.core.training import planner as T
-from scalebook_utils.core.training import layouts as TL
 from scalebook_utils.core import transformer as tf
+from scalebook_utils.core.gpu import chips as gpus
 from scalebook_utils.core.hardware import ChipSpec, get_chip
-from scalebook_utils.core.units import is_int, require_positive
+from scalebook_utils.core.training import layouts as TL
+from scalebook_utils.core.training import planner as T
+from scalebook_utils.core.units import require_int, require_positive
 
 CH12 = "book ch. 12 'How to Think About GPUs', 'Rooflines for LLM Scaling on GPUs'"
 #: default cluster sizes: a 4-SU DGX SuperPod (1024 GPUs); GB200 NVL72: one SU of 8 racks (576 GPUs)
@@ -56,12 +56,6 @@ def _gpu(chip) -> ChipSpec:
     return spec
 
 
-def _positive_int(name: str, v) -> int:
-    if isinstance(v, bool) or not is_int(v) or v < 1:
-        raise ValueError(f"{name} must be a positive integer, got {v!r}")
-    return int(v)
-
-
 def training_cluster(chip="h100", n_gpus: int = 1024) -> gpus.Cluster:
     """The smallest cluster that holds `n_gpus` GPUs of `chip` (book ch. 12, "Networking", Quiz 3).
 
@@ -73,7 +67,7 @@ def training_cluster(chip="h100", n_gpus: int = 1024) -> gpus.Cluster:
     spine and core switches together and, at full bisection, gives each GPU W_node/D_node (50 GB/s).
     """
     spec = _gpu(chip)
-    n = _positive_int("n_gpus", n_gpus)
+    n = require_int("n_gpus", n_gpus)
     if n <= spec.gpus_per_node:
         return gpus.single_node(spec)
     su = gpus.superpod(spec, 1)
@@ -153,7 +147,7 @@ def evaluate(model, batch_tokens: float, config: T.Config, chip="h100", *, seq_l
     TL.check_layout(c)
     if c.slices != 1:
         raise ValueError(f"GPU clusters are one fat tree; use n_gpus (got slices={c.slices})")
-    if n_gpus is not None and c.chips != _positive_int("n_gpus", n_gpus):
+    if n_gpus is not None and c.chips != require_int("n_gpus", n_gpus):
         raise ValueError(f"degrees X·Y·Z = {c.X}·{c.Y}·{c.Z} = {c.chips} must equal n_gpus = {n_gpus}")
     require_positive(batch_tokens=batch_tokens, seq_len=seq_len)
     if cluster is None:
@@ -186,9 +180,9 @@ def plan(model, batch_tokens: float, chip="h100", *, n_gpus: int | None = None, 
     spec = _gpu(chip)
     if n_gpus is None:
         n_gpus = DEFAULT_N_GPUS_BY_CHIP.get(spec.name, DEFAULT_N_GPUS)
-    n = _positive_int("n_gpus", n_gpus)
-    max_tp = _positive_int("max_tp", spec.gpus_per_node if max_tp is None else max_tp)
-    max_pp = _positive_int("max_pp", max_pp)
+    n = require_int("n_gpus", n_gpus)
+    max_tp = require_int("max_tp", spec.gpus_per_node if max_tp is None else max_tp)
+    max_pp = require_int("max_pp", max_pp)
     require_positive(batch_tokens=batch_tokens, seq_len=seq_len)
     cluster = training_cluster(spec, n)
     remat = tuple(remat)

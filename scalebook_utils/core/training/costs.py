@@ -23,7 +23,7 @@ What it holds:
   data-parallel collectives move per ZeRO stage and micro-batch (`dp_bytes_per_param`).
 
 Pure Python. The planner that applies these rules to a whole transformer (`plan`, `evaluate`) is in
-`training`, which re-exports every public name here (and `_tpu`): chapters import `training`.
+`training`, which re-exports every public name here: chapters import `training`.
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ import math
 from dataclasses import dataclass
 
 from scalebook_utils.core.hardware import ChipSpec, get_chip
-from scalebook_utils.core.units import format_bytes, is_int, require_bytes, require_positive
+from scalebook_utils.core.units import format_bytes, require_bytes, require_int, require_positive
 
 __all__ = [
     "STRATEGIES", "ADAM_BYTES_PER_PARAM", "PARAM_BYTES", "OPTIMIZER_BYTES", "ACT_BYTES",
-    "ici_bandwidth", "dcn_bandwidth", "alpha", "alpha_dcn",
+    "tpu_spec", "ici_bandwidth", "dcn_bandwidth", "alpha", "alpha_dcn",
     "max_params_pure_dp", "dp_min_batch_per_chip", "fsdp_min_batch_per_chip", "tp_max_degree", "tp_min_F",
     "mixed_min_batch_per_chip", "optimal_fsdp_degree", "all_comm_bound_batch", "fsdp_tp_degrees",
     "min_chips_for_memory", "round_pow2", "training_time",
@@ -55,7 +55,8 @@ ACT_BYTES = 2  # bf16 activations
 # --- hardware ratios ------------------------------------------------------------------------------
 
 
-def _tpu(chip) -> ChipSpec:
+def tpu_spec(chip) -> ChipSpec:
+    """The ChipSpec of `chip` (a name or spec), a TPU with an ICI figure; ValueError otherwise (GPUs: ch. 12)."""
     spec = get_chip(chip)
     if spec.ici_link_bandwidth_oneway_bytes_per_s is None:
         raise ValueError(f"{spec.name} has no ICI figure; the chapter-5 model needs a TPU (e.g. 'tpu-v5p'). "
@@ -65,12 +66,12 @@ def _tpu(chip) -> ChipSpec:
 
 def ici_bandwidth(chip="tpu-v5p") -> float:
     """W_ici: bytes/s of one ICI axis, both directions (2 × one-way link; v5p 2 × 9e10 = 1.8e11). Book ch. 5."""
-    return _tpu(chip).ici_link_bandwidth_bidi_bytes_per_s
+    return tpu_spec(chip).ici_link_bandwidth_bidi_bytes_per_s
 
 
 def dcn_bandwidth(chip="tpu-v5p") -> float:
     """W_dcn: DCN egress per chip, bytes/s (v5p 6.25e9: 25 GB/s per host over 4 chips; book ch. 5)."""
-    spec = _tpu(chip)
+    spec = tpu_spec(chip)
     if spec.dcn_bandwidth_bytes_per_s is None:
         raise ValueError(f"{spec.name} has no DCN figure in the book")
     return spec.dcn_bandwidth_bytes_per_s
@@ -78,18 +79,16 @@ def dcn_bandwidth(chip="tpu-v5p") -> float:
 
 def alpha(chip="tpu-v5p", dtype: str = "bf16") -> float:
     """α = C / W_ici, FLOPs per byte (v5p bf16: 4.59e14 / 1.8e11 = 2550). Book ch. 5 notation."""
-    return _tpu(chip).peak_flops(dtype) / ici_bandwidth(chip)
+    return tpu_spec(chip).peak_flops(dtype) / ici_bandwidth(chip)
 
 
 def alpha_dcn(chip="tpu-v5p", dtype: str = "bf16") -> float:
     """C / W_dcn: tokens per slice that pure DP across slices needs (v5p: 73,440). Book ch. 5 "Scaling Across Pods"."""
-    return _tpu(chip).peak_flops(dtype) / dcn_bandwidth(chip)
+    return tpu_spec(chip).peak_flops(dtype) / dcn_bandwidth(chip)
 
 
 def _axes(M: int, name: str) -> int:
-    if not is_int(M) or M < 1:
-        raise ValueError(f"{name} (hardware axes spanned) must be a positive integer (1, 2 or 3), got {M!r}")
-    return int(M)
+    return require_int(f"{name} (hardware axes spanned: 1, 2 or 3)", M)
 
 
 # --- the chapter's compute-bound conditions ------------------------------------------------------
@@ -230,12 +229,10 @@ def _degrees(strategy: str, N: int, X: int | None, Y: int | None) -> tuple[int, 
             raise ValueError("fsdp+tp needs the degrees: pass X (FSDP) and Y (TP) with X·Y = N")
         X = N // Y if X is None else X
         Y = N // X if Y is None else Y
-    for name, v in (("X", X), ("Y", Y), ("N", N)):
-        if not is_int(v) or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    X, Y, N = require_int("X", X), require_int("Y", Y), require_int("N", N)
     if X * Y != N:
         raise ValueError(f"degrees X·Y = {X}·{Y} = {X * Y} must equal the chip count N = {N}")
-    return int(X), int(Y)
+    return X, Y
 
 
 def layer_costs(strategy: str, B: float, D: float, F: float, N: int, *, X: int | None = None, Y: int | None = None,
@@ -356,9 +353,8 @@ def bubble_fraction(stages: int, microbatches: int) -> float:
 
     Not in the book (ch. 5 describes the bubble qualitatively); the formula is from GPipe (Huang et al. 2019).
     """
-    for name, v in (("stages", stages), ("microbatches", microbatches)):
-        if not is_int(v) or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    require_int("stages", stages)
+    require_int("microbatches", microbatches)
     return (stages - 1) / (microbatches + stages - 1)
 
 

@@ -21,25 +21,49 @@ Two conventions:
   2022, with sequence parallelism and flash attention), times the micro-batches the schedule keeps in flight on
   each stage (`pipeline_schedules.in_flight`); uneven stages; 1F1B and interleaved bubbles.
 
-Remat policies: "none", "selective" (keep the outputs of the big matmuls, recompute norms, activation functions
-and the attention core — the book's "big_matmuls"; Megatron's "selective" recomputes only the attention core,
-which under flash attention is "none"), "full" (keep each block's input, recompute the block — the book's
-"block"). Pure Python; numbers in SI units (bytes, FLOPs, seconds).
+Remat policies ("none", "selective", "full"), the per-layer terms, the activations and the memory per chip are in
+`core/training/memory.py` (whose public names are re-exported here). Pure Python; numbers in SI units (bytes,
+FLOPs, seconds).
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from dataclasses import dataclass, replace
-from typing import Iterator
+from collections.abc import Iterator
+from dataclasses import dataclass
 
-from scalebook_utils.core.training import schedules as ps
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.errors import name_index, resolve_name
 from scalebook_utils.core.hardware import ChipSpec
-from scalebook_utils.core.training.costs import (PARAM_BYTES, Memory, MemoryOptions, checkpoint_bytes, dp_bytes_per_param, training_memory)
-from scalebook_utils.core.units import format_bytes, is_int, require_positive
+from scalebook_utils.core.training import schedules as ps
+from scalebook_utils.core.training.costs import (
+    PARAM_BYTES,
+    Memory,
+    MemoryOptions,
+    checkpoint_bytes,
+    dp_bytes_per_param,
+    training_memory,
+)
+
+# remat policies, a model's terms, activations and memory per chip: re-exported as part of this module
+from scalebook_utils.core.training.memory import (
+    BOOK_REMAT,
+    REMAT_ALIASES,
+    REMAT_CHOICES,
+    REMAT_POLICIES,
+    ModelTerms,
+    activation_parts,
+    book_memory,
+    device_params,
+    ep_degree,
+    logits_bytes_per_token,
+    model_terms,
+    practitioner_memory,
+    remat_name,
+    remat_policy,
+    routed_expert_params,
+)
+from scalebook_utils.core.units import format_bytes, require_int
 
 __all__ = [
     "CONVENTIONS", "REMAT_POLICIES", "REMAT_ALIASES", "BOOK_REMAT", "SCHEDULE_ALIASES", "remat_name", "schedule_name",
@@ -49,28 +73,15 @@ __all__ = [
     "practitioner_comm_load",
     "check_layout", "remat_policy", "book_problems", "book_step_flops", "book_memory", "hbm_reasons", "ep_degree",
     "layers_per_stage", "divisors", "layouts", "pipeline_microbatches", "rank_key", "routed_expert_params",
+    "REMAT_CHOICES", "device_params",
+    # training_costs' memory names, which this module has always offered too
+    "Memory", "MemoryOptions", "PARAM_BYTES", "checkpoint_bytes", "dp_bytes_per_param", "training_memory",
 ]
 
 CONVENTIONS = ("practitioner", "book")
-REMAT_POLICIES = ("none", "selective", "full")
-#: other names of the policies (compared after `errors.squash_name`): the book's (ch. 4), JAX's checkpoint policies
-REMAT_ALIASES = {"big_matmuls": "selective", "block": "full", "no-remat": "none", "dots_saveable": "selective",
-                 "nothing_saveable": "full", "checkpoint": "full"}
-#: the book's name of each policy (transformer.REMAT_TENSORS_PER_LAYER)
-BOOK_REMAT = {"none": "none", "selective": "big_matmuls", "full": "block"}
 SCHEDULE_ALIASES = {"pipedream-flush": "1f1b", "one-f-one-b": "1f1b", "interleaved-1f1b": "interleaved",
                     "1f1b-interleaved": "interleaved", "virtual": "interleaved"}
-_REMAT_INDEX = name_index(REMAT_POLICIES, REMAT_ALIASES)
 _SCHEDULE_INDEX = name_index(ps.SCHEDULES, SCHEDULE_ALIASES)
-
-
-def remat_name(remat) -> str:
-    """The common name ("none", "selective", "full") of a remat policy or one of its aliases (the book's
-    "big_matmuls", "block"); UnknownNameError listing the close matches."""
-    if not isinstance(remat, str):
-        raise ValueError(f"remat must be one of {', '.join(REMAT_POLICIES)} (or the book's big_matmuls, block), "
-                         f"got {remat!r}; a number of checkpoints per layer needs conventions='book'")
-    return resolve_name(remat, _REMAT_INDEX, "remat policy", REMAT_POLICIES)
 
 
 def schedule_name(pipeline) -> str:
@@ -78,101 +89,7 @@ def schedule_name(pipeline) -> str:
     return resolve_name(str(pipeline), _SCHEDULE_INDEX, "pipeline schedule", ps.SCHEDULES)
 
 
-# --- the practitioner's memory ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ModelTerms:
-    """Per-layer parameters and FLOPs of one model at one sequence length (elements; FLOPs per token).
-
-    dense_layer / moe_layer: a layer's parameters outside the routed experts (attention, norms, a dense MLP or
-    the shared experts and router); experts: one MoE layer's routed experts; embedding (with positions) on the
-    first stage, head (unembedding — a copy when tied — and the final norm) on the last. flops_*: a layer's
-    training FLOPs per token (3 × forward, causal attention); recompute_*: the extra forward FLOPs of a remat
-    policy; head_flops: 6·D·V. Their sum over layers is `transformer.training_flops_per_token(causal=True)`.
-    """
-
-    cfg: tf.TransformerConfig
-    seq_len: float
-    dense_layer: float
-    moe_layer: float
-    experts: float
-    embedding: float
-    head: float
-    flops_dense: float
-    flops_moe: float
-    recompute_dense: tuple[tuple[str, float], ...]
-    recompute_moe: tuple[tuple[str, float], ...]
-    head_flops: float
-    model_flops_per_token: float
-
-
-@functools.lru_cache(maxsize=256)
-def model_terms(cfg: tf.TransformerConfig, seq_len: float) -> ModelTerms:
-    """The `ModelTerms` of `cfg` (cached: a planner asks for them once per layout)."""
-    pc = tf.param_count(cfg)
-    L, D = cfg.L, cfg.D
-    final = D * (2 if cfg.norm_bias else 1) if cfg.final_norm else 0
-    per_layer = pc.attention / L + (pc.norms - final) / L
-    dense_mlp = cfg.mlp_matrices * D * cfg.F + ((cfg.mlp_matrices - 1) * cfg.F + D if cfg.linear_bias else 0)
-    experts = cfg.E * cfg.mlp_matrices * D * (cfg.F_expert or cfg.F) if cfg.is_moe else 0.0
-    moe_rest = (pc.mlp - cfg.dense_layers * dense_mlp) / cfg.moe_layers - experts if cfg.is_moe else 0.0
-    proj = tf.projection_flops(cfg, 1) / L                       # 2 · attention matmul params of one layer
-    core = tf.attention_flops(cfg, 1, seq_len, causal=True) / L  # QKᵀ and PV of one layer, per token
-    mlp_dense = 2 * cfg.mlp_matrices * D * cfg.F
-    mlp_moe = (tf.mlp_flops(cfg, 1) - cfg.dense_layers * mlp_dense) / cfg.moe_layers if cfg.is_moe else 0.0
-    fwd_dense, fwd_moe = proj + mlp_dense + core, proj + mlp_moe + core
-
-    def rec(fwd):
-        return (("none", 0.0), ("selective", core), ("full", fwd))
-
-    return ModelTerms(cfg, seq_len, per_layer + dense_mlp, per_layer + moe_rest, experts, float(pc.embedding),
-                      float(cfg.V * D + final), 3 * fwd_dense, 3 * fwd_moe, rec(fwd_dense), rec(fwd_moe),
-                      6.0 * D * cfg.V, tf.training_flops_per_token(cfg, seq_len, causal=True))
-
-
-def activation_parts(cfg: tf.TransformerConfig, remat: str, *, tp: int = 1, seq_len: float = 4096,
-                     options: MemoryOptions = MemoryOptions()) -> dict[str, float]:
-    """Saved activation bytes per token and layer on one chip of a `tp`-way TP group, by tensor family.
-
-    none — norms: the two norm inputs (2·D); attention: the QKV input (D), Q (N·H), K and V (2·K·H; replicated
-    when TP > K), the attention output (N·H), the fp32 log-sum-exp (N) or, without flash attention, the
-    probabilities (N·S); mlp: its input (D) and the hidden activations (gated 3·F: gate, up, their product;
-    ungated 2·F; MoE k·F_expert + shared, averaged over layers). selective — the big matmul outputs only
-    (`transformer.activation_elements_per_token_per_layer(cfg, "big_matmuls")`: Q, K, V, O; the MLP's hidden
-    outputs and its output). full — checkpoints: the block input (D). D-wide tensors are ÷ tp only with
-    sequence parallelism; head-wide ones ÷ tp always. Korthikanti et al. 2022 (their 34·s·b·h + 5·a·s²·b bytes
-    for GPT with dropout is this without flash attention, plus dropout masks, which LLMs today do not keep).
-    """
-    a, Y = options.activation_bytes, tp
-    d = cfg.D / Y if options.sequence_parallel else cfg.D
-    H, N = cfg.H, cfg.N
-    if cfg.is_mla:
-        q = k = N * (H + cfg.rope_head_dim) / Y
-        v = N * H / Y
-        latents = cfg.kv_lora_rank + cfg.rope_head_dim + cfg.q_lora_rank
-    else:
-        q, k, latents = N * H / Y, max(cfg.K / Y, 1) * H, 0.0
-        v = k
-    g = cfg.mlp_matrices - 1
-    width = cfg.dense_layers * cfg.F
-    if cfg.is_moe:
-        width += cfg.moe_layers * (cfg.k + cfg.n_shared) * (cfg.F_expert or cfg.F)
-    hidden = width / cfg.L / Y
-    if remat == "full":
-        return {"checkpoints": d * a}
-    if remat == "selective":
-        return {"attention": (q + k + v + d) * a, "mlp": (g * hidden + d) * a}
-    if remat != "none":
-        raise ValueError(f"remat must be one of {', '.join(REMAT_POLICIES)}, got {remat!r}")
-    probs = N / Y * 4 if options.flash_attention else N / Y * seq_len * a
-    return {"attention": (d + q + k + v + q + latents) * a + probs, "mlp": (d + (g + 1) * hidden) * a,
-            "norms": 2 * d * a}
-
-
-def logits_bytes_per_token(cfg: tf.TransformerConfig, tp: int = 1, options: MemoryOptions = MemoryOptions()) -> float:
-    """The logits of one token on one chip: V/tp (vocabulary-parallel) × logits_bytes (fp32 for the loss)."""
-    return cfg.V / tp * options.logits_bytes
+# --- the practitioner's layout: its shape, FLOPs and collectives ------------------------------------------
 
 
 def default_microbatches(batch_tokens: float, seq_len: float, dp: int, pp: int) -> int:
@@ -226,8 +143,7 @@ def practitioner_comm_load(terms: ModelTerms, c, shape: Shape, options: MemoryOp
     DCN AllReduce of its 1/X gradient share (2 × g bytes)."""
     cfg, Y, X, Z = terms.cfg, c.Y, c.X, c.Z
     ep = ep_degree(cfg, X)
-    stage = [nd * terms.dense_layer + nm * terms.moe_layer + (terms.embedding if d == 0 else 0.0)
-             + (terms.head if d == Z - 1 else 0.0) for d, (nd, nm) in enumerate(shape.device_layers)]
+    stage = [device_params(terms, d, Z, nd, nm) for d, (nd, nm) in enumerate(shape.device_layers)]
     p_dev = max(stage) / Y
     moe = max(nm for _, nm in shape.device_layers)
     g = options.grad_bytes or options.param_bytes
@@ -258,8 +174,22 @@ def practitioner_shape(cfg: tf.TransformerConfig, c, batch_tokens: float, seq_le
     a note); the batch must be whole sequences that split evenly over the dp data shards and then into the m
     micro-batches (default: one sequence per micro-batch with a pipeline, one micro-batch without); the stages
     must cover the layers (`split_stages`); interleaving needs pp > 1, virtual_stages ≥ 2 and m a multiple of pp."""
+    reasons, notes = _tp_problems(cfg, c.Y)
+    reasons += _schedule_problems(c)
+    Z = c.Z
+    chunks, stage_reasons = ps.split_stages(cfg.L, Z, c.virtual_stages, c.stage_layers)
+    reasons += stage_reasons
+    dp, m = c.X * c.slices, c.microbatches
+    per_shard = batch_tokens / seq_len / dp
+    reasons += _batch_problems(c, batch_tokens, seq_len)
+    if reasons or chunks is None:
+        return Shape(tuple(reasons), tuple(notes))
+    return Shape((), tuple(notes), int(m), per_shard / m, batch_tokens / dp, chunks, _device_layers(cfg, chunks, Z))
+
+
+def _tp_problems(cfg: tf.TransformerConfig, Y: int) -> tuple[list[str], list[str]]:
+    """(reasons, notes) of Y-way TP for the practitioner: the query heads, the KV heads, the MLP widths."""
     reasons, notes = [], []
-    Y, Z, v, kind = c.Y, c.Z, c.virtual_stages, c.pipeline
     if Y > cfg.N or cfg.N % Y:
         reasons.append(f"TP {Y} must divide the N={cfg.N} query heads" + (" (it is beyond them)" if Y > cfg.N else ""))
     elif not cfg.is_mla and (cfg.K % Y if Y <= cfg.K else Y % cfg.K):
@@ -269,14 +199,25 @@ def practitioner_shape(cfg: tf.TransformerConfig, c, batch_tokens: float, seq_le
     widths = [cfg.F] + ([cfg.F_expert] if cfg.is_moe and cfg.F_expert else [])
     if any(w % Y for w in widths):
         reasons.append(f"TP {Y} must divide F={'/'.join(map(str, widths))}")
+    return reasons, notes
+
+
+def _schedule_problems(c) -> list[str]:
+    """Why layout `c`'s schedule cannot run: interleaving needs virtual_stages ≥ 2 (and they need it), a pipeline."""
+    reasons, Z, v, kind = [], c.Z, c.virtual_stages, c.pipeline
     if kind == "interleaved" and v < 2:
         reasons.append("pipeline='interleaved' needs virtual_stages ≥ 2 (1 chunk per device is plain 1F1B)")
     elif v > 1 and kind != "interleaved":
         reasons.append(f"virtual_stages={v} needs pipeline='interleaved' (got {kind!r})")
     if Z == 1 and v > 1:
         reasons.append(f"virtual_stages={v} needs a pipeline (pp > 1)")
-    chunks, stage_reasons = ps.split_stages(cfg.L, Z, v, c.stage_layers)
-    reasons += stage_reasons
+    return reasons
+
+
+def _batch_problems(c, batch_tokens: float, seq_len: float) -> list[str]:
+    """Why the batch does not feed layout `c`: whole sequences, split evenly over the data shards, then into m
+    micro-batches (a multiple of pp when interleaved)."""
+    reasons, Z, kind = [], c.Z, c.pipeline
     dp = c.X * c.slices
     seqs = batch_tokens / seq_len
     m = c.microbatches
@@ -292,8 +233,11 @@ def practitioner_shape(cfg: tf.TransformerConfig, c, batch_tokens: float, seq_le
             reasons.append(f"{m} micro-batches do not divide the {per_shard:g} sequences of a data shard")
         if kind == "interleaved" and Z > 1 and m % Z:
             reasons.append(f"the interleaved schedule needs the micro-batches (m={m}) to be a multiple of pp={Z}")
-    if reasons or chunks is None:
-        return Shape(tuple(reasons), tuple(notes))
+    return reasons
+
+
+def _device_layers(cfg: tf.TransformerConfig, chunks, Z: int) -> tuple[tuple[int, int], ...]:
+    """Each of the Z devices' (dense, MoE) layer counts when virtual stage s (of `chunks` layers) runs on s mod Z."""
     dense_left = cfg.dense_layers
     device = [[0, 0] for _ in range(Z)]
     for s, n in enumerate(chunks):          # layers are assigned to virtual stages 0, 1, …, S − 1 in order
@@ -301,8 +245,7 @@ def practitioner_shape(cfg: tf.TransformerConfig, c, batch_tokens: float, seq_le
         dense_left -= dense
         device[s % Z][0] += dense
         device[s % Z][1] += n - dense
-    return Shape((), tuple(notes), int(m), per_shard / m, batch_tokens / dp, chunks,
-                 tuple((a, b) for a, b in device))
+    return tuple((a, b) for a, b in device)
 
 
 def practitioner_flops(terms: ModelTerms, c, shape: Shape, remat: str, C: float) -> tuple[float, float, float, float]:
@@ -322,59 +265,13 @@ def practitioner_flops(terms: ModelTerms, c, shape: Shape, remat: str, C: float)
     return t_math, batch * terms.model_flops_per_token, executed, max(bubble, 0.0)
 
 
-def practitioner_memory(terms: ModelTerms, c, shape: Shape, remat: str,
-                        options: MemoryOptions) -> tuple[Memory, dict[str, float], int]:
-    """(Memory of the fullest device, its activations by tensor family, that device's stage index).
-
-    Per device d: its layers' parameters (+ the embedding on stage 0, the head on the last stage) ÷ Y; the
-    routed experts ÷ (ep·Y) and never ZeRO-sharded; weights ÷ X under ZeRO-3, master weights and Adam states ÷ X
-    from ZeRO-1, gradients ÷ X from ZeRO-2 (ZeRO, Rajbhandari et al. 2020); ZeRO-3 also holds 2 gathered layers.
-    Activations: `in_flight` micro-batches × t tokens × the device's layers × `activation_parts`; full remat adds
-    one layer's "none" activations (the recompute's working set), the last stage the logits of its micro-batches
-    in flight (all m under GPipe, else 1)."""
-    cfg, Y, X, Z, o = terms.cfg, c.Y, c.X, c.Z, options
-    ep = ep_degree(cfg, X)
-    parts = activation_parts(cfg, remat, tp=Y, seq_len=terms.seq_len, options=o)
-    per_layer = sum(parts.values())
-    work_set = sum(activation_parts(cfg, "none", tp=Y, seq_len=terms.seq_len, options=o).values()) \
-        if remat == "full" else 0.0
-    t = shape.mb_sequences * terms.seq_len
-    kind = c.pipeline if Z > 1 else "1f1b"
-    held = ps.in_flight(kind, Z, shape.m, c.virtual_stages, None)
-    logits = logits_bytes_per_token(cfg, Y, o) * t * (shape.m if kind == "gpipe" else 1)
-    z1, z2, z3 = (X if c.zero >= 1 else 1), (X if c.zero >= 2 else 1), (X if c.zero >= 3 else 1)
-    per_param = o.param_bytes / z3 + o.grad_bytes / z2 + (o.optimizer_bytes + o.master_bytes) / z1
-    per_expert = o.param_bytes + o.grad_bytes + o.optimizer_bytes + o.master_bytes
-    gathered = 2 * o.param_bytes * max(terms.dense_layer, terms.moe_layer) / Y if (c.zero == 3 and X > 1) else 0.0
-    worst, top = 0, -1.0
-    for d, (nd, nm) in enumerate(shape.device_layers):      # the fullest device; its parts are built below
-        dense = nd * terms.dense_layer + nm * terms.moe_layer + (terms.embedding if d == 0 else 0.0) \
-            + (terms.head if d == Z - 1 else 0.0)
-        total = per_param * dense / Y + per_expert * nm * terms.experts / (ep * Y) + gathered \
-            + held[d] * t * (nd + nm) * per_layer + work_set * t + (logits if d == Z - 1 else 0.0)
-        if total > top:
-            worst, top = d, total
-    nd, nm = shape.device_layers[worst]
-    dense = nd * terms.dense_layer + nm * terms.moe_layer + (terms.embedding if worst == 0 else 0.0) \
-        + (terms.head if worst == Z - 1 else 0.0)
-    p, ex = dense / Y, nm * terms.experts / (ep * Y)
-    acts = {k: x * held[worst] * t * (nd + nm) for k, x in parts.items()}
-    if work_set:
-        acts["recompute working set"] = work_set * t
-    if worst == Z - 1:
-        acts["logits"] = logits
-    mem = Memory(params=o.param_bytes * (p / z3 + ex), grads=o.grad_bytes * (p / z2 + ex),
-                 optimizer=o.optimizer_bytes * (p / z1 + ex), activations=sum(acts.values()), gathered=gathered,
-                 master=o.master_bytes * (p / z1 + ex))
-    return mem, acts, worst
-
-
 def layout_groups(cfg: tf.TransformerConfig, c, batch_tokens: float, seq_len: float, *, zero_stages, remats,
                   kinds, virtual_stages) -> Iterator[tuple[bool, list[dict]]]:
     """The practitioner planner's candidates for the degrees of layout `c`: for each schedule (1F1B only without a
     pipeline; `kinds` and each of `virtual_stages` with one, up to L + 2 chunks — at most the first and the last
-    empty, as in Llama 3; `ps.balanced_stage_layers` when L does not split evenly), ZeRO stage and remat policy, a group of `Config` keyword sets over m (the divisors of a data shard's
-    sequences, multiples of pp when interleaved) and whether the group stops at its first feasible member. The
+    empty, as in Llama 3; `ps.balanced_stage_layers` when L does not split evenly), ZeRO stage and remat policy,
+    a group of `Config` keyword sets over m (the divisors of a data shard's sequences, multiples of pp when
+    interleaved) and whether the group stops at its first feasible member. The
     planner keeps each group's fastest: without a pipeline the fewest micro-batches that fit (time does not fall
     with m); with one and ZeRO ≤ 1 only the most (time and memory both fall with m); with ZeRO ≥ 2 all of them
     (the collectives grow with m while the bubble shrinks)."""
@@ -400,24 +297,9 @@ def layout_groups(cfg: tf.TransformerConfig, c, batch_tokens: float, seq_len: fl
 
 
 def check_layout(c) -> None:
-    """ValueError unless every degree of `c` (and its microbatch count) is a positive integer."""
+    """ValueError (`units.require_int`) unless every degree of `c` (and its microbatch count) is an integer ≥ 1."""
     for name in ("X", "Y", "Z", "slices", "microbatches", "virtual_stages"):
-        v = getattr(c, name, 1)
-        if not is_int(v) or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
-
-
-def remat_policy(remat) -> tuple[str, float | None]:
-    """A policy name of transformer.REMAT_TENSORS_PER_LAYER (or its common name: "selective", "full"), or a
-    number of D-wide checkpoints per layer (book ch. 6: 2, with the FLOPs of block remat)."""
-    if isinstance(remat, str):
-        name = BOOK_REMAT.get(remat, remat)
-        if name not in tf.REMAT_TENSORS_PER_LAYER:
-            raise ValueError(f"policy must be one of {', '.join(tf.REMAT_TENSORS_PER_LAYER)} (or "
-                             f"{', '.join(REMAT_POLICIES[1:])}); got {remat!r}")
-        return name, None
-    require_positive(checkpoints_per_layer=remat)
-    return "block", float(remat)
+        require_int(name, getattr(c, name, 1))
 
 
 def book_problems(cfg: tf.TransformerConfig, c, batch_tokens: float, seq_len: float,
@@ -467,39 +349,11 @@ def book_step_flops(cfg: tf.TransformerConfig, batch_tokens: float, c, seq_len: 
     return t_math, model_flops, bubble
 
 
-def book_memory(cfg: tf.TransformerConfig, c, batch_tokens: float, grad_bytes: float) -> Memory:
-    """Bytes per chip of layout `c`: `training_memory` of the dense parameters (ZeRO over X, TP × PP shards),
-    the routed experts sharded over ep·Y·Z chips, the activations of the remat policy (or checkpoints) spread
-    over all chips, and under FSDP the AllGathered layer being used (2 layers' worth, ÷ Y). Book ch. 5–6."""
-    policy, ckpt = remat_policy(c.remat)
-    pc = tf.param_count(cfg)
-    P, expert = pc.total, routed_expert_params(cfg)
-    if ckpt is None:
-        act_total = tf.activation_bytes(cfg, batch_tokens, policy)
-    else:
-        act_total = checkpoint_bytes(cfg.D, cfg.L, batch_tokens, ckpt)
-    layer_params = (P - pc.embedding - pc.unembedding) / cfg.L
-    gathered = 2 * PARAM_BYTES * layer_params / c.Y if (c.zero == 3 and c.X > 1) else 0.0
-    dense = training_memory(P - expert, zero=c.zero, X=c.X, model_shards=c.Y * c.Z,
-                            activation_bytes_total=act_total, n_chips=c.chips, grad_bytes=grad_bytes,
-                            gathered_bytes=gathered)
-    if expert:
-        ex = training_memory(expert, zero=0, model_shards=ep_degree(cfg, c.X) * c.Y * c.Z, grad_bytes=grad_bytes)
-        dense = replace(dense, params=dense.params + ex.params, grads=dense.grads + ex.grads,
-                        optimizer=dense.optimizer + ex.optimizer)
-    return dense
-
-
 def hbm_reasons(memory: Memory, spec: ChipSpec, unit: str = "chip") -> list[str]:
     """[the reason] when `memory` exceeds the chip's HBM, else []."""
     if memory.total > spec.hbm_bytes:
         return [f"needs {format_bytes(memory.total)} per {unit} > {format_bytes(spec.hbm_bytes)} HBM"]
     return []
-
-
-def ep_degree(cfg: tf.TransformerConfig, X: int) -> int:
-    """Expert parallelism over the data axis: ep = gcd(X, E) ways (1 for a dense model)."""
-    return math.gcd(X, cfg.E) if cfg.is_moe else 1
 
 
 def layers_per_stage(cfg: tf.TransformerConfig, Z: int) -> float:
@@ -533,10 +387,3 @@ def rank_key(e) -> tuple:
     t = e.step_time
     return (not e.feasible, float(f"{t:.9g}") if t == t else math.inf, -e.config.zero,
             max(e.t_fsdp, e.t_tp, e.t_pp, e.t_ep, e.t_dcn), e.memory.total)
-
-
-def routed_expert_params(cfg: tf.TransformerConfig) -> int:
-    if not cfg.is_moe:
-        return 0
-    width = cfg.F_expert or cfg.F
-    return cfg.moe_layers * cfg.E * cfg.mlp_matrices * cfg.D * width

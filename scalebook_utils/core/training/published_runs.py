@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scalebook_utils.core.training import planner as training
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
+from scalebook_utils.core.training import planner as training
 
 NARAYANAN21 = ("Narayanan et al. 2021, 'Efficient Large-Scale Language Model Training on GPU Clusters Using "
                "Megatron-LM' (SC21), Table 1 (weak scaling, GPT models, Selene: DGX A100 80 GB, 8 × 200 Gb/s HDR "

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scalebook_utils.core.units import is_int
+from scalebook_utils.core.units import is_int, require_int
 
 __all__ = ["SCHEDULES", "gpipe_bubble", "one_f_one_b_bubble", "interleaved_bubble", "bubble", "in_flight",
            "step_time", "balanced_stage_layers", "split_stages", "Op", "Timeline", "device_order", "simulate"]
@@ -38,29 +38,28 @@ __all__ = ["SCHEDULES", "gpipe_bubble", "one_f_one_b_bubble", "interleaved_bubbl
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
 
 
-def _check(p, m, v=1) -> None:
-    for name, x in (("p (stages)", p), ("m (microbatches)", m), ("v (chunks per device)", v)):
-        if not is_int(x) or x < 1:
-            raise ValueError(f"{name} must be a positive integer, got {x!r}")
+def _check(p, m, v=1) -> tuple[int, int, int]:
+    """(p, m, v) as ints; an error naming the first that is not an integer ≥ 1 (`units.require_int`)."""
+    return require_int("p (stages)", p), require_int("m (microbatches)", m), require_int("v (chunks per device)", v)
 
 
 def gpipe_bubble(p: int, m: int) -> float:
     """Idle fraction of a GPipe step: (p − 1)/(m + p − 1) (Huang et al. 2019)."""
-    _check(p, m)
+    p, m, _ = _check(p, m)
     return (p - 1) / (m + p - 1)
 
 
 def one_f_one_b_bubble(p: int, m: int) -> float:
     """Idle fraction of 1F1B: the same (p − 1)/(m + p − 1) as GPipe (Narayanan et al. 2021); it saves memory,
     not time."""
-    _check(p, m)
+    p, m, _ = _check(p, m)
     return (p - 1) / (m + p - 1)
 
 
 def interleaved_bubble(p: int, m: int, v: int) -> float:
     """Idle fraction of interleaved 1F1B with v chunks per device: (p − 1)/(v·m + p − 1) (Megatron-LM,
     Narayanan et al. 2021). v = 1 is plain 1F1B."""
-    _check(p, m, v)
+    p, m, v = _check(p, m, v)
     return (p - 1) / (v * m + p - 1)
 
 
@@ -82,11 +81,11 @@ def in_flight(kind: str, p: int, m: int, v: int = 1, device: int | None = 0):
     + 1)/v — stage 0 of p = 4, v = 2 holds 6.5 micro-batches where 1F1B holds 4 (Narayanan et al. 2021).
     Equal to `simulate(kind, p, m, v).peak_activations(device)` (tests/test_pipeline_schedules.py).
     `device=None`: the list for every device."""
-    _check(p, m, v)
+    p, m, v = _check(p, m, v)
     if kind not in SCHEDULES:
         raise ValueError(f"unknown schedule {kind!r}; known: {', '.join(SCHEDULES)}")
-    if device is not None and (not is_int(device) or not 0 <= device < p):
-        raise ValueError(f"device must be an integer in [0, {p}), got {device!r}")
+    if device is not None:
+        device = require_int("device", device, 0, p - 1)
     if kind == "gpipe":
         held = [float(m)] * p
     elif kind == "1f1b" or v == 1:
@@ -109,7 +108,7 @@ def step_time(kind: str, work, m: int, v: int = 1) -> float:
     work = [float(w) for w in work]
     if not work or min(work) < 0:
         raise ValueError(f"work must be one non-negative time per device, got {work!r}")
-    _check(len(work), m, v)
+    _, m, v = _check(len(work), m, v)
     if kind == "gpipe":
         return (m - 1) * max(work) + sum(work)
     if kind not in SCHEDULES:
@@ -189,7 +188,7 @@ def device_order(kind: str, p: int, m: int, v: int = 1, device: int = 0) -> list
     in turn, then the remaining backwards. Interleaved (m a multiple of p): microbatches go through the chunks in
     groups of p (Megatron-LM's order), warm-up (p − device − 1)·2 + (v − 1)·p forwards, then 1F1B.
     """
-    _check(p, m, v)
+    p, m, v = _check(p, m, v)
     if kind == "gpipe":
         return [Op("F", i) for i in range(m)] + [Op("B", i) for i in range(m)]
     if kind == "1f1b":

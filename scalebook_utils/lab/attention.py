@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+
 def _check_qkv(q, k, v):
     if q.ndim != 4 or k.ndim != 4 or v.shape != k.shape:
         raise ValueError(f"expected q[B, T, N, H] and k, v[B, S, K, H]; got q{tuple(q.shape)}, "

@@ -13,8 +13,9 @@ import math
 import os
 import statistics
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple, Sequence
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -148,7 +149,7 @@ def calibrate(quick: bool = True, dtype: str = "float32") -> Calibration:
         x = jax.random.normal(kx, (N, N), jdt)  # x: dtype[N, N]
         w = jax.random.normal(kw, (N, N), jdt)  # w: dtype[N, N]
         _compat.block_until_ready(mm(x, w))     # compile and warm up
-        t, _ = _best_chain(lambda _prev: mm(x, w), None, inner, mm_repeats)
+        t, _ = _best_chain(lambda _prev, x=x, w=w: mm(x, w), None, inner, mm_repeats)
         by_n[N] = 2.0 * N**3 / t
         del x, w
     N = max(by_n, key=by_n.get)
@@ -224,7 +225,7 @@ def measure_matmuls(shapes: Sequence[tuple[int, int, int]], dtype: str = "float3
             t = time_fn(mm, x, w, warmup=1, repeats=repeats, min_time=min_time)
         else:
             _compat.block_until_ready(mm(x, w))  # compile and warm up
-            t, _ = _best_chain(lambda _prev: mm(x, w), None, chain, repeats)
+            t, _ = _best_chain(lambda _prev, x=x, w=w: mm(x, w), None, chain, repeats)
         out.append(MatmulMeasurement(B=B, D=D, F=F, seconds=t, flops=2.0 * B * D * F,
                                      bytes=float((B * D + D * F + B * F) * itemsize)))
         del x, w

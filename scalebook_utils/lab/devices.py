@@ -15,8 +15,8 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import jax
 import jax.numpy as jnp

@@ -38,29 +38,63 @@ import re  # noqa: F401  (kept)
 import statistics  # noqa: F401  (kept)
 import sys  # noqa: F401  (kept)
 import time  # noqa: F401  (kept)
+from collections.abc import Callable, Sequence  # noqa: F401  (kept: Sequence)
 from dataclasses import dataclass, field  # noqa: F401  (kept)
-from typing import Callable, NamedTuple, Sequence  # noqa: F401  (kept: NamedTuple, Sequence)
+from typing import NamedTuple  # noqa: F401  (kept)
 
 import jax
 import jax.numpy as jnp  # noqa: F401  (kept)
 import numpy as np  # noqa: F401  (kept)
 
 from scalebook_utils.core.hardware import ChipSpec, get_chip  # noqa: F401  (kept)
-from scalebook_utils.core.hlo.collectives import (BOOK_LETTER, HLO_COLLECTIVES, HloCollective, count_hlo_collectives,
-                                                   parse_hlo_collectives, replica_groups)
+from scalebook_utils.core.hlo.collectives import (
+    BOOK_LETTER,
+    HLO_COLLECTIVES,
+    HloCollective,
+    count_hlo_collectives,
+    parse_hlo_collectives,
+    replica_groups,
+)
 from scalebook_utils.core.hlo.text import parse_module  # noqa: F401  (kept)
 from scalebook_utils.core.roofline import matmul_roofline  # noqa: F401  (kept)
 from scalebook_utils.core.units import canonical_dtype  # noqa: F401  (kept)
 from scalebook_utils.lab import _compat
 from scalebook_utils.lab._compat import SUPPORTED_JAX, all_gather_invariant, shard_map, use_mesh
-from scalebook_utils.lab.calibrate import (Calibration, MatmulMeasurement, PredictionRow, calibrate, format_rows,
-                                           measure_matmuls, median_ratio, predict_vs_measure)
-from scalebook_utils.lab.devices import (DEVICE_KIND_PATTERNS, RuntimeInfo, chip_from_device_kind, describe_runtime,
-                                         make_mesh, runtime, sharding_devices, shards_on_accelerators, time_fn,
-                                         use_simulated_devices)
-from scalebook_utils.lab.sharded import (SHARD_MAP_KINDS, book_matmul, book_spec, collective_matmul,
-                                         collective_matmul_fn, partition_spec, predicted_vs_compiled,
-                                         run_sharded_matmul, shard_map_demo, simulate_collective, spec_tuple)
+from scalebook_utils.lab.calibrate import (
+    Calibration,
+    MatmulMeasurement,
+    PredictionRow,
+    calibrate,
+    format_rows,
+    measure_matmuls,
+    median_ratio,
+    predict_vs_measure,
+)
+from scalebook_utils.lab.devices import (
+    DEVICE_KIND_PATTERNS,
+    RuntimeInfo,
+    chip_from_device_kind,
+    describe_runtime,
+    make_mesh,
+    runtime,
+    sharding_devices,
+    shards_on_accelerators,
+    time_fn,
+    use_simulated_devices,
+)
+from scalebook_utils.lab.sharded import (
+    SHARD_MAP_KINDS,
+    book_matmul,
+    book_spec,
+    collective_matmul,
+    collective_matmul_fn,
+    partition_spec,
+    predicted_vs_compiled,
+    run_sharded_matmul,
+    shard_map_demo,
+    simulate_collective,
+    spec_tuple,
+)
 
 # --- compiled programs ----------------------------------------------------------------------------
 

@@ -1,16 +1,19 @@
-"""Sharded programs of book ch. 3 on (simulated) devices: the book's notation as PartitionSpecs and back,
-a matmul in that notation run and read back (`run_sharded_matmul`) and, kept per mesh and matmul, set
-against the plan of the package's cost model (`compile_matmul`), the four collectives
-(`simulate_collective`, `shard_map_demo`) and the collective matmul (`collective_matmul_fn`).
+"""Sharded programs of book ch. 3 on (simulated) devices: the notation as PartitionSpecs, sharded matmuls
+run and set against the cost model, the four collectives, and the collective matmul.
 
-Part of `jaxlab` (re-exported by `lab/runtime.py`); builds on `lab/devices.py` (meshes) and the pure HLO
+`partition_spec` / `book_spec` / `book_matmul` turn the book's notation into PartitionSpecs and back;
+`run_sharded_matmul` runs a matmul in that notation and reads back what XLA compiled, `compile_matmul` keeps
+that per mesh and matmul against `sharding.plan`; `simulate_collective` and `shard_map_demo` run the four
+collectives; `collective_matmul_fn` overlaps the ring's ppermutes with the matmul.
+Part of `jaxlab` (`lab/runtime.py` re-exports every name but the explorer's `compile_matmul` and
+`clear_compile_cache`); builds on `lab/devices.py` (meshes) and the pure HLO
 reader `core/hlo`. Bytes and seconds are SI.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -21,7 +24,6 @@ from scalebook_utils.core.hlo.collectives import count_hlo_collectives
 from scalebook_utils.core.hlo.text import parse_module
 from scalebook_utils.lab import _compat
 from scalebook_utils.lab.devices import jnp_dtype, make_mesh
-
 
 # --- sharded matmuls in the book's notation (ch. 3) -------------------------------------------------
 

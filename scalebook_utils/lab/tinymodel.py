@@ -49,14 +49,39 @@ import jax
 import jax.numpy as jnp
 import numpy as np  # noqa: F401  (kept)
 
-from scalebook_utils.core.transformer import (TransformerConfig, forward_flops_per_token, matmul_params,
-                                              training_flops_per_token)
+from scalebook_utils.core.transformer import (
+    TransformerConfig,
+    forward_flops_per_token,
+    matmul_params,
+    training_flops_per_token,
+)
 from scalebook_utils.lab import runtime as jaxlab
-from scalebook_utils.lab.attention import (FlashStep, chunked_attention, flash_steps, jax_attention, naive_attention,
-                                           softmax_row)
-from scalebook_utils.lab.llama import (ATTENTION_KINDS, MICRO, REMAT_POLICIES, RMS_EPS, TINY, check_config,
-                                       check_tokens, component_counts, count_params, forward, init_params, is_tracer,
-                                       loss, remat_policy, rms_norm, sample_tokens)
+from scalebook_utils.lab.attention import (
+    FlashStep,
+    chunked_attention,
+    flash_steps,
+    jax_attention,
+    naive_attention,
+    softmax_row,
+)
+from scalebook_utils.lab.llama import (
+    ATTENTION_KINDS,
+    MICRO,
+    REMAT_POLICIES,
+    RMS_EPS,
+    TINY,
+    check_config,
+    check_tokens,
+    component_counts,
+    count_params,
+    forward,
+    init_params,
+    is_tracer,
+    loss,
+    remat_policy,
+    rms_norm,
+    sample_tokens,
+)
 
 # --- FLOPs: XLA's count against the book's ---------------------------------------------------------
 

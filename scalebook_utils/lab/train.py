@@ -44,8 +44,8 @@ from __future__ import annotations
 import functools
 import math  # noqa: F401  (kept)
 from collections import Counter
+from collections.abc import Callable  # noqa: F401  (kept)
 from dataclasses import dataclass, field
-from typing import Callable  # noqa: F401  (kept)
 
 import jax
 import jax.numpy as jnp  # noqa: F401  (kept)
@@ -56,11 +56,27 @@ from scalebook_utils.core.hlo.text import HLO_NAME  # noqa: F401  (kept)
 from scalebook_utils.core.training import planner as training
 from scalebook_utils.core.units import require_int
 from scalebook_utils.lab.devices import make_mesh
-from scalebook_utils.lab.train_collectives import (CollectiveRow, Comparison, compare_collectives, compare_compiled,
-                                                   predicted_step)
-from scalebook_utils.lab.train_models import (AXES, STRATEGIES, MLPStack, TinyTransformer, check_mesh,
-                                              check_strategy, default_mesh_shape, init_mlp_stack, mlp_batch,
-                                              mlp_forward, mlp_loss, prng_key)
+from scalebook_utils.lab.train_collectives import (
+    CollectiveRow,
+    Comparison,
+    compare_collectives,
+    compare_compiled,
+    predicted_step,
+)
+from scalebook_utils.lab.train_models import (
+    AXES,
+    STRATEGIES,
+    MLPStack,
+    TinyTransformer,
+    check_mesh,
+    check_strategy,
+    default_mesh_shape,
+    init_mlp_stack,
+    mlp_batch,
+    mlp_forward,
+    mlp_loss,
+    prng_key,
+)
 
 CH5 = training.CH5
 

@@ -9,8 +9,8 @@ mesh. Part of `jaxtrain` (re-exported by `lab/train.py`, whose docstring has the
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import jax
 import jax.numpy as jnp

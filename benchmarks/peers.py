@@ -288,7 +288,7 @@ def rows_and_causes(sb: dict, res: dict) -> tuple[list[list], list[str]]:
         rows.append(["parameters", name, _num(total, "count"), "", _num(la, "count"),
                      _delta(la, total) if isinstance(la, float) else "", _num(gz, "count"),
                      _delta(gz, total) if isinstance(gz, float) else "", cite(*why) if why else ""])
-    for name, chip, tp, prec, batches in SERVING:
+    for name, chip, tp, prec, _batches in SERVING:
         if prec != "bf16":
             continue
         key = f"infer/{name}/{chip}/tp{tp}/{prec}/B1/la"

@@ -117,7 +117,8 @@ TOOLS = {"llm-analysis": la_job, "genz": genz_job}
 
 
 def main(path: str) -> int:
-    jobs = json.load(open(path))
+    with open(path) as fh:
+        jobs = json.load(fh)
     out = {}
     for job in jobs:
         try:

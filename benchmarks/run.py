@@ -13,6 +13,8 @@ Sections (run all, or one with --only NAME):
   planner    training.plan and gpu_training.plan: a full layout enumeration, per layout (the book's planners and
              the unified one, incl. Llama 3 405B on 16,384 H100s).
   rosetta    published training runs (Megatron-LM, PaLM, Llama 3): reported vs the roofline of their layout.
+  rosetta-inference  published inference measurements (PaLM 540B on TPU v4, Llama 2 70B on H200): reported vs
+             the roofline of the same workload (inference.decode_step, prefill_time).
   frontier   serving.frontier: the latency–throughput frontier over batches and slices, per point.
   capstone   chapter 11's plan_model from cold caches (the app's update time is in `widgets`).
   decode     book ch. 7 on this CPU: the KV-cached decoder's measured step time vs the calibrated roofline per
@@ -44,7 +46,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "out" / "latest.txt"
-SECTIONS = ("coldstart", "widgets", "notebooks", "matmul", "planner", "rosetta", "frontier", "capstone", "decode", "peers")
+SECTIONS = ("coldstart", "widgets", "notebooks", "matmul", "planner", "rosetta", "rosetta-inference", "frontier",
+            "capstone", "decode", "peers")
 
 if str(ROOT) not in sys.path:  # run from a checkout without an install
     sys.path.insert(0, str(ROOT))
@@ -190,10 +193,10 @@ def bench_notebooks(quick: bool) -> str:
             km = KernelManager(kernel_name="python3", transport="ipc", ip=str(Path(tmp) / "kernel"))
             starts, cell_s = {}, {}
 
-            def on_start(cell, cell_index, **_):
+            def on_start(cell, cell_index, starts=starts, **_):   # this notebook's dicts, bound now
                 starts[cell_index] = time.perf_counter()
 
-            def on_done(cell, cell_index, **_):
+            def on_done(cell, cell_index, starts=starts, cell_s=cell_s, **_):
                 cell_s[cell_index] = time.perf_counter() - starts.get(cell_index, time.perf_counter())
 
             client = NotebookClient(nb, km=km, timeout=cell_timeout, kernel_name="python3",
@@ -341,6 +344,24 @@ def bench_rosetta(quick: bool) -> str:
     return section(title, body, notes)
 
 
+def bench_rosetta_inference(quick: bool) -> str:
+    """Published inference measurements (published_inference.MEASUREMENTS) beside the roofline of the same workload:
+    the reported number, the roofline's, the fraction reached and the gap."""
+    title = "rosetta-inference (issue 17): published inference measurements vs the roofline of their workload"
+    from scalebook_utils import published_inference
+
+    t0 = time.perf_counter()
+    rows = published_inference.rosetta()
+    took = time.perf_counter() - t0
+    body = table(["measurement", "chips", "precision", "workload", "reported", "roofline", "reached"],
+                 [r[:7] for r in published_inference.table(rows)], right={4, 5, 6})
+    notes = [f"{r.measurement.name}: {r.gap}" for r in rows]
+    notes.append("roofline = inference.prefill_time of the prompts + one inference.decode_step per generated token "
+                 "(conventions='practice'); 'reached' = roofline time / measured time, at most 100% when the "
+                 f"roofline bounds the report (tests/test_published_inference.py); evaluated in {_ms(took)} ms")
+    return section(title, body, notes)
+
+
 def bench_frontier(quick: bool) -> str:
     """The serving planner's latency–throughput frontier (serving.frontier) over every batch and slice size."""
     title = "serving frontier (ch. 7–8): batches × power-of-two slices"
@@ -430,7 +451,7 @@ def bench_peers(quick: bool) -> str:
 # --- main ------------------------------------------------------------------------------------------
 
 BENCHES = {"coldstart": bench_coldstart, "widgets": bench_widgets, "notebooks": bench_notebooks, "matmul": bench_matmul,
-           "planner": bench_planner, "rosetta": bench_rosetta,
+           "planner": bench_planner, "rosetta": bench_rosetta, "rosetta-inference": bench_rosetta_inference,
            "frontier": bench_frontier, "capstone": bench_capstone, "decode": bench_decode, "peers": bench_peers}
 
 

@@ -133,7 +133,7 @@ def test_bad_input_gives_a_message_figure():
 def test_figures_are_labelled_with_units():
     figs = {"memory": A.render_memory_per_slice(), "configs": A.render_configs(), "tp": A.render_tp_check(),
             "prefill": A.render_prefill(), "disagg": A.render_disaggregation(), "book": A.render_book_roofline()}
-    for name, fig in figs.items():
+    for fig in figs.values():
         _draw(fig)
         for ax in fig.axes:
             _labelled(ax)

@@ -94,7 +94,7 @@ def test_ici_term_appears_only_with_model_parallelism():
 
 @pytest.mark.parametrize("B", [0, -1, 0.5, True])
 def test_bad_batch_raises(B):
-    with pytest.raises(ValueError, match="B \\(batch\\) must be a number >= 1"):
+    with pytest.raises(ValueError, match="B \\(batch\\) must be a finite number ≥ 1"):
         I.decode_step(M70, B, 1024, "v5e", 16)
 
 
@@ -151,7 +151,7 @@ def test_prefill_is_compute_bound_and_linear_in_tokens():
     assert b.time == approx(2 * a.time)
     assert I.prefill_time(M70, 8192, "v5e", 16, mfu=0.5, **book).time == approx(2 * b.time)
     assert I.prefill_time(M70, 8192, "v5e", 16, include_attention=True, **book).time > b.time
-    with pytest.raises(ValueError, match="mfu must be in \\(0, 1\\]"):
+    with pytest.raises(ValueError, match="mfu must be a finite number in \\(0, 1\\]"):
         I.prefill_time(M70, 8192, "v5e", 16, mfu=1.5)
     with pytest.raises(ValueError, match="T \\(prompt tokens\\)"):
         I.prefill_time(M70, 0, "v5e", 16)
@@ -220,9 +220,9 @@ def test_speculative_tokens_per_step():
     assert vals == sorted(vals)
     # the geometric series it sums
     assert I.speculative_tokens_per_step(0.7, 3) == approx(sum(0.7 ** i for i in range(4)))
-    with pytest.raises(ValueError, match="acceptance must be a probability"):
+    with pytest.raises(ValueError, match="acceptance \\(a probability\\) must be a finite number in \\[0, 1\\]"):
         I.speculative_tokens_per_step(1.2, 3)
-    with pytest.raises(ValueError, match="draft_len must be an integer >= 0"):
+    with pytest.raises(ValueError, match="draft_len must be an integer ≥ 0"):
         I.speculative_tokens_per_step(0.5, -1)
 
 
@@ -272,3 +272,18 @@ def test_speculative_step_cost():
     assert big.t_verify > 2 * big.t_plain and big.speedup < s.speedup  # compute-bound verify: no free lunch
     with pytest.raises(ValueError):
         I.speculative_step("llama3-70b", "llama3-8b", 1, 8192, 0, 0.8)
+
+
+# --- the front door ---------------------------------------------------------------------------------------------
+
+def test_the_front_door_re_exports_every_part():
+    """`inference` (core/inference/costs.py) holds every public name of memory, decode, model_parallel and
+    economics, as the same objects: a function added to a part without its re-export fails here."""
+    import importlib
+    for part in ("memory", "decode", "model_parallel", "economics"):
+        mod = importlib.import_module(f"scalebook_utils.core.inference.{part}")
+        public = {n for n, v in vars(mod).items() if not n.startswith("_") and getattr(v, "__module__", None)
+                  == mod.__name__ or n in mod.__all__}
+        assert public <= set(mod.__all__), f"{part}: not in its __all__: {sorted(public - set(mod.__all__))}"
+        missing = [n for n in mod.__all__ if getattr(I, n, None) is not getattr(mod, n)]
+        assert not missing and set(mod.__all__) <= set(I.__all__), f"inference lacks {part}.{missing}"

@@ -68,7 +68,7 @@ def test_step_time_readout_kv_bound_and_gpu():
 
 
 @pytest.mark.parametrize("kwargs,needle", [
-    (dict(B=0), "B (batch) must be a number >= 1, got 0"),
+    (dict(B=0), "B (batch) must be a finite number ≥ 1, got 0"),
     (dict(B=139), "B=139 does not fit: at most 138 sequences of 8192 tokens"),
     (dict(model="nope"), "unknown model 'nope'"),
     (dict(chip="tpu-v9"), "unknown chip 'tpu-v9'"),

@@ -44,7 +44,7 @@ def _sources():
 def _uses():
     """{(module, attribute or None)}: the package modules and the names read from them."""
     uses = set()
-    for where, src in _sources():
+    for _where, src in _sources():
         try:
             tree = ast.parse(src)
         except SyntaxError:

@@ -169,7 +169,7 @@ def test_book_curve_agrees_with_decode_step_without_ici():
 @pytest.mark.parametrize("kwargs, words", [
     (dict(slice_=2), "does not fit"),                    # bf16 70B on 2 chips
     (dict(slice_=512), "at most 256 chips"),
-    (dict(slice_="4x4", batches=[0]), "batch must be a number >= 1"),
+    (dict(slice_="4x4", batches=[0]), "batch must be a finite number ≥ 1"),
     (dict(slice_="4x4", batches=[10_000]), "does not fit"),
     (dict(slice_="4x4", S=0), "S (context) must be"),
     (dict(slice_="4x4", S=200_000, max_context=131072), "longer than the model's maximum context"),

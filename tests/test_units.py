@@ -52,6 +52,18 @@ def test_require_positive_names_the_argument(bad):
         units.require_positive(B=8, D=bad)
 
 
+@pytest.mark.parametrize("kwargs, bad, says", [
+    (dict(minimum=1), 0, "must be a finite number ≥ 1, got 0"),
+    (dict(above=0, maximum=1), 1.5, r"must be a finite number in \(0, 1\], got 1.5"),
+    (dict(minimum=0, maximum=1), -0.1, r"must be a finite number in \[0, 1\], got -0.1"),
+    (dict(minimum=1), True, "must be a finite number ≥ 1, got True"),
+])
+def test_require_number_says_the_range(kwargs, bad, says):
+    with pytest.raises(ValueError, match="^x " + says):
+        units.require_number("x", bad, **kwargs)
+    assert units.require_number("x", 1, **kwargs) == 1.0   # 1 is inside every one of these ranges (an edge of each)
+
+
 def test_require_positive_accepts_numpy_scalars():
     import numpy as np
     units.require_positive(B=np.int64(3), D=np.float32(2.5))

@@ -77,7 +77,7 @@ def test_a_step_shows_what_a_fresh_render_shows(build, control, values):
     w = _quiet(build)
     live = w.live_figure
     for v in values:
-        _quiet(lambda: setattr(w.controls[control], "value", v))
+        _quiet(lambda v=v: setattr(w.controls[control], "value", v))
         assert w.last_readout == w.readout()
         fresh = w.render()
         assert _content(live.figure) == _content(fresh), f"{control}={v}"

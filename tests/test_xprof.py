@@ -57,7 +57,9 @@ def _listen_addresses(port: int) -> set[str]:
     for name in ("/proc/net/tcp", "/proc/net/tcp6"):
         if not os.path.exists(name):
             continue
-        for line in open(name).read().splitlines()[1:]:
+        with open(name) as fh:
+            table = fh.read().splitlines()[1:]
+        for line in table:
             parts = line.split()
             addr, p = parts[1].rsplit(":", 1)
             if int(p, 16) == port and parts[3] == "0A":  # 0A = LISTEN

@@ -27,6 +27,7 @@ MOVES = {
     "pipeline_schedules": "core.training.schedules",
     "training_layouts": "core.training.layouts", "published_runs": "core.training.published_runs",
     "inference": "core.inference.costs", "inference_comms": "core.inference.comms", "serving": "core.inference.serving", "engine": "core.inference.engine",
+    "published_inference": "core.inference.published",
     "gpus": "core.gpu.chips", "gpu_network": "core.gpu.network", "gpu_collectives": "core.gpu.collectives",
     "gpu_training": "core.gpu.training",
     "hlo": "core.hlo.text", "compiled_collectives": "core.hlo.collectives",

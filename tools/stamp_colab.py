@@ -83,7 +83,7 @@ def install_block(stamp: dict, requires: tuple[str, ...]) -> list[str]:
             f"    SCALEBOOK_REQUIRES = {requires!r}",
             *fn,
             "    if (_msg := install_scalebook(SCALEBOOK_SOURCE, SCALEBOOK_REQUIRES)):  # stop here with that one sentence",
-            "        raise type(\"ScalebookSetupError\", (RuntimeError,), {\"_render_traceback_\": lambda e: [str(e)]})(_msg)",
+            "        raise type(\"ScalebookSetupError\", (RuntimeError,), {\"_render_traceback_\": lambda e: [str(e)]})(_msg) from None",
             "    import scalebook_utils"]
 
 

@@ -52,7 +52,9 @@ def tpu_chip(chip: str | ChipSpec) -> ChipSpec:
     return spec
 
 
-def _parse_shape(shape) -> tuple[int, ...]:
+def parse_shape(shape) -> tuple[int, ...]:
+    """A slice shape as a tuple of positive ints: "4x4" (or "4×4") → (4, 4), 8 → (8,), [4, 8] → (4, 8);
+    ValueError saying the allowed forms otherwise."""
     if isinstance(shape, str):
         try:
             shape = tuple(int(p) for p in shape.lower().replace("×", "x").split("x"))
@@ -87,7 +89,7 @@ class Slice:
     def __post_init__(self):
         spec = tpu_chip(self.chip)
         object.__setattr__(self, "chip", spec.name)
-        shape = _parse_shape(self.shape)
+        shape = parse_shape(self.shape)
         object.__setattr__(self, "shape", shape)
         wrap = self.wraparound
         if isinstance(wrap, bool):
@@ -182,7 +184,7 @@ def default_wraparound(chip: str | ChipSpec, shape: Sequence[int]) -> tuple[bool
     the slice is made of whole 4×4×4 cubes (every axis a multiple of 4), else none (book ch. 2).
     """
     spec = tpu_chip(chip)
-    shape = _parse_shape(shape)
+    shape = parse_shape(shape)
     if spec.ici_torus_dims == 2:
         side = max(spec.pod_shape)
         return tuple(n == side for n in shape)
@@ -201,7 +203,7 @@ def make_slice(chip: str | ChipSpec, shape, wraparound: Sequence[bool] | bool | 
     override ("what if this slice had wraparound?").
     """
     spec = tpu_chip(chip)
-    shape = _parse_shape(shape)
+    shape = parse_shape(shape)
     dims = spec.ici_torus_dims
     if len(shape) > dims:
         raise ValueError(f"shape {shape} has {len(shape)} axes but {spec.name} is a {dims}D torus "
@@ -442,6 +444,7 @@ def bandwidth_hierarchy(chip: str | ChipSpec) -> dict[str, float | None]:
 
 __all__ = [
     "CUBE_SIDE", "VMEM_TO_HBM_BANDWIDTH_RATIO", "TYPICAL_PCIE_BYTES_PER_S", "Slice", "Transfer", "tpu_chip",
+    "parse_shape",
     "default_wraparound", "make_slice", "pod", "ring_hops", "axis_distance", "hop_distance", "max_hops",
     "torus_route_args", "torus_path",
     "p2p_time", "gather_to_chip", "pcie_time", "dcn_time", "hbm_time", "bandwidth_hierarchy",

@@ -65,7 +65,7 @@ def dtype_bytes(dtype: str) -> float:
 
 def _real(v) -> float | None:
     """`v` as a float if it is a real number (numpy scalars and 0-d arrays included, bool excluded), else None."""
-    if isinstance(v, bool) or isinstance(v, (str, bytes)):
+    if isinstance(v, (bool, str, bytes)):
         return None
     if isinstance(v, numbers.Real):
         return float(v)
@@ -84,12 +84,16 @@ def require_number(name: str, v, *, minimum: float | None = None, above: float |
     ValueError: t_math_s must be a finite number ≥ 0, got -1
     """
     what = "a finite number" if finite else "a number"
-    if minimum is not None:
-        what += f" ≥ {minimum:g}"
-    if above is not None:
-        what += f" > {above:g}"
-    if maximum is not None:
-        what += f" ≤ {maximum:g}"
+    if maximum is not None and (minimum is None) != (above is None):   # a range reads as one: "in (0, 1]"
+        low, bracket = (minimum, "[") if above is None else (above, "(")
+        what += f" in {bracket}{low:g}, {maximum:g}]"
+    else:
+        if minimum is not None:
+            what += f" ≥ {minimum:g}"
+        if above is not None:
+            what += f" > {above:g}"
+        if maximum is not None:
+            what += f" ≤ {maximum:g}"
     x = _real(v)
     if x is None:
         raise WrongTypeError(f"{name} must be {what}, got {v!r}")
@@ -238,7 +242,7 @@ def format_si(value: float, unit: str = "", digits: int = 3) -> str:
         return f"{value:g} {unit}".strip()
     a = abs(value)
     table = _FORMAT_PREFIXES if a >= 1 else _SMALL_PREFIXES
-    for scale, prefix in table:
+    for scale, prefix in table:  # noqa: B007 - the loop's last (scale, prefix) is the one used below
         if a >= scale * (1 - 1e-12):
             break
     else:

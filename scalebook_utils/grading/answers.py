@@ -130,10 +130,7 @@ def _code(spec: dict, answer) -> dict:
     for args in spec["inputs"]:
         args = decode_value(args)
         try:
-            if spec.get("compile"):
-                out = compiled_call(answer, args)
-            else:
-                out = {"value": encode_value(answer(*args))}
+            out = compiled_call(answer, args) if spec.get("compile") else {"value": encode_value(answer(*args))}
         except Exception as exc:  # noqa: BLE001
             out = {"raised": _short(f"{type(exc).__name__}: {exc}")}
         rec["outputs"].append(out)

@@ -373,15 +373,7 @@ def _spec_text(spec) -> str:
     return "P(" + ", ".join("None" if d is None else repr(d) for d in spec) + ")"
 
 
-def compiled_problem(rule, args: tuple, hlo: str, out_spec="?") -> str | None:
-    """What the compiled program `hlo` (and its result's sharding `out_spec`, a list as jaxlab.compiled_call
-    records it) lacks or has against `rule` (questions.Compiled), or None if it complies."""
-    from scalebook_utils.core.hlo.collectives import count_hlo_collectives, source_target_pairs
-    from scalebook_utils.core.hlo.text import MATMUL_OPS, parse_module
-    if not hlo.strip():
-        return "no compiled program was recorded"
-    module = parse_module(hlo)
-    kinds = count_hlo_collectives(hlo)
+def _collective_problem(rule, args, kinds) -> str | None:
     found = ", ".join(f"{n} × {k}" for k, n in sorted(kinds.items())) or "no collective"
     for need in rule.value("require", args):
         if not any(kinds.get(k) for k in need.split("|")):
@@ -392,11 +384,17 @@ def compiled_problem(rule, args: tuple, hlo: str, out_spec="?") -> str | None:
     bad = [k for k in forbid if k != "any" and kinds.get(k)]
     if bad:
         return f"its compiled program uses {', '.join(bad)} (found: {found})"
+    return None
+
+
+def _partition_problem(rule, args, module) -> str | None:
     parts = rule.value("partitions", args)
-    if parts is not None:
-        got = module.num_partitions
-        if got != parts:
-            return f"it is compiled for {got} device(s), not split over the {parts} the question asks for"
+    if parts is not None and module.num_partitions != parts:
+        return f"it is compiled for {module.num_partitions} device(s), not split over the {parts} the question asks for"
+    return None
+
+
+def _array_problem(rule, args, module) -> str | None:
     shape = rule.value("no_array_of", args)
     if shape is not None and tuple(shape) in {a.dims for a in module.shapes}:
         return f"it builds an array of shape {list(shape)}"
@@ -406,19 +404,49 @@ def compiled_problem(rule, args: tuple, hlo: str, out_spec="?") -> str | None:
             gathered = op.outputs[len(op.outputs) // 2:] if op.async_half == "start" else op.outputs
             if op.collective == "all-gather" and tuple(shape) in {a.dims for a in gathered}:
                 return f"it all-gathers the whole {list(shape)} array"
+    return None
+
+
+def _tile_problem(rule, args, module) -> str | None:
+    from scalebook_utils.core.hlo.text import MATMUL_OPS
     dots = rule.value("min_dots", args)
     if dots is not None:
         n = sum(op.opcode in MATMUL_OPS for op in module.instructions)
         if n < dots:
             return f"its matmul is one piece ({n} dot), not {dots} tiles overlapped with the collective"
+    return None
+
+
+def _out_spec_problem(rule, args, out_spec) -> str | None:
     want_spec = rule.value("out_spec", args)
     if want_spec is not None:
         got_spec = tuple(out_spec) if isinstance(out_spec, list) else None
         if got_spec != tuple(want_spec):
             shown = _spec_text(got_spec) if got_spec is not None else "not a sharded array"
             return f"its result is {shown}, not {_spec_text(want_spec)} as the question's output sharding says"
+    return None
+
+
+def _direction_problem(rule, module) -> str | None:
+    from scalebook_utils.core.hlo.collectives import source_target_pairs
     if rule.bidirectional:
         pairs = {p for op in module.instructions for p in source_target_pairs(op.attributes)}
         if not any((b, a) in pairs for a, b in pairs if a != b):
             return "its collective-permutes go one way round the ring only"
     return None
+
+
+def compiled_problem(rule, args: tuple, hlo: str, out_spec="?") -> str | None:
+    """What the compiled program `hlo` (and its result's sharding `out_spec`, a list as `answers.compiled_call`
+    records it) lacks or has against `rule` (questions.Compiled), or None if it complies: the first problem of
+    the checks in order (collectives, partitions, arrays, tiles, output sharding, ring direction)."""
+    from scalebook_utils.core.hlo.collectives import count_hlo_collectives
+    from scalebook_utils.core.hlo.text import parse_module
+    if not hlo.strip():
+        return "no compiled program was recorded"
+    module = parse_module(hlo)
+    checks = (lambda: _collective_problem(rule, args, count_hlo_collectives(hlo)),
+              lambda: _partition_problem(rule, args, module), lambda: _array_problem(rule, args, module),
+              lambda: _tile_problem(rule, args, module), lambda: _out_spec_problem(rule, args, out_spec),
+              lambda: _direction_problem(rule, module))
+    return next((problem for check in checks if (problem := check()) is not None), None)

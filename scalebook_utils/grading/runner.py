@@ -45,6 +45,7 @@ This module imports neither jax, matplotlib nor ipywidgets.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -68,6 +69,8 @@ from scalebook_utils.grading import answers
 from scalebook_utils.grading import sandbox
 from scalebook_utils.grading.check import judge, spec_for
 
+from scalebook_utils.grading.graded_copy import (Reference, build_graded_copy, check_belongs, load_reference,
+                                                read_notebook)
 from scalebook_utils.grading.exercises import (GradingError, cell_qid)
 from scalebook_utils.grading.report import (QuestionResult, SubmissionResult)
 
@@ -79,8 +82,6 @@ MAX_RERUNS = 4
 _NBVAL_OUTPUT_TIMEOUT_S = 5
 _COPY_NAME = "submission.ipynb"
 
-from scalebook_utils.grading.graded_copy import (Reference, build_graded_copy, check_belongs, load_reference,
-                                                read_notebook)
 
 # --- running nbval ---------------------------------------------------------------------------------
 
@@ -144,10 +145,8 @@ def _kill_marked(token: str, root_pid: int | None = None) -> None:
         except psutil.Error:
             continue
     for p in victims.values():
-        try:
+        with contextlib.suppress(psutil.Error):
             p.kill()
-        except psutil.Error:
-            pass
     psutil.wait_procs(list(victims.values()), timeout=5)
 
 

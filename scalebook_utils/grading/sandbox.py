@@ -18,6 +18,7 @@ Pure standard library.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -67,10 +68,8 @@ def _python_dirs() -> list[str]:
     """Every folder the Python that runs the grader needs: prefixes, site-packages, the interpreter's folder."""
     dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
             str(Path(sys.executable).parent), str(Path(os.path.realpath(sys.executable)).parent.parent)}
-    try:
+    with contextlib.suppress(AttributeError):  # pragma: no cover - some virtualenv versions lack it
         dirs.update(site.getsitepackages())
-    except AttributeError:  # pragma: no cover - some virtualenv versions
-        pass
     dirs.update(p for p in sys.path if p and os.path.isdir(p) and "site-packages" in p)
     return sorted(d for d in dirs if d and os.path.isdir(d) and d != "/")
 

@@ -153,9 +153,8 @@ def add(qid: str, kind: str, asks: str, compute: Callable[[], Any], **kw) -> Non
         if name not in SLIPS and not (n and n.isdigit() and int(n) >= 2):
             raise ValueError(f"{qid}: unknown slip {name!r}; use one of {', '.join(SLIPS)} or 'ring:N' (N ≥ 2)")
     kw["slips"] = declared
-    if kind == "formula":
-        if "domains" not in kw:  # (setdefault would build the default eagerly and fail on other names)
-            kw["domains"] = {v: _DIMS[v] for v in kw["variables"]}
+    if kind == "formula" and "domains" not in kw:  # (setdefault would build the default eagerly, failing on other names)
+        kw["domains"] = {v: _DIMS[v] for v in kw["variables"]}
     QUESTIONS[qid] = Question(qid=qid, kind=kind, asks=asks, compute=compute, **kw)
 
 

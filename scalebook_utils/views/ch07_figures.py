@@ -18,8 +18,8 @@ from matplotlib.ticker import FuncFormatter
 from scalebook_utils.core.inference import costs as inf
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
-from scalebook_utils.views.ch07_inference import _C, _fmt
-from scalebook_utils.core.units import format_bytes, require_positive
+from scalebook_utils.views.ch07_inference import COLORS, format_value
+from scalebook_utils.core.units import format_bytes, require_number, require_positive
 from scalebook_utils.views._kit import (INPUT_ERRORS, error_text, log_axes, message_figure)
 
 __all__ = ["render_intensity", "render_critical_batch", "render_weight_stationary", "render_allgather_latency",
@@ -34,7 +34,7 @@ def render_intensity(chip="tpu-v5e", Gs: Sequence[int] = (1, 8), *, T_max: float
         spec = get_chip(chip)
         a = spec.critical_intensity("bf16")
         Gs = [int(g) for g in Gs]
-        inf._count("T_max", T_max, 2)
+        require_number("T_max", T_max, minimum=2)
         if not Gs or min(Gs) < 1:
             raise ValueError(f"G must be positive integers, got {Gs}")
     except INPUT_ERRORS as exc:
@@ -121,8 +121,8 @@ def render_weight_stationary(B: float = 1024, D: float = 8192, F_over_D: float =
     ax.set_xlim(*N_range)
     ax.set_xlabel("number of chips N sharing the FFW weights")
     ax.set_ylabel("time per FFW block (µs)")
-    ax.set_title(f"B = {_fmt(B)}, D = {_fmt(D)}, F = {_fmt(F_over_D)}·D on {get_chip(chip).name}: 1D vs 2D "
-                 "weight-stationary", fontsize=10)
+    ax.set_title(f"B = {format_value(B)}, D = {format_value(D)}, F = {format_value(F_over_D)}·D on "
+                 f"{get_chip(chip).name}: 1D vs 2D weight-stationary", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, loc="lower left")
     return fig
@@ -146,7 +146,7 @@ def render_allgather_latency(chip="tpu-v5e", shards: Sequence[int] = (4, 8, 16),
         ax.plot([knees[n]], [inf.collective_time(knees[n], n, chip) * 1e6], "o", color=col, ms=6)
     act = 16 * 8192
     ax.axvline(act, color="0.3", lw=1.2, ls="--", label=f"decode activation B=16, D=8192, int8: {format_bytes(act)}")
-    ax.axvspan(bytes_range[0], max(knees.values()), color=_C["mem"], lw=0, alpha=0.6,
+    ax.axvspan(bytes_range[0], max(knees.values()), color=COLORS["mem"], lw=0, alpha=0.6,
                label="latency-bound for some shard count")
     log_axes(ax)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: format_bytes(v) if v > 0 else ""))

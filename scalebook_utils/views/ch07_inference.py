@@ -35,7 +35,7 @@ from scalebook_utils.core.inference import costs as inf
 from scalebook_utils.core.inference import serving as sv
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import CHIPS, get_chip
-from scalebook_utils.core.units import format_bytes, require_positive
+from scalebook_utils.core.units import format_bytes, require_number, require_positive
 from scalebook_utils.views._kit import (INPUT_ERRORS, attach, emit, error_text, format_number, log_axes, message_figure)
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "kv_readout", "render_kv", "kv_explorer",
     "frontier_readout", "render_frontier", "frontier_widget",
     "context_pareto_readout", "render_context_pareto", "context_pareto_widget",
+    "COLORS", "format_value",
 ]
 
 #: Tests, the notebook and the browser test wait for these prefixes; do not change them.
@@ -55,8 +56,9 @@ PARETO_PREFIX = "pareto: "
 
 #: Context lengths the widgets offer (tokens).
 CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
-_C = {"total": "black", "weights": "#1f4e9c", "kv": "#e6550d", "flops": "#31a354", "ici": "#7b3294",
-      "mem": "#dceaf7", "compute": "#f4c7c3", "oom": "0.85"}
+#: One colour per term of the step time (and the memory-/compute-bound bands), shared with `ch07_figures`.
+COLORS = {"total": "black", "weights": "#1f4e9c", "kv": "#e6550d", "flops": "#31a354", "ici": "#7b3294",
+          "mem": "#dceaf7", "compute": "#f4c7c3", "oom": "0.85"}
 
 
 # --- small helpers ----------------------------------------------------------------------------------------
@@ -67,7 +69,8 @@ def _sig(x: float) -> str:
     return f"{x:.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
-def _fmt(v) -> str:
+def format_value(v) -> str:
+    """`format_number(v)` (8192.0 → '8192'), or repr(v) for what is not a number (a readout echoing bad input)."""
     try:
         return format_number(v)
     except (TypeError, ValueError):
@@ -145,10 +148,10 @@ def get_plan(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision="int8-w
 
 def _decode(plan: sv.ServingPlan, model, precision, B, *, check_memory=True) -> inf.DecodeStep:
     """The decode step of `plan`'s slice at batch B; a batch that does not fit gives a reader's message."""
-    inf._count("B (batch)", B)
+    require_number("B (batch)", B, minimum=1)
     if check_memory and B > plan.B_max:
-        raise ValueError(f"B={_fmt(B)} does not fit: at most {plan.B_max} sequences of {plan.S:g} tokens fit beside "
-                         f"the weights on {_on(plan)} in {plan.precision}")
+        raise ValueError(f"B={format_value(B)} does not fit: at most {plan.B_max} sequences of {plan.S:g} tokens fit "
+                         f"beside the weights on {_on(plan)} in {plan.precision}")
     return inf.decode_step(model, B, plan.S, plan.chip, plan.n_chips, precision, shape=plan.shape, check_memory=False,
                            conventions="book")
 
@@ -163,10 +166,6 @@ def _quiet(box):
         box.quiet = False
 
 
-
-
-_best_under = sv._best_under        # most tokens/s/chip under a latency cap; ties to the lower latency
-_max_point = sv._fastest_of_best
 
 
 # --- (1) decode step time against the batch -----------------------------------------------------------------
@@ -189,7 +188,7 @@ def step_time_readout(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precisio
                       max_context=None) -> str:
     """``decode step: B=32 → 8.65 ms/step, 231 tokens/s/chip ($1.44/1M tokens), weights-bound (B_crit=120,
     B_max=138) | llama3-70b int8-weights on tpu-v5e 4x4, S=8192`` (`inference.decode_step` on the slice)."""
-    head = f"{STEP_PREFIX}B={_fmt(B)}"
+    head = f"{STEP_PREFIX}B={format_value(B)}"
     try:
         plan = get_plan(model, chip, slice_, precision, S, max_context=max_context)
         d = _decode(plan, model, precision, B)
@@ -197,15 +196,15 @@ def step_time_readout(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precisio
         return f"{head} → cannot evaluate: {error_text(exc)}"
     return (f"{head} → {_sig(d.step_time * 1e3)} ms/step, {_sig(d.tokens_per_s_per_chip)} tokens/s/chip"
             f"{_cost(d.tokens_per_s_per_chip, plan.chip)}, {_bound(d)} (B_crit={plan.B_crit:.0f}, "
-            f"B_max={plan.B_max}) | {plan.model} {_pl(plan)} on {_on(plan)}, S={_fmt(S)}")
+            f"B_max={plan.B_max}) | {plan.model} {_pl(plan)} on {_on(plan)}, S={format_value(S)}")
 
 
 def _regions(ax, lo, hi, B_crit, B_max, *, log, label=True) -> None:
     """Shade the flat (weights-bound MLP) region, the compute-bound MLP region, and batches that do not fit."""
     knee = min(max(B_crit, lo), hi)
-    ax.axvspan(lo, knee, color=_C["mem"], lw=0, label="MLP weights-bound (flat part)" if label else None)
+    ax.axvspan(lo, knee, color=COLORS["mem"], lw=0, label="MLP weights-bound (flat part)" if label else None)
     if B_crit < hi:
-        ax.axvspan(knee, hi, color=_C["compute"], alpha=0.8 if log else 0.5, lw=0,
+        ax.axvspan(knee, hi, color=COLORS["compute"], alpha=0.8 if log else 0.5, lw=0,
                    label="MLP compute-bound (B > B_crit)" if label else None)
         ax.axvline(B_crit, color="#b2182b", lw=1.2, ls="--", label=f"knee: B_crit = {B_crit:.0f}" if label else None)
     if B_max < hi:
@@ -235,16 +234,16 @@ def render_step_time(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision
     lo = 1 if log else 0
     for ax in (ax1, ax2):
         _regions(ax, lo, x[-1], plan.B_crit, plan.B_max, log=log, label=ax is ax1)
-    ax1.plot(x, ms("weights"), color=_C["weights"], ls="--", lw=1.6, label="weight loading P·w/(N·W_hbm)")
-    ax1.plot(x, ms("kv"), color=_C["kv"], lw=1.6, label="KV loading B·S·KV/(N·W_hbm)")
-    ax1.plot(x, ms("flops"), color=_C["flops"], ls="-.", lw=1.6, label="matmul FLOPs 2·B·P/(N·C)")
+    ax1.plot(x, ms("weights"), color=COLORS["weights"], ls="--", lw=1.6, label="weight loading P·w/(N·W_hbm)")
+    ax1.plot(x, ms("kv"), color=COLORS["kv"], lw=1.6, label="KV loading B·S·KV/(N·W_hbm)")
+    ax1.plot(x, ms("flops"), color=COLORS["flops"], ls="-.", lw=1.6, label="matmul FLOPs 2·B·P/(N·C)")
     if plan.n_chips > 1:
-        ax1.plot(x, ms("ici"), color=_C["ici"], ls=":", lw=1.6, label="ICI collectives (overlapped)")
-    ax1.plot(x, ms("total"), color=_C["total"], lw=2.6, label="step = KV + max(weights, FLOPs)")
-    ax2.plot(x, c["tokens"], color=_C["total"], lw=2.4, label="tokens/s/chip = B/(step·N)")
+        ax1.plot(x, ms("ici"), color=COLORS["ici"], ls=":", lw=1.6, label="ICI collectives (overlapped)")
+    ax1.plot(x, ms("total"), color=COLORS["total"], lw=2.6, label="step = KV + max(weights, FLOPs)")
+    ax2.plot(x, c["tokens"], color=COLORS["total"], lw=2.4, label="tokens/s/chip = B/(step·N)")
     if B is not None:
         d = _decode(plan, model, precision, B)
-        dot = dict(color="#d62728", ms=8, zorder=5, clip_on=False, label=f"current B = {_fmt(B)}")
+        dot = dict(color="#d62728", ms=8, zorder=5, clip_on=False, label=f"current B = {format_value(B)}")
         ax1.plot([B], [d.step_time * 1e3], "o", **dot)
         ax2.plot([B], [d.tokens_per_s_per_chip], "o", **dot)
     for ax in (ax1, ax2):
@@ -264,7 +263,7 @@ def render_step_time(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision
     fig.legend(*ax1.get_legend_handles_labels(), loc="outside lower center", ncols=5, fontsize=8)
     ax2.legend(loc="upper left" if log else "lower right", fontsize=8, framealpha=0.92)
     fig.suptitle(f"{plan.model} in {_pl(plan)} on {plan.chip} {_shape(plan.shape)} ({plan.n_chips} chips), "
-                 f"S = {_fmt(S)} tokens of context (book ch. 7 step-time bound)", fontsize=10.5)
+                 f"S = {format_value(S)} tokens of context (book ch. 7 step-time bound)", fontsize=10.5)
     return fig
 
 
@@ -351,9 +350,9 @@ def _kv_model(model, K) -> tuple[tf.TransformerConfig, int, inf.ServedModel]:
             raise ValueError(f"{cfg.name} uses latent attention (MLA): its cache has no K to choose")
         return cfg, cfg.K, inf.served_model(cfg)
     K = cfg.K if K is None else K
-    inf._count("K (KV heads)", K)
+    require_number("K (KV heads)", K, minimum=1)
     if K > cfg.N or cfg.N % K:
-        raise ValueError(f"K (KV heads) must divide N = {cfg.N} query heads; got K={_fmt(K)}")
+        raise ValueError(f"K (KV heads) must divide N = {cfg.N} query heads; got K={format_value(K)}")
     return cfg, int(K), inf.served_model(cfg, kv_elements_per_token=2 * cfg.L * int(K) * cfg.H)
 
 
@@ -369,22 +368,22 @@ def kv_readout(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v
     try:
         cfg, K, m = _kv_model(model, K)
         p, c = inf.get_precision(precision), get_chip(chip)
-        inf._count("S (context)", S)
-        inf._count("n_chips", n_chips)
+        require_number("S (context)", S, minimum=1)
+        require_number("n_chips", n_chips, minimum=1)
         per_token = m.kv_bytes_per_token(p)
         hbm, weights = n_chips * c.hbm_bytes, m.weight_bytes(p)
         kind = "MLA latent cache" if cfg.is_mla else f"{_attn_kind(K, cfg.N)} (K={K} of N={cfg.N})"
-        line = (f"{KV_PREFIX}{cfg.name} {kind}, {p.label}, S={_fmt(S)} → {format_bytes(per_token)}/token, "
-                f"{format_bytes(per_token * S)} per sequence | weights {format_bytes(weights)} on {_fmt(n_chips)} × "
-                f"{c.name} ({format_bytes(hbm)} HBM): ")
+        line = (f"{KV_PREFIX}{cfg.name} {kind}, {p.label}, S={format_value(S)} → {format_bytes(per_token)}/token, "
+                f"{format_bytes(per_token * S)} per sequence | weights {format_bytes(weights)} on "
+                f"{format_value(n_chips)} × {c.name} ({format_bytes(hbm)} HBM): ")
         if weights >= hbm:
             return line + f"weights do not fit (≥ {inf.min_chips(m, c, p, pow2=False)} chips needed)"
         line += f"max batch {inf.max_batch(m, S, c, n_chips, p)}"
         if B is not None:
             d = inf.decode_step(m, B, S, c, n_chips, p, check_memory=False, conventions="book")
             fits = "fits" if d.memory_bytes <= hbm else "does not fit"
-            line += (f" | B={_fmt(B)}: {format_bytes(d.memory_bytes)} ({fits}), {_sig(d.step_time * 1e3)} ms/step, "
-                     f"{_sig(d.tokens_per_s)} tokens/s")
+            line += (f" | B={format_value(B)}: {format_bytes(d.memory_bytes)} ({fits}), "
+                     f"{_sig(d.step_time * 1e3)} ms/step, {_sig(d.tokens_per_s)} tokens/s")
         return line
     except INPUT_ERRORS as exc:
         return f"{head} → cannot evaluate: {error_text(exc)}"
@@ -399,8 +398,8 @@ def render_kv(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v5
     try:
         cfg, K, m0 = _kv_model(model, K)
         p, c = inf.get_precision(precision), get_chip(chip)
-        inf._count("S (context)", S)
-        inf._count("n_chips", n_chips)
+        require_number("S (context)", S, minimum=1)
+        require_number("n_chips", n_chips, minimum=1)
         hbm = n_chips * c.hbm_bytes
         if m0.weight_bytes(p) >= hbm:
             raise ValueError(f"weights do not fit: {format_bytes(m0.weight_bytes(p))} > {format_bytes(hbm)} of HBM")
@@ -443,8 +442,8 @@ def render_kv(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v5
         ax.set_title(title, fontsize=10)
         ax.grid(True, which="major", alpha=0.3)
     axes[0].legend(fontsize=8, loc="upper left")
-    fig.suptitle(f"{cfg.name} in {p.label}, S = {_fmt(S)} tokens, on {_fmt(n_chips)} × {c.name}: the KV cache "
-                 "against the batch (book ch. 7 'What about memory?')", fontsize=10.5)
+    fig.suptitle(f"{cfg.name} in {p.label}, S = {format_value(S)} tokens, on {format_value(n_chips)} × {c.name}: "
+                 "the KV cache against the batch (book ch. 7 'What about memory?')", fontsize=10.5)
     return fig
 
 
@@ -534,14 +533,14 @@ def frontier_readout(model="llama3-70b", chip="tpu-v5e", precision="int8-weights
             require_positive(max_latency=max_latency)
     except INPUT_ERRORS as exc:
         return f"{head} → cannot evaluate: {error_text(exc)}"
-    top, fast = _max_point(f.pareto), f.pareto[0]
+    top, fast = sv.fastest_of_best(f.pareto), f.pareto[0]
     n = [pl.n_chips for pl in f.plans]
-    line = (f"{FRONTIER_PREFIX}{f.model} {_pl(f)} on {f.chip}, S={_fmt(S)}, {min(n)}–{max(n)} chips → max "
+    line = (f"{FRONTIER_PREFIX}{f.model} {_pl(f)} on {f.chip}, S={format_value(S)}, {min(n)}–{max(n)} chips → max "
             f"{_sig(top.tokens_per_s_per_chip)} tokens/s/chip ({_where(top)}){_cost(top.tokens_per_s_per_chip, f.chip)}"
             f" | min latency {_sig(fast.latency * 1e3)} ms/step (B={fast.B:g} on {fast.n_chips} chips) | "
             f"{len(f.pareto)} Pareto points")
     if max_latency is not None:
-        best = _best_under(f.points, max_latency)
+        best = sv.best_under(f.points, max_latency)
         cap = f"under {_sig(max_latency * 1e3)} ms"
         line += (f" | {cap}: {_sig(best.tokens_per_s_per_chip)} tokens/s/chip ({_where(best)})" if best
                  else f" | {cap}: nothing (the fastest step is {_sig(fast.latency * 1e3)} ms)")
@@ -581,7 +580,7 @@ def render_frontier(model="llama3-70b", chip="tpu-v5e", precision="int8-weights"
     if max_latency is not None:
         ax.axvline(max_latency * 1e3, color="#d62728", lw=1.2, ls="--",
                    label=f"latency cap {_sig(max_latency * 1e3)} ms")
-        best = _best_under(f.points, max_latency)
+        best = sv.best_under(f.points, max_latency)
         if best:
             ax.plot([best.latency * 1e3], [best.tokens_per_s_per_chip], "*", color="#d62728", ms=16, zorder=6,
                     label=f"best under the cap: {_where(best)}")
@@ -591,7 +590,7 @@ def render_frontier(model="llama3-70b", chip="tpu-v5e", precision="int8-weights"
     ax.set_xlabel("latency: time per decode step, i.e. per token of each sequence (ms)")
     ax.set_ylabel("throughput (tokens/s per chip)")
     vs = f"\nPareto lines: {f.precision} (black) vs {', '.join(o.precision for o in others)} (red)" if others else ""
-    ax.set_title(f"{f.model} on {f.chip}, S = {_fmt(S)}: every batch on every power-of-two slice in "
+    ax.set_title(f"{f.model} on {f.chip}, S = {format_value(S)}: every batch on every power-of-two slice in "
                  f"{f.precision}{vs}", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=7.5, loc="lower right", framealpha=0.92, ncols=2)
@@ -634,13 +633,13 @@ def context_pareto_readout(model="llama3-70b", chip="tpu-v5e", slice_="4x4", pre
                            S=8192) -> str:
     """``pareto: S=8192 → B=1…138: 5.48–20.3 ms/step, up to 425 tokens/s/chip | 2× the minimum latency buys 27×
     the throughput of B=1 | llama3-70b int8-weights on tpu-v5e 4x4`` (book ch. 8 "pareto" figure)."""
-    head = f"{PARETO_PREFIX}S={_fmt(S)}"
+    head = f"{PARETO_PREFIX}S={format_value(S)}"
     try:
         plan = get_plan(model, chip, slice_, precision, S)
     except INPUT_ERRORS as exc:
         return f"{head} → cannot evaluate: {error_text(exc)}"
-    lo, top = plan.min_latency, _max_point(plan.points)
-    twice = _best_under(plan.points, 2 * lo.latency)
+    lo, top = plan.min_latency, sv.fastest_of_best(plan.points)
+    twice = sv.best_under(plan.points, 2 * lo.latency)
     return (f"{head} → B=1…{plan.B_max}: {_sig(lo.latency * 1e3)}–{_sig(plan.points[-1].latency * 1e3)} ms/step, "
             f"up to {_sig(top.tokens_per_s_per_chip)} tokens/s/chip | 2× the minimum latency buys "
             f"{_sig(twice.tokens_per_s_per_chip / lo.tokens_per_s_per_chip)}× the throughput of B=1 | "
@@ -663,14 +662,14 @@ def render_context_pareto(model="llama3-70b", chip="tpu-v5e", slice_="4x4", prec
         try:
             pl = get_plan(model, chip, slice_, precision, s)
         except INPUT_ERRORS:
-            skipped.append(_fmt(s))
+            skipped.append(format_value(s))
             continue
         sel = s == S
         ms = [p.latency * 1e3 for p in pl.points]
         tps = [p.tokens_per_s_per_chip for p in pl.points]
         ax.plot(ms, tps, color="black" if sel else cmap(0.85 * i / max(len(contexts), 1)), lw=3 if sel else 1.4,
                 alpha=1 if sel else 0.6, marker="o" if sel else None, ms=3.5,
-                label=f"S = {_fmt(s)}: B ≤ {pl.B_max}" + (" (selected)" if sel else ""), zorder=4 if sel else 2)
+                label=f"S = {format_value(s)}: B ≤ {pl.B_max}" + (" (selected)" if sel else ""), zorder=4 if sel else 2)
     for pt, txt in ((plan.points[0], "B=1"), (plan.points[-1], f"B={plan.B_max}")):
         ax.annotate(txt, (pt.latency * 1e3, pt.tokens_per_s_per_chip), xytext=(6, -12), textcoords="offset points",
                     fontsize=8.5)

@@ -28,7 +28,7 @@ from scalebook_utils.core.inference import costs as I
 from scalebook_utils.core.inference import serving as SV
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
-from scalebook_utils.core.units import format_bytes, format_time
+from scalebook_utils.core.units import format_bytes, format_time, require_number
 from scalebook_utils.views._kit import (INPUT_ERRORS, PALETTE, attach, emit, error_text, format_number, format_rows, log_axes as _log_scale, message_figure, new_figure)
 
 __all__ = [
@@ -77,7 +77,7 @@ def _label(model) -> str:
 
 def _shape(chip, slice_) -> tuple[int, tuple[int, ...]]:
     """(chips, shape) of a slice given as "4x4", (4, 4) or a chip count; ValueError beyond one pod."""
-    return SV._slice(get_chip(chip), slice_)
+    return SV.parse_slice(chip, slice_)
 
 
 def _shape_text(shape) -> str:
@@ -546,7 +546,7 @@ def disaggregation(prompt: int = 8192, decode: int = 512, B: int = 32, prefill_s
     generate step of B sequences on `generate_slice` (`serving.plan_serving`, context prompt + decode/2), the
     balance of the two pools and the KV traffic. Raises ValueError when the batch does not fit."""
     for name, v in (("prompt", prompt), ("decode", decode), ("B", B)):
-        I._count(name, v)
+        require_number(name, v, minimum=1)
     c = get_chip(chip)
     n_pre, _ = _shape(c, prefill_slice)
     ctx = prompt + decode / 2

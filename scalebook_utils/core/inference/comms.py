@@ -28,8 +28,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scalebook_utils.core.gpu import collectives as gc
 from scalebook_utils.core.errors import UnknownNameError
+from scalebook_utils.core.gpu import collectives as gc
 from scalebook_utils.core.gpu.network import max_sus, superpod
 from scalebook_utils.core.hardware import ChipSpec, get_chip
 from scalebook_utils.core.units import require_int, require_positive
@@ -51,6 +51,17 @@ def check_conventions(conventions: str) -> str:
     if key not in CONVENTIONS:
         raise UnknownNameError(f"unknown conventions {conventions!r}; allowed: {', '.join(CONVENTIONS)}")
     return key
+
+
+def axis_bandwidth(chip="tpu-v5e") -> float:
+    """W of one model-parallel axis, bytes/s: a TPU's bidirectional ICI link (2 × one way, ch. 2; 9e10 on a v5e),
+    else a GPU's NVLink egress (ch. 12). ValueError when the chip has neither (model parallelism needs one)."""
+    c = get_chip(chip)
+    if c.ici_link_bandwidth_bidi_bytes_per_s is not None:
+        return c.ici_link_bandwidth_bidi_bytes_per_s
+    if c.nvlink_bandwidth_oneway_bytes_per_s is not None:
+        return c.nvlink_bandwidth_oneway_bytes_per_s
+    raise ValueError(f"{c.name} has no ICI/NVLink bandwidth; model parallelism needs one")
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ Prefill time is left out (both policies pay it equally per request). Throughput 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 POLICIES = ("static", "continuous")
 

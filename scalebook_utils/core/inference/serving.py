@@ -20,10 +20,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scalebook_utils.core.inference import costs as inf
 from scalebook_utils.core.hardware import ChipSpec, get_chip
-from scalebook_utils.core.topology import _parse_shape, make_slice
-from scalebook_utils.core.units import require_choices, require_int, require_positive
+from scalebook_utils.core.inference import costs as inf
+from scalebook_utils.core.topology import make_slice, parse_shape
+from scalebook_utils.core.units import require_choices, require_int, require_number, require_positive
 
 #: batch grid density of `batch_grid` (points per doubling) used by plans and frontiers
 PER_OCTAVE = 4
@@ -38,7 +38,7 @@ def slice_shape(chip: str | ChipSpec, n_chips: int) -> tuple[int, ...]:
     (v5e: 2x2, 4x2, 4x4, 4x8, 8x8, 8x16, 16x16 — named as the book names them, ch. 7–8; v5p: 4x4x4 ...).
     Other counts (12 → (12,)), or chips without a torus, are one axis: a label for the TP ring, not a claim
     that such a slice is sold (pass a shape such as "3x4" to `plan_serving` to choose the layout)."""
-    inf._count("n_chips", n_chips)
+    require_number("n_chips", n_chips, minimum=1)
     c = get_chip(chip)
     dims = c.ici_torus_dims or 1
     n = int(n_chips)
@@ -53,15 +53,17 @@ def slice_shape(chip: str | ChipSpec, n_chips: int) -> tuple[int, ...]:
     return tuple(s for s in shape if s > 1) or (1,)
 
 
-def _slice(chip: ChipSpec, slice_) -> tuple[int, tuple[int, ...]]:
-    """(n_chips, shape) from an int chip count, "4x4" or a tuple; checks against the pod size."""
+def parse_slice(chip: str | ChipSpec, slice_) -> tuple[int, tuple[int, ...]]:
+    """(n_chips, shape) from an int chip count (shape: `slice_shape`), "4x4" or a tuple; ValueError unless a TPU
+    shape fits the chip's torus (`topology.make_slice`) and the slice fits one pod."""
+    chip = get_chip(chip)
     if isinstance(slice_, (str, tuple, list)):
-        shape = _parse_shape(slice_)
+        shape = parse_shape(slice_)
         if chip.kind == "tpu":
             make_slice(chip, shape)   # raises unless the shape fits the chip's torus and pod
         n = math.prod(shape)
     else:
-        inf._count("slice (chips)", slice_)
+        require_number("slice (chips)", slice_, minimum=1)
         n = int(slice_)
         shape = slice_shape(chip, n)
     pod = chip.pod_chips
@@ -177,17 +179,18 @@ class ServingPlan:
     def max_throughput(self) -> ServingPoint:
         """The point with the most tokens/s per chip; on a flat plateau (compute- and KV-bound, throughput equal up
         to rounding) the one with the lowest latency."""
-        return _fastest_of_best(self.points)
+        return fastest_of_best(self.points)
 
     def best_under(self, max_latency: float) -> ServingPoint | None:
         """Highest-throughput point whose step time is ≤ max_latency seconds (None if even B = 1 is slower)."""
-        return _best_under(self.points, max_latency)
+        return best_under(self.points, max_latency)
 
     def explain(self) -> str:
         lo, hi = self.min_latency, self.max_throughput
         shape = "x".join(map(str, self.shape))
         return "\n".join([
-            f"{self.model} in {self.precision_label or self.precision} on {self.chip} {shape} ({self.n_chips} chips), {self.S:g}-token context:",
+            f"{self.model} in {self.precision_label or self.precision} on {self.chip} {shape} ({self.n_chips} chips), "
+            f"{self.S:g}-token context:",
             f"  batches 1 … {self.B_max} fit in HBM; the weight matmuls turn compute-bound above "
             f"B_crit ≈ {self.B_crit:.0f} sequences per step",
             f"  lowest latency:   {lo.describe()}",
@@ -195,16 +198,17 @@ class ServingPlan:
         ])
 
 
-def _fastest_of_best(points) -> ServingPoint:
-    """Most tokens/s per chip; ties within a relative 1e-9 go to the lower latency."""
+def fastest_of_best(points) -> ServingPoint:
+    """The point with the most tokens/s per chip; ties within a relative 1e-9 go to the lower latency."""
     top = max(p.tokens_per_s_per_chip for p in points)
     return min((p for p in points if p.tokens_per_s_per_chip >= top * (1 - 1e-9)), key=lambda p: p.latency)
 
 
-def _best_under(points, max_latency: float) -> ServingPoint | None:
+def best_under(points, max_latency: float) -> ServingPoint | None:
+    """`fastest_of_best` of the points whose step time is ≤ max_latency seconds (None when there is none)."""
     require_positive(max_latency=max_latency)
     ok = [p for p in points if p.latency <= max_latency]
-    return _fastest_of_best(ok) if ok else None
+    return fastest_of_best(ok) if ok else None
 
 
 def plan_serving(model, chip="tpu-v5e", slice_=None, precision="bf16", S: float = 8192, *,
@@ -215,21 +219,21 @@ def plan_serving(model, chip="tpu-v5e", slice_=None, precision="bf16", S: float 
 
     slice_: chips (int), a shape "4x4" / (4, 4), or None for the smallest power-of-two slice that holds the
     weights and one S-token KV cache. A shape is checked only against the pod (`topology.make_slice`): "3x5"
-    is accepted as a what-if although no such v5e slice is sold. batches: the batch sizes to evaluate (default: `batch_grid` up to the
-    largest that fits). The TP collectives span every slice axis longer than 1 (M_Y of ch. 5), each waiting
-    |axis|/2 hops (ch. 7 Appendix C).
+    is accepted as a what-if although no such v5e slice is sold. batches: the batch sizes to evaluate (default:
+    `batch_grid` up to the largest that fits). The TP collectives span every slice axis longer than 1 (M_Y of
+    ch. 5), each waiting |axis|/2 hops (ch. 7 Appendix C).
     Raises ValueError when the model does not fit, S exceeds max_context, or a batch is outside 1 … B_max.
     """
     c, m, p = get_chip(chip), inf.served_model(model), inf.get_precision(precision)
     conventions = inf.check_conventions(conventions)
-    inf._count("S (context)", S)
+    require_number("S (context)", S, minimum=1)
     if max_context is not None:
         require_positive(max_context=max_context)
         if S > max_context:
             raise ValueError(f"context S={S:g} is longer than the model's maximum context {max_context:g}")
     if slice_ is None:
         slice_ = inf.min_chips(m, c, p, B=1, S=S)
-    n, shape = _slice(c, slice_)
+    n, shape = parse_slice(c, slice_)
     if inf.inference_memory(m, 1, S, p) > n * c.hbm_bytes:
         need = inf.min_chips(m, c, p, B=1, S=S)
         raise ValueError(f"{m.name} in {p.name} does not fit {n} × {c.name}: with one {S:g}-token sequence it needs "
@@ -242,7 +246,7 @@ def plan_serving(model, chip="tpu-v5e", slice_=None, precision="bf16", S: float 
         batches = sorted(set(require_choices("batches", batches, "batch sizes (sequences), or None for the "
                                              "default grid 1 … B_max")))
         for b in batches:
-            inf._count("batch", b)
+            require_number("batch", b, minimum=1)
             if b > B_max:
                 raise ValueError(f"batch {b} does not fit: at most {B_max} sequences of {S:g} tokens fit on "
                                  f"{n} × {c.name} in {p.name}")
@@ -274,7 +278,7 @@ class Frontier:
 
     def best_under(self, max_latency: float) -> ServingPoint | None:
         """Highest tokens/s per chip with step time ≤ max_latency over every batch and slice."""
-        return _best_under(self.points, max_latency)
+        return best_under(self.points, max_latency)
 
     def table(self) -> str:
         rows = [f"{'chips':>6} {'B':>6} {'ms/step':>9} {'tok/s/chip':>11} {'$/1M tok':>9}  bound"]
@@ -304,7 +308,7 @@ def frontier(model, chip="tpu-v5e", precision="bf16", S: float = 8192, *, slices
     S-token sequence to a pod) × `batch_grid` of that slice's feasible batches. `conventions` as in
     `plan_serving` (the book's by default)."""
     c, m, p = get_chip(chip), inf.served_model(model), inf.get_precision(precision)
-    inf._count("S (context)", S)
+    require_number("S (context)", S, minimum=1)
     if slices is None:
         slices = pow2_slices(c, inf.min_chips(m, c, p, B=1, S=S, pow2=False))
         if not slices:
@@ -340,7 +344,7 @@ def book_roofline_curve(S: float = 8192, n_chips: int = 16, params: float = 70e9
     default uses the true largest batch. (The book also uses bytes as the parameter count in the FLOPs term,
     which is right only for 1 byte per parameter; here FLOPs use `params`.)"""
     require_positive(S=S, params=params, bytes_per_param=bytes_per_param, kv_bytes_per_token=kv_bytes_per_token)
-    inf._count("n_chips", n_chips)
+    require_number("n_chips", n_chips, minimum=1)
     c = get_chip(chip)
     W, C = c.hbm_bandwidth_bytes_per_s, c.peak_flops("bf16")
     weights = params * bytes_per_param
@@ -350,6 +354,6 @@ def book_roofline_curve(S: float = 8192, n_chips: int = 16, params: float = 70e9
     # the book: the index of the last fit in the scan 1, 5, 9, ... (1023), used as a batch count
     B_max = max(len(range(1, min(true_max, 1023) + 1, 4)) - 1, 1) if book_compat else true_max
     batches = tuple(range(1, B_max + 1))
-    lat = tuple(b * S * kv_bytes_per_token / (n_chips * W) + max(2 * params * b / (n_chips * C), weights / (n_chips * W))
-                for b in batches)
+    lat = tuple(b * S * kv_bytes_per_token / (n_chips * W)
+                + max(2 * params * b / (n_chips * C), weights / (n_chips * W)) for b in batches)
     return BookCurve(batches, lat, tuple(b / (t * n_chips) for b, t in zip(batches, lat)), B_max)

@@ -128,10 +128,7 @@ def axes_text(axes: Sequence[str]) -> str:
 
 def _parse_axes(text: str, where: str) -> tuple[str, ...]:
     text = text.strip()
-    if text.startswith("{"):
-        axes = tuple(a.strip() for a in text[1:-1].split(",") if a.strip())
-    else:
-        axes = tuple(text)
+    axes = tuple(a.strip() for a in text[1:-1].split(",") if a.strip()) if text.startswith("{") else tuple(text)
     for a in axes:
         if not _AXIS_NAME.match(a):
             raise ShardingError(f"bad mesh axis name {a!r} in {where}")

@@ -92,7 +92,7 @@ def test_chip_from_device_kind(kind, chip):
 
 def test_every_mapped_chip_exists():
     from scalebook_utils.hardware import get_chip
-    for _, name in jaxlab._DEVICE_KIND_PATTERNS:
+    for _, name in jaxlab.DEVICE_KIND_PATTERNS:
         if name is not None:
             assert get_chip(name).name == name
 

@@ -59,7 +59,7 @@ for mesh in meshes:
 # the program text that a notebook shows runs as written
 ns = {}
 exec(sh.jax_program("A[I_X, J] ·_J B[J, K_Y] → C[I_X, K_Y]", "{X: 2, Y: 4}"), ns)
-prog = dict(spec=jaxlab._spec_tuple(ns["C"].sharding.spec, 2), shape=list(ns["C"].shape), sum=float(ns["C"].sum()))
+prog = dict(spec=jaxlab.spec_tuple(ns["C"].sharding.spec, 2), shape=list(ns["C"].shape), sum=float(ns["C"].sum()))
 import jax
 P = jax.sharding.PartitionSpec
 pspecs = [jaxlab.partition_spec(a) == want for a, want in

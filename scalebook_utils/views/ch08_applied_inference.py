@@ -12,6 +12,10 @@ evictions) and `serving` (plans per slice, the book's roofline generator). Ch. 8
 parameters; `BOOK_70B` is that model (the preset counts 70.55e9, 0.8% more).
 
 Book ch. 8 "Serving LLaMA 3-70B on TPUs".
+
+This module holds sections 4–6 (prefill, disaggregation, the book's roofline); the others live beside it and are
+re-exported here, so `applied_inference_views` keeps every name: `ch08_common` (prefixes, `BOOK_70B`, labels),
+`ch08_configs` (1, 2), `ch08_tp` (3).
 """
 
 from __future__ import annotations
@@ -22,14 +26,51 @@ from dataclasses import dataclass
 import ipywidgets as W
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import NullLocator
 
+from scalebook_utils.core.hardware import get_chip
 from scalebook_utils.core.inference import costs as I
 from scalebook_utils.core.inference import serving as SV
-from scalebook_utils.core import transformer as tf
-from scalebook_utils.core.hardware import get_chip
 from scalebook_utils.core.units import format_bytes, format_time, require_number
-from scalebook_utils.views._kit import (INPUT_ERRORS, PALETTE, attach, emit, error_text, format_number, format_rows, log_axes as _log_scale, message_figure, new_figure)
+from scalebook_utils.views._kit import (
+    INPUT_ERRORS,
+    PALETTE,
+    attach,
+    emit,
+    error_text,
+    format_number,
+    message_figure,
+    new_figure,
+)
+from scalebook_utils.views.ch08_common import (
+    BOOK_70B,
+    BOOK_CURVE_PREFIX,
+    BOOK_PRECISIONS,
+    CONFIG_PREFIX,
+    DISAGG_PREFIX,
+    PREFILL_PREFIX,
+    SLICE_PREFIX,
+    SLICES,
+    TP_PREFIX,
+    precision_label,
+)
+from scalebook_utils.views.ch08_common import fail_text as _fail
+from scalebook_utils.views.ch08_common import model_label as _label
+from scalebook_utils.views.ch08_common import plain_log_axes as _log_axes
+from scalebook_utils.views.ch08_common import precision_meaning as _meaning
+from scalebook_utils.views.ch08_common import safe_num as _safe_num
+from scalebook_utils.views.ch08_common import slice_chips as _shape
+from scalebook_utils.views.ch08_configs import (
+    BOOK_CONFIGS,
+    config_readout,
+    config_rows,
+    config_text,
+    render_configs,
+    render_memory_per_slice,
+    smallest_slice_readout,
+    smallest_slice_rows,
+    smallest_slice_text,
+)
+from scalebook_utils.views.ch08_tp import render_tp_check, tp_check, tp_check_readout, tp_check_widget
 
 __all__ = [
     "SLICE_PREFIX", "CONFIG_PREFIX", "TP_PREFIX", "PREFILL_PREFIX", "DISAGG_PREFIX", "BOOK_CURVE_PREFIX",
@@ -41,398 +82,6 @@ __all__ = [
     "Disaggregation", "disaggregation", "disaggregation_readout", "render_disaggregation", "disaggregation_widget",
     "book_roofline_readout", "render_book_roofline",
 ]
-
-#: Readout prefixes (browser tests wait for them; do not change).
-SLICE_PREFIX = "smallest slice: "
-CONFIG_PREFIX = "serving config: "
-TP_PREFIX = "tp check: "
-PREFILL_PREFIX = "prefill: "
-DISAGG_PREFIX = "disaggregation: "
-BOOK_CURVE_PREFIX = "book roofline: "
-
-#: LLaMA 3-70B as ch. 8 counts it: 70e9 parameters (the preset's architecture and KV size).
-BOOK_70B = I.served_model("llama3-70b", params=70e9)
-#: The chapter's three modes: bf16 everything; int8 / int4 weights and KV cache with bf16 FLOPs.
-BOOK_PRECISIONS = ("bf16", "int8-weights", "int4-weights")
-#: TPU v5e slices the chapter uses (power-of-two chip counts, the book's shapes).
-SLICES = ("2x2", "4x2", "4x4", "4x8", "8x8", "8x16", "16x16")
-
-def precision_label(precision) -> str:
-    """The project's name of a precision mode, the same in every chapter: 'int8-weights' (int8 params and KV,
-    bf16 FLOPs — what book ch. 8 calls "int8") stays 'int8-weights', never shortened to 'int8', which is the
-    mode with int8 FLOPs too. For tick labels; readout heads and titles print `_meaning(...)` as well."""
-    return I.get_precision(precision).name
-
-
-def _meaning(precision) -> str:
-    """'int8-weights (int8 weights + KV, bf16 math)' (`inference.Precision.label`)."""
-    return I.get_precision(precision).label
-
-
-def _label(model) -> str:
-    """'llama3-70b (70B params)' — the parameter count shows which rounding a number uses."""
-    m = I.served_model(model)
-    return f"{m.name} ({m.params / 1e9:.4g}B params)"
-
-
-def _shape(chip, slice_) -> tuple[int, tuple[int, ...]]:
-    """(chips, shape) of a slice given as "4x4", (4, 4) or a chip count; ValueError beyond one pod."""
-    return SV.parse_slice(chip, slice_)
-
-
-def _shape_text(shape) -> str:
-    return "x".join(map(str, shape))
-
-
-def _gb(x: float) -> str:
-    return format_bytes(x)
-
-
-def _log_axes(ax, *, x: bool = True, y: bool = True) -> None:
-    """`inference_views`' log axes (plain labels), without minor ticks: they make constrained layout ~2× slower."""
-    _log_scale(ax, x=x, y=y)
-    for on, axis in ((x, ax.xaxis), (y, ax.yaxis)):
-        if on:
-            axis.set_minor_locator(NullLocator())
-
-
-def _fail(prefix_head: str, exc: BaseException) -> str:
-    return f"{prefix_head} → cannot evaluate: {error_text(exc)}"
-
-
-# --- 1. what serving needs in memory: the smallest slice per precision --------------------------------------
-
-
-def smallest_slice_rows(model=BOOK_70B, chip="tpu-v5e", S: float = 8192, precisions: Sequence = BOOK_PRECISIONS,
-                        *, doubled: bool = False) -> list[dict]:
-    """Per precision (book ch. 8 in-text questions 5–8): weight bytes, KV bytes per token, weights ÷ HBM per chip,
-    the smallest power-of-two slice that holds the weights (`inference.min_chips`, KV ignored), doubled when
-    `doubled`, the HBM left for KV caches (`free_hbm`) and how many S-token caches fit (`max_batch`).
-    Numbers are floats/ints in SI units; keys: precision, weights, kv_per_token, weight_chips, chips, slice,
-    free, B_max, memory (weights + B_max caches), hbm (the slice's HBM)."""
-    c, m = get_chip(chip), I.served_model(model)
-    rows = []
-    for p in precisions:
-        n = I.min_chips(m, c, p) * (2 if doubled else 1)
-        _n, shape = _shape(c, n)
-        b = I.max_batch(m, S, c, n, p)
-        rows.append({"precision": I.get_precision(p).name, "weights": m.weight_bytes(p),
-                     "kv_per_token": m.kv_bytes_per_token(p), "weight_chips": m.weight_bytes(p) / c.hbm_bytes,
-                     "chips": n, "slice": _shape_text(shape), "free": I.free_hbm(m, c, n, p), "B_max": b,
-                     "memory": I.inference_memory(m, b, S, p), "hbm": n * c.hbm_bytes})
-    return rows
-
-
-def smallest_slice_text(model=BOOK_70B, chip="tpu-v5e", S: float = 8192, precisions: Sequence = BOOK_PRECISIONS,
-                        *, doubled: bool = False) -> str:
-    """`smallest_slice_rows` as the book's table (rounded text, deterministic)."""
-    cells = [{"precision": precision_label(r["precision"]), "params": _gb(r["weights"]),
-              "KV/token": format_bytes(r["kv_per_token"]), "params ÷ HBM/chip": f"{r['weight_chips']:.3g}",
-              "chips": str(r["chips"]), "slice": r["slice"], "HBM free for KV": _gb(r["free"]),
-              f"{format_number(S)}-token caches": str(r["B_max"])} for r in
-             smallest_slice_rows(model, chip, S, precisions, doubled=doubled)]
-    return format_rows(cells)
-
-
-def smallest_slice_readout(precision="bf16", model=BOOK_70B, chip="tpu-v5e", S: float = 8192, *,
-                           doubled: bool = False) -> str:
-    """``smallest slice: llama3-70b (70B params) in bf16, S=8192 → weights 140 GB = 8.75 chips → 16 chips (4x4) |
-    116 GB free → 43 caches of 8192 tokens (2.68 GB each)``."""
-    head = f"{SLICE_PREFIX}{_safe_label(model)} in {precision}, S={_safe_num(S)}"
-    try:
-        head = f"{SLICE_PREFIX}{_label(model)} in {_meaning(precision)}, S={format_number(S)}"
-        r = smallest_slice_rows(model, chip, S, (precision,), doubled=doubled)[0]
-        per_seq = I.kv_cache_bytes(model, 1, S, precision)
-    except INPUT_ERRORS as exc:
-        return _fail(head, exc)
-    how = "doubled: " if doubled else ""
-    return (f"{head} → weights {_gb(r['weights'])} = {r['weight_chips']:.3g} chips → {how}{r['chips']} chips "
-            f"({r['slice']}) | {_gb(r['free'])} free → {r['B_max']} caches of {format_number(S)} tokens "
-            f"({_gb(per_seq)} each)")
-
-
-def _safe_label(model) -> str:
-    try:
-        return _label(model)
-    except INPUT_ERRORS:
-        return str(model)
-
-
-def _safe_num(x) -> str:
-    try:
-        return format_number(x)
-    except INPUT_ERRORS:
-        return repr(x)
-
-
-def render_memory_per_slice(model=BOOK_70B, chip="tpu-v5e", S: float = 8192,
-                            precisions: Sequence = BOOK_PRECISIONS) -> Figure:
-    """Stacked bars per precision, for the smallest slice and the doubled one: weights + the largest batch of
-    S-token KV caches, against the slice's HBM (red tick). Book ch. 8 in-text questions 5 and 8."""
-    try:
-        small = smallest_slice_rows(model, chip, S, precisions)
-        big = smallest_slice_rows(model, chip, S, precisions, doubled=True)
-        name = _label(model)
-    except INPUT_ERRORS as exc:
-        return message_figure(f"cannot draw: {error_text(exc)}")
-    fig = Figure(figsize=(9.0, 4.6), layout="constrained")
-    ax = fig.add_subplot()
-    rows = [r for pair in zip(small, big) for r in pair]
-    x = np.arange(len(rows)) + np.repeat(np.arange(len(small)) * 0.6, 2)
-    w = np.array([r["weights"] for r in rows]) / 1e9
-    kv = np.array([r["memory"] - r["weights"] for r in rows]) / 1e9
-    ax.bar(x, w, width=0.8, color=PALETTE[0], label="weights")
-    ax.bar(x, kv, width=0.8, bottom=w, color=PALETTE[1], alpha=0.85,
-           label=f"KV caches at the largest batch ({format_number(S)} tokens each)")
-    for i, r in enumerate(rows):
-        hbm = r["hbm"] / 1e9
-        ax.hlines(hbm, x[i] - 0.45, x[i] + 0.45, color=PALETTE[4], lw=2.2, label="HBM of the slice" if i == 0 else None)
-        ax.text(x[i], hbm * 1.02, f"B={r['B_max']}", ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(x, [f"{precision_label(r['precision'])}\n{r['slice']} ({r['chips']})" for r in rows], fontsize=8.5)
-    ax.set_ylim(0, max(r["hbm"] for r in rows) / 1e9 * 1.12)
-    ax.set_xlabel("precision, slice (chips): smallest slice, then doubled")
-    ax.set_ylabel("memory (GB)")
-    ax.set_title(f"{name} on {get_chip(chip).name}: weights + KV caches fill the slice's HBM", fontsize=10)
-    ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(loc="upper right", fontsize=8)
-    return fig
-
-
-# --- 2. latency and throughput per configuration ------------------------------------------------------------
-
-#: (precision, slice) pairs of ch. 8 "Thinking about throughput": each precision on its smallest slice and doubled.
-BOOK_CONFIGS = (("bf16", "4x4"), ("int8-weights", "4x2"), ("int4-weights", "2x2"),
-                ("bf16", "4x8"), ("int8-weights", "4x4"), ("int4-weights", "4x2"))
-
-
-def _point(model, chip, slice_, precision, S, B):
-    """(plan, the ServingPoint at batch B — the largest that fits, HBM full, when B is None)."""
-    if B is None:
-        plan = SV.plan_serving(model, chip, slice_, precision, S)
-        return plan, plan.points[-1]  # the batch grid ends at B_max
-    plan = SV.plan_serving(model, chip, slice_, precision, S, batches=[B])
-    return plan, plan.points[0]
-
-
-def config_rows(model=BOOK_70B, chip="tpu-v5e", S: float = 8192, configs: Sequence = BOOK_CONFIGS, *,
-                B: int | None = None, decode_len: float = 512) -> list[dict]:
-    """One row per (precision, slice) from `serving.plan_serving`: feasible batches, the lowest latency (B = 1),
-    and at batch B (default: the largest that fits) the step time, tokens/s/chip, queries/s/chip for
-    `decode_len`-token answers and $ per million tokens. Keys: precision, slice, chips, B_max, B, min_latency,
-    latency, tokens_per_s_per_chip, queries_per_s_per_chip, cost, bound, step (the `DecodeStep`)."""
-    rows = []
-    for precision, slice_ in configs:
-        plan, pt = _point(model, chip, slice_, precision, S, B)
-        rows.append({"precision": plan.precision, "slice": _shape_text(plan.shape), "chips": plan.n_chips,
-                     "B_max": plan.B_max, "B": pt.B, "min_latency": plan.min_latency.latency,
-                     "latency": pt.latency, "tokens_per_s_per_chip": pt.tokens_per_s_per_chip,
-                     "queries_per_s_per_chip": pt.step.queries_per_s_per_chip(decode_len),
-                     "cost": pt.cost_per_million_tokens, "bound": pt.bottleneck, "step": pt.step})
-    return rows
-
-
-def config_text(model=BOOK_70B, chip="tpu-v5e", S: float = 8192, configs: Sequence = BOOK_CONFIGS, *,
-                B: int | None = None, decode_len: float = 512) -> str:
-    """`config_rows` as a table (rounded text)."""
-    cells = [{"precision": precision_label(r["precision"]), "slice": f"{r['slice']} ({r['chips']})",
-              "B": format_number(r["B"]),
-              "ms/step at B=1": f"{r['min_latency'] * 1e3:.3g}", "ms/step at B": f"{r['latency'] * 1e3:.3g}",
-              "tokens/s/chip": f"{r['tokens_per_s_per_chip']:.4g}",
-              f"queries/s/chip ({format_number(decode_len)} tokens)": f"{r['queries_per_s_per_chip']:.3g}",
-              "$/1M tokens": "-" if r["cost"] is None else f"{r['cost']:.3g}", "bound by": r["bound"]}
-             for r in config_rows(model, chip, S, configs, B=B, decode_len=decode_len)]
-    return format_rows(cells)
-
-
-def config_readout(precision="int8-weights", slice_="4x2", model=BOOK_70B, chip="tpu-v5e", S: float = 8192,
-                   B: int | None = None, decode_len: float = 512) -> str:
-    """``serving config: llama3-70b (70B params) int8 on tpu-v5e 4x2, S=8192 → batch 1 … 43 fits | B=43:
-    19.5 ms/step, 276.1 tokens/s/chip, 0.539 queries/s/chip (512-token answers), $1.21/1M tokens (weights-bound)``."""
-    head = f"{CONFIG_PREFIX}{_safe_label(model)} {precision} on {chip} {slice_}, S={_safe_num(S)}"
-    try:
-        head = (f"{CONFIG_PREFIX}{_label(model)} {_meaning(precision)} on {get_chip(chip).name} {slice_}, "
-                f"S={format_number(S)}")
-        r = config_rows(model, chip, S, ((precision, slice_),), B=B, decode_len=decode_len)[0]
-    except INPUT_ERRORS as exc:
-        return _fail(head, exc)
-    cost = "" if r["cost"] is None else f", ${r['cost']:.3g}/1M tokens"
-    return (f"{head} → batch 1 … {r['B_max']} fits | B={format_number(r['B'])}: {format_time(r['latency'])}/step, "
-            f"{r['tokens_per_s_per_chip']:.4g} tokens/s/chip, {r['queries_per_s_per_chip']:.3g} queries/s/chip "
-            f"({format_number(decode_len)}-token answers){cost} ({r['bound']}-bound)")
-
-
-_TERMS = (("t_hbm_weights", "load weights (HBM)", PALETTE[0]), ("t_hbm_kv", "load KV caches (HBM)", PALETTE[1]),
-          ("t_math", "matmul FLOPs (MLP, projections)", PALETTE[2]), ("t_math_attention", "attention FLOPs", PALETTE[3]),
-          ("t_ici", "TP collectives (ICI)", "0.55"))
-
-
-def render_configs(model=BOOK_70B, chip="tpu-v5e", S: float = 8192, configs: Sequence = BOOK_CONFIGS, *,
-                   B: int | None = None) -> Figure:
-    """Left: each term of the decode step (milliseconds) and the step itself (black tick) per configuration at batch
-    B (default: the largest that fits). Right: tokens/s per chip, labelled with $/1M tokens."""
-    try:
-        rows = config_rows(model, chip, S, configs, B=B)
-        name = _label(model)
-    except INPUT_ERRORS as exc:
-        return message_figure(f"cannot draw: {error_text(exc)}")
-    fig = Figure(figsize=(12.5, 4.6), layout="constrained")
-    ax, ax2 = fig.subplots(1, 2, width_ratios=[1.8, 1])
-    y = np.arange(len(rows))[::-1]
-    h = 0.8 / len(_TERMS)
-    for k, (attr, label, color) in enumerate(_TERMS):
-        vals = np.array([getattr(r["step"], attr) for r in rows]) * 1e3
-        ax.barh(y + 0.4 - h * (k + 0.5), vals, height=h, color=color, label=label)
-    steps = np.array([r["latency"] for r in rows]) * 1e3
-    ax.vlines(steps, y - 0.45, y + 0.45, color="k", lw=2, label="step time (KV + max(FLOPs, weights); ICI overlapped)")
-    for yi, s in zip(y, steps):
-        ax.text(s * 1.02, yi + 0.3, f"{s:.3g} ms", fontsize=8, va="center")
-    labels = [f"{precision_label(r['precision'])} {r['slice']}\nB={format_number(r['B'])}" for r in rows]
-    ax.set_yticks(y, labels, fontsize=8.5)
-    ax.set_xlim(0, steps.max() * 1.25)
-    ax.set_xlabel("time per decode step (ms)")
-    ax.set_ylabel("configuration (precision, slice, batch)")
-    ax.set_title(f"{name}, {format_number(S)}-token context: what each decode step spends its time on", fontsize=10)
-    ax.grid(True, axis="x", alpha=0.3)
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=8)
-    tput = np.array([r["tokens_per_s_per_chip"] for r in rows])
-    ax2.barh(y, tput, height=0.6, color=PALETTE[0])
-    for yi, r in zip(y, rows):
-        money = "" if r["cost"] is None else f"  ${r['cost']:.3g}/1M"
-        ax2.text(r["tokens_per_s_per_chip"] * 1.02, yi, f"{r['tokens_per_s_per_chip']:.0f}{money}", va="center", fontsize=8)
-    ax2.set_yticks(y, labels, fontsize=8.5)
-    ax2.set_xlim(0, tput.max() * 1.45)
-    ax2.set_xlabel("throughput (tokens/s per chip)")
-    ax2.set_ylabel("configuration")
-    ax2.set_title("throughput and cost per million tokens", fontsize=10)
-    ax2.grid(True, axis="x", alpha=0.3)
-    return fig
-
-
-# --- 3. which sharding: the comm-bound check for model parallelism ---------------------------------------------
-
-
-def tp_check(model="llama3-70b", chip="tpu-v5e", slice_="4x8", precision="bf16", B: float = 64, *,
-             beta: float | None = None) -> dict:
-    """Ch. 8 in-text question 9 on a slice used as one model-parallel axis of Y = all its chips, spanning M_Y
-    torus axes (the dims longer than 1):
-
-    - large batch (compute-bound matmuls): comm-bound when Y > F·M_Y/α_ici (`tp_limit_large_batch`);
-    - small batch (memory-bound): comm-bound when Y > F/(B·β) (`tp_limit_small_batch`; β the chip's W_hbm/W_ici
-      unless `beta`, the book uses 8);
-    - one [B, D]·[D, F] matmul with F sharded Y ways: T_math, T_hbm, T_ici (`tp_matmul_times`, one ICI axis
-      as the book writes it) and which one bounds it.
-
-    Returns a dict: model, chip, precision, slice, Y, M_Y, B, B_crit, large_limit, small_limit, times, bound,
-    comm_bound_large, comm_bound_small, comm_bound_at_B (T_ici above both other terms)."""
-    cfg, c, p = tf.get_model(model), get_chip(chip), I.get_precision(precision)
-    Y, shape = _shape(c, slice_)
-    M_Y = max(1, sum(1 for d in shape if d > 1))
-    large = I.tp_limit_large_batch(cfg.F, c, p, M_Y=M_Y)
-    small = I.tp_limit_small_batch(cfg.F, B, c, p, beta=beta)
-    t = I.tp_matmul_times(B, cfg.D, cfg.F, Y, c, p)
-    return {"model": cfg.name, "chip": c.name, "precision": p.name, "slice": _shape_text(shape), "Y": Y, "M_Y": M_Y,
-            "B": B, "B_crit": I.critical_batch(c, p), "large_limit": large, "small_limit": small, "times": t,
-            "bound": t.bottleneck, "comm_bound_large": Y > large, "comm_bound_small": Y > small,
-            "comm_bound_at_B": t.bottleneck == "ICI"}
-
-
-def _verdict(bound: bool) -> str:
-    return "comm-bound" if bound else "OK"
-
-
-def tp_check_readout(slice_="4x8", precision="bf16", B: float = 64, model="llama3-70b", chip="tpu-v5e", *,
-                     beta: float | None = None) -> str:
-    """``tp check: llama3-70b bf16 on tpu-v5e 4x8 (Y=32, M_Y=2), B=64 → large batch: Y ≤ F·M_Y/α_ici = 26.2 →
-    comm-bound | small batch: Y ≤ F/(B·β) = 49.2 → OK | one matmul: T_math 4.77 us, T_hbm 17.9 us,
-    T_ici 11.7 us → HBM bandwidth-bound``."""
-    head = f"{TP_PREFIX}{model} {precision} on {chip} {slice_}"
-    try:
-        r = tp_check(model, chip, slice_, precision, B, beta=beta)
-    except INPUT_ERRORS as exc:
-        return f"{head}, B={_safe_num(B)} → cannot evaluate: {error_text(exc)}"
-    t = r["times"]
-    b = "β" if beta is None else f"β={format_number(beta)}"
-    return (f"{TP_PREFIX}{r['model']} {_meaning(r['precision'])} on {r['chip']} {r['slice']} "
-            f"(Y={r['Y']}, M_Y={r['M_Y']}), "
-            f"B={format_number(B)} → large batch: Y ≤ F·M_Y/α_ici = {r['large_limit']:.3g} → "
-            f"{_verdict(r['comm_bound_large'])} | small batch: Y ≤ F/(B·{b}) = {r['small_limit']:.3g} → "
-            f"{_verdict(r['comm_bound_small'])} | one matmul: T_math {format_time(t.t_math)}, "
-            f"T_hbm {format_time(t.t_hbm)}, T_ici {format_time(t.t_ici)} → {r['bound']}-bound")
-
-
-def render_tp_check(slice_="4x8", precision="bf16", B: float = 64, model="llama3-70b", chip="tpu-v5e", *,
-                    beta: float | None = None, B_range: tuple[float, float] = (1, 2048)) -> Figure:
-    """Left: the largest TP degree that is not communication-bound against the batch — F/(B·β) for memory-bound
-    matmuls, F·M_Y/α_ici for compute-bound ones; the region above both is ICI-bound — with the slice's Y and the
-    current B marked. Right: T_math, T_hbm and T_ici of one matmul against B at the slice's Y (microseconds)."""
-    try:
-        r = tp_check(model, chip, slice_, precision, B, beta=beta)
-        Bs = np.geomspace(B_range[0], B_range[1], 200)
-        small = np.array([I.tp_limit_small_batch(tf.get_model(model).F, b, chip, precision, beta=beta) for b in Bs])
-        cfg = tf.get_model(model)
-        times = [I.tp_matmul_times(b, cfg.D, cfg.F, r["Y"], chip, precision) for b in Bs]
-    except INPUT_ERRORS as exc:
-        return message_figure(f"cannot draw: {error_text(exc)}")
-    fig = Figure(figsize=(12.5, 4.6), layout="constrained")
-    ax, ax2 = fig.subplots(1, 2)
-    large = r["large_limit"]
-    env = np.maximum(small, large)
-    top = max(env.max(), r["Y"]) * 4
-    ax.fill_between(Bs, env, top, color=PALETTE[4], alpha=0.12, label="ICI-bound (T_ici above T_math and T_hbm)")
-    b = beta if beta else round(I.hbm_ici_beta(chip), 2)
-    ax.plot(Bs, small, color=PALETTE[1], lw=2, label=f"memory-bound limit F/(B·β), β = {format_number(b)}")
-    ax.axhline(large, color=PALETTE[2], lw=2,
-               label=f"compute-bound limit F·M_Y/α_ici = {large:.3g} (M_Y = {r['M_Y']})")
-    ax.axhline(r["Y"], color="k", lw=1.2, ls="--", label=f"this slice: Y = {r['Y']} ({r['slice']})")
-    ax.axvline(B, color="0.4", lw=1)
-    ax.plot([B], [r["Y"]], "o", color=PALETTE[4] if r["comm_bound_at_B"] else PALETTE[0], ms=8, zorder=5)
-    _log_axes(ax)
-    ax.set_xlim(*B_range)
-    ax.set_ylim(1, top)
-    ax.set_xlabel("batch B (sequences per decode step)")
-    ax.set_ylabel("TP degree Y (chips)")
-    # the setting goes in the figure's title, so the two panel titles stay short and never run into each other
-    fig.suptitle(f"{r['model']} {_meaning(r['precision'])} on {r['chip']} {r['slice']}", fontsize=10)
-    ax.set_title("largest TP degree Y before ICI dominates", fontsize=10)
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="upper right", fontsize=7.5)
-    for attr, label, color in (("t_math", "T_math = 2BDF/(Y·C)", PALETTE[2]),
-                               ("t_hbm", "T_hbm = w·DF/(Y·W_hbm)", PALETTE[0]),
-                               ("t_ici", "T_ici = a·BD/W_ici", PALETTE[4])):
-        ax2.plot(Bs, [getattr(t, attr) * 1e6 for t in times], color=color, lw=2, label=label)
-    ax2.axvline(B, color="0.4", lw=1)
-    _log_axes(ax2)
-    ax2.set_xlim(*B_range)
-    ax2.set_xlabel("batch B (sequences per decode step)")
-    ax2.set_ylabel("time per matmul (µs)")
-    # the verdict goes in the title: a text box beside the B line would sit on the curves
-    ax2.set_title(f"one [B, D]·[D, F] matmul, F over Y = {r['Y']}: {r['bound']}-bound at B = {format_number(B)}",
-                  fontsize=9.5)
-    ax2.grid(True, which="major", alpha=0.3)
-    ax2.legend(loc="upper left", fontsize=8)
-    return fig
-
-
-def tp_check_widget(slice_: str = "4x8", precision: str = "bf16", B: int = 64, model: str = "llama3-70b",
-                    chip: str = "tpu-v5e") -> W.VBox:
-    """Slice and precision dropdowns and a batch slider "B"; prints `tp_check_readout`."""
-    slice_dd = W.Dropdown(options=list(SLICES) if slice_ in SLICES else [slice_, *SLICES], value=slice_,
-                          description="slice")
-    prec_dd = W.Dropdown(options=list(BOOK_PRECISIONS), value=precision, description="precision")
-    b_sl = W.IntSlider(value=B, min=1, max=1024, description="B", continuous_update=False,
-                       layout=W.Layout(width="60%"))
-    box = W.VBox()
-
-    def view(slice_, precision, B):
-        emit(box, tp_check_readout(slice_, precision, B, model, chip),
-              lambda: render_tp_check(slice_, precision, B, model, chip), key=(slice_, precision))
-
-    controls = {"slice_": slice_dd, "precision": prec_dd, "B": b_sl}
-    out = W.interactive_output(view, controls)
-    box.children = [W.HBox([slice_dd, prec_dd]), b_sl, out]
-    values = lambda: (slice_dd.value, prec_dd.value, b_sl.value)  # noqa: E731
-    return attach(box, {"slice": slice_dd, "precision": prec_dd, "B": b_sl}, out,
-                   lambda: tp_check_readout(*values(), model, chip), lambda: render_tp_check(*values(), model, chip))
 
 
 # --- 4. prefill ----------------------------------------------------------------------------------------------

@@ -96,12 +96,12 @@ def slice_options(chip="tpu-v5e") -> list[str]:
     return [shape_text(sv.slice_shape(chip, n)) for n in sv.pow2_slices(chip)]
 
 
-@functools.lru_cache(maxsize=512)
 def precision_text(x) -> str:
     """The precision of a plan or frontier with its meaning ('int8-weights (int8 weights + KV, bf16 math)')."""
     return x.precision_label or x.precision
 
 
+@functools.lru_cache(maxsize=512)
 def _plan_cached(model, chip, slice_, precision, S, max_context):
     return sv.plan_serving(model, chip, slice_, precision, S, max_context=max_context)
 

@@ -24,12 +24,16 @@ SCREEN_DPI = 90
 
 
 def _png_bytes(canvas) -> bytes:
-    """The canvas's RGBA buffer as PNG bytes (zlib level 1: a few ms, a slightly larger file than savefig's)."""
+    """The canvas's buffer as PNG bytes (zlib level 1: a few ms, a slightly larger file than savefig's); RGB when
+    the figure's background is opaque (then every pixel is: Agg blends over it), RGBA otherwise."""
     from PIL import Image as PILImage
 
     buf = io.BytesIO()
-    PILImage.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(
-        buf, format="png", compress_level=1)
+    img = PILImage.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    patch = canvas.figure.patch
+    if patch.get_visible() and patch.get_facecolor()[3] == 1:
+        img = img.convert("RGB")
+    img.save(buf, format="png", compress_level=1)
     return buf.getvalue()
 
 
@@ -49,11 +53,14 @@ def _artist_sig(a) -> tuple:
     An artist of a kind not listed here compares unequal every time (so it is redrawn every step)."""
     from matplotlib.collections import Collection
     from matplotlib.image import AxesImage
+    from matplotlib.legend import Legend
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
     from matplotlib.text import Text
 
     common = (a.get_visible(), a.get_alpha(), a.get_zorder())
+    if isinstance(a, Legend):  # a second legend, added with `Axes.add_artist`
+        return (*_legend_sig(a), *common)
     if isinstance(a, Line2D):
         return ("line", _arr(a.get_xydata()), str(a.get_color()), a.get_marker(), a.get_markersize(),
                 str(a.get_markerfacecolor()), a.get_linestyle(), a.get_linewidth(), *common)

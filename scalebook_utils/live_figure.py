@@ -67,7 +67,8 @@ def _artist_sig(a) -> tuple:
     if isinstance(a, Text):
         xy = getattr(a, "xy", None)
         return ("text", a.get_text(), _arr(a.get_position()), None if xy is None else _arr(xy), a.get_ha(),
-                a.get_va(), str(a.get_color()), a.get_fontsize(), a.get_rotation(), *common)
+                a.get_va(), str(a.get_color()), a.get_fontsize(), a.get_rotation(), str(a.get_fontweight()),
+                a.get_fontstyle(), tuple(a.get_fontfamily()), *common)
     if isinstance(a, Patch):
         return ("patch", _arr(a.get_path().vertices), _arr(a.get_patch_transform().get_matrix()),
                 _arr(a.get_facecolor()), _arr(a.get_edgecolor()), a.get_linewidth(), a.get_hatch(), *common)
@@ -106,7 +107,8 @@ def _draws_inside(axis) -> bool:
 
 def _axis_part_sig(axis) -> tuple:
     """One axis of an Axes: its limits, ticks and their labels, its label, and whether it paints inside."""
-    return ("axis", _arr(axis.get_view_interval()), *_axis_sig(axis), _draws_inside(axis), axis.get_visible())
+    return ("axis", _arr(axis.get_view_interval()), *_axis_sig(axis), _draws_inside(axis), axis.get_visible(),
+            axis.get_ticks_position(), axis.get_label_position())
 
 
 def _axes_sig(ax) -> tuple:
@@ -154,6 +156,7 @@ def _legend_sig(leg) -> tuple:
     best = getattr(leg, "_loc", None) == 0
     return ("legend", tuple(t.get_text() for t in leg.get_texts()),
             tuple(_artist_sig(h) for h in getattr(leg, "legend_handles", ())), getattr(leg, "_loc", None),
+            _arr(leg.get_bbox_to_anchor().bounds),
             _limits(leg.axes) if best and leg.axes is not None else None)
 
 
@@ -261,12 +264,14 @@ def _order(fig: Figure, parts: dict) -> dict:
     return rank
 
 
-def _painted_over(parts: dict, moving: set, order: dict, renderer, dpi: float, known: set = frozenset()) -> set:
+def _painted_over(parts: dict, moving: set, order: dict, renderer, dpi: float, known: set = frozenset(),
+                  sigs: dict | None = None, kept: dict | None = None) -> set:
     """The static parts of each Axes that a full draw paints after (over) one of its moving parts where the two
     overlap (a legend over a moving line, grid lines or spines over moving bars, a label over a moving patch), and
     in turn the static parts it paints over those. Blitting the moving part alone would cover them; they are kept
     in overlay layers instead (`LiveFigure`). Parts in `known` (already in a layer, where they may stay) count as
-    painted each step and are not looked at again."""
+    painted each step and are not looked at again. `kept` (name → (sig, box)) keeps the boxes of static parts
+    between steps: a part with the same `sigs` entry paints the same pixels."""
     groups: dict = {}
     for n in parts:
         if len(n) > 1 and n[0] != "fig" and (n[0],) not in moving:
@@ -275,7 +280,13 @@ def _painted_over(parts: dict, moving: set, order: dict, renderer, dpi: float, k
 
     def box(n):
         if n not in boxes:
-            boxes[n] = _bbox(parts[n], renderer)
+            hit = kept.get(n) if kept is not None and n not in moving else None
+            if hit is not None and hit[0] == sigs[n]:
+                boxes[n] = hit[1]
+            else:
+                boxes[n] = _bbox(parts[n], renderer)
+                if kept is not None and n not in moving:
+                    kept[n] = (sigs[n], boxes[n])
         return boxes[n]
 
     over = set()
@@ -366,6 +377,7 @@ class LiveFigure:
         self._plan: list = []  # each step: a part's name (draw it) or an index into `_layers` (composite it)
         self._layers: list = []
         self._renderers: dict = {}
+        self._boxes: dict = {}  # static parts' display boxes, by name: (sig, box)
 
     def _shape(self, fig: Figure):
         return (tuple(fig.get_size_inches()), tuple(type(ax).__name__ for ax in fig.axes), len(_texts(fig)),
@@ -392,6 +404,7 @@ class LiveFigure:
             self._positions = [(ax.get_position(original=True), ax.get_position(original=False)) for ax in fig.axes]
             self._texts_at = [t.get_position() for t in _texts(fig)]
             self._background, self._moving, self._over, self._plan, self._layers = None, set(), set(), [], []
+            self._boxes = {}
             self._sigs = {n: _sig(n, a) for n, a in _parts(fig).items()} if key is not None else {}
             self.key = key
         self.figure = fig
@@ -418,7 +431,7 @@ class LiveFigure:
                   if n in parts and (len(n) == 1 or n[0] == "fig" or n[0] not in moving_axes)}
         renderer = canvas.get_renderer()
         order = _order(fig, parts)
-        over = _painted_over(parts, moving, order, renderer, self.dpi, self._over)
+        over = _painted_over(parts, moving, order, renderer, self.dpi, self._over, sigs, self._boxes)
         if (self._background is None or not moving <= self._moving or not over <= self._over
                 or not (self._moving | self._over) <= parts.keys()):
             self._rebuild(parts, moving, over, order, canvas)

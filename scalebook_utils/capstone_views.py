@@ -229,13 +229,14 @@ def _draw_serving(ax, side) -> None:
         axis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("latency: time per decode step (ms)")
     ax.set_ylabel("throughput (tokens/s per chip)")
-    ax.set_title(f"serving {side.model} in {side._prec()} on {side.chip}, {side.S:g}-token context\n"
-                 "every batch on every slice size", fontsize=9)
+    ax.set_title(f"serving {side.model} in {side._prec()}, {side.S:g}-token context\n"
+                 "every batch on every slice size (right: the chip and its slices)", fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
     key = dict(fontsize=7, borderaxespad=0, frameon=False, handletextpad=0.4)
     slices = ax.legend([Line2D([], [], ls="", marker="o", ms=3, color=c, alpha=0.75) for c in colors],
                        [cap._slice(pl.n_chips, pl.shape, gpu) for pl in f.plans], loc="upper left",
-                       bbox_to_anchor=(1.01, 1.0), labelspacing=0.3, **key)  # a TPU v5p pod: 14 slices
+                       bbox_to_anchor=(1.01, 1.0), labelspacing=0.3, title=f"{side.chip} slices",
+                       title_fontsize=7, alignment="left", **key)  # a TPU v5p pod: 14 slices
     ax.add_artist(slices)  # a second legend below: the markers' key, the same for every plan
     ax.legend(loc="lower left", bbox_to_anchor=(1.01, 0.0), **key)
     chosen = (f"★ B={b.B:g} on {cap._chips(b.n_chips, gpu)},\n   {cap._tps(b.tokens_per_s_per_chip)} tokens/s/chip"

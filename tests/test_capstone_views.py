@@ -71,6 +71,7 @@ def test_figure_default():
     assert "FSDP 2240 × TP 4" in train.get_title()
     marks = [t.get_text() for t in serve.get_legend().get_texts()]  # the markers' key, the same for every plan
     assert marks == ["Pareto frontier", "latency cap 20 ms", "smallest slice's best", "chosen (best under the cap)"]
+    assert serve.artists[0].get_title().get_text() == "tpu-v5e slices"
     slices = [t.get_text() for a in serve.artists for t in a.get_texts()]  # the slice key, one colour per slice
     assert slices[0] == "4x2 (8 chips)" and slices[-1] == "16x16 (256 chips)" and len(slices) == len(set(slices))
     assert len(serve.collections) == 1 and len(serve.collections[0].get_offsets()) > len(slices)  # every batch
@@ -86,7 +87,9 @@ def test_serving_axes_ticks():
 
 def test_figure_gpu_and_errors():
     fig = _draw(V.capstone_figure(train_chip="h100", serve_chip="h100"))
-    assert "h100" in fig.axes[0].get_title() and "h100" in fig.axes[1].get_title()
+    assert "h100" in fig.axes[0].get_title()
+    assert fig.axes[1].artists[0].get_title().get_text() == "h100 slices"  # the serving chip heads the slice key
+    assert [t.get_text() for t in fig.axes[1].artists[0].get_texts()] == ["1 GPU", "2 GPUs", "4 GPUs", "8 GPUs"]
     bad = _draw(V.capstone_figure(model="nope"))
     assert any("cannot plan: unknown model" in t.get_text() for ax in bad.axes for t in ax.texts)
     half = _draw(V.capstone_figure(serve_chip="v100"))

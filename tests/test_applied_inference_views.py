@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
+import numpy as np  # noqa: E402
 from IPython.display import Image  # noqa: E402
 
 from scalebook_utils import applied_inference_views as A  # noqa: E402
@@ -166,6 +167,26 @@ def test_titles_fit_the_figure_and_do_not_overlap():
         text = " ".join(t.get_text() for t in [ax.title for ax in figs[name].axes]
                         + ([figs[name]._suptitle] if figs[name]._suptitle else []))
         assert "math)" in text, (name, text)  # e.g. "bf16 (bf16 weights + KV, bf16 math)"
+
+
+def test_disaggregation_figure_curves_and_fixed_axis():
+    """The curves are the cost model's ratios (cached per setting); with decode_span (the widget's slider ends)
+    the left y axis is the same for every decode length in it, so a decode step moves the black curve only."""
+    prompts = A._DISAGG_PROMPTS
+    ys = A._disagg_curve(1024, 32, "4x4", "4x4", "bf16", 0.4, L70, V5E)
+    for i in (0, len(prompts) // 2):
+        assert ys[i] == pytest.approx(A.disaggregation(prompts[i], 1024, 32, "4x4", "4x4", "bf16", 0.4, L70).ratio)
+    assert ys[-1] != ys[-1]  # NaN: 32 sequences of a 32k prompt do not fit a 4x4
+    figs = {g: _draw(A.render_disaggregation(decode=g, decode_span=(64, 4096))) for g in (64, 512, 4096)}
+    lims = {g: f.axes[0].get_ylim() for g, f in figs.items()}
+    assert lims[64] == lims[512] == lims[4096]
+    ax = figs[512].axes[0]
+    assert [ln.get_label() for ln in ax.lines[:4]] == ["decode 128 tokens", "decode 512 tokens", "decode 2048 tokens",
+                                                       "current decode length"]
+    assert ax.lines[3].get_color() == "k"
+    assert np.array_equal(ax.lines[3].get_ydata(), ax.lines[1].get_ydata(), equal_nan=True)  # decode 512: both
+    assert "at decode 512" in ax.texts[0].get_text()
+    assert A._nice_log_limits([0.037, 15.2]) == (0.02, 20.0) and A._nice_log_limits([1.0, 3.0]) == (0.5, 5.0)
 
 
 def test_disaggregation_widget_updates():

@@ -69,17 +69,27 @@ def test_figure_default():
     assert "(ms)" in train.get_xlabel() and "(ms)" in serve.get_xlabel() and "tokens/s" in serve.get_ylabel()
     assert [t.get_text() for t in train.get_yticklabels()] == ["TP comms", "DP/FSDP comms", "compute"]
     assert "FSDP 2240 × TP 4" in train.get_title()
-    labels = _legend(serve)
-    assert "Pareto frontier" in labels
-    assert "chosen (best under the cap):\nB=256 on 128 chips, 501 tokens/s/chip" in labels
-    assert "smallest slice's best:\nB=42 on 8 chips" in labels and "4x2 (8 chips)" in labels
-    assert any(x.startswith("latency cap 20 ms") for x in labels)
+    marks = [t.get_text() for t in serve.get_legend().get_texts()]  # the markers' key, the same for every plan
+    assert marks == ["Pareto frontier", "latency cap 20 ms", "smallest slice's best", "chosen (best under the cap)"]
+    assert serve.artists[0].get_title().get_text() == "tpu-v5e slices"
+    slices = [t.get_text() for a in serve.artists for t in a.get_texts()]  # the slice key, one colour per slice
+    assert slices[0] == "4x2 (8 chips)" and slices[-1] == "16x16 (256 chips)" and len(slices) == len(set(slices))
+    assert len(serve.collections) == 1 and len(serve.collections[0].get_offsets()) > len(slices)  # every batch
+    (numbers,) = [t.get_text() for t in serve.texts]  # the two marked points' numbers, next to the markers' key
+    assert numbers == "★ B=256 on 128 chips,\n   501 tokens/s/chip\n◆ B=42 on 8 chips", numbers
     assert serve.get_xscale() == serve.get_yscale() == "log"
+
+
+def test_serving_axes_ticks():
+    assert V._log_ticks(2.06, 32.5) == [5.0, 10.0, 20.0]  # 1, 2, 5 per decade over a few decades
+    assert V._log_ticks(0.012, 2843.0) == [0.1, 1.0, 10.0, 100.0, 1000.0]  # decades alone over more than four
 
 
 def test_figure_gpu_and_errors():
     fig = _draw(V.capstone_figure(train_chip="h100", serve_chip="h100"))
-    assert "h100" in fig.axes[0].get_title() and "h100" in fig.axes[1].get_title()
+    assert "h100" in fig.axes[0].get_title()
+    assert fig.axes[1].artists[0].get_title().get_text() == "h100 slices"  # the serving chip heads the slice key
+    assert [t.get_text() for t in fig.axes[1].artists[0].get_texts()] == ["1 GPU", "2 GPUs", "4 GPUs", "8 GPUs"]
     bad = _draw(V.capstone_figure(model="nope"))
     assert any("cannot plan: unknown model" in t.get_text() for ax in bad.axes for t in ax.texts)
     half = _draw(V.capstone_figure(serve_chip="v100"))

@@ -36,6 +36,22 @@ def test_topology_figure():
     assert _is_message(V.render_topology("nope"))
 
 
+def test_topology_figure_holds_every_pod_up_to_max_sus():
+    """With max_sus (what the widget passes: its slider's end) the axes and the level slots are the same for every
+    pod size, so a slider step moves bars and labels, not axes; a one-SU pod's spine slot is empty."""
+    figs = {n: _draw(V.render_topology("h100", n, max_sus=8)) for n in (1, 4, 8)}
+    for fig in figs.values():
+        assert [ax.get_ylim() for ax in fig.axes] == [ax.get_ylim() for ax in figs[8].axes]
+        assert len(fig.axes[0].patches) == 3 and len(fig.axes[1].patches) == 6
+    one = figs[1].axes[0]
+    assert [p.get_visible() for p in one.patches] == [True, True, False]
+    assert one.get_xticklabels()[2].get_text() == "spine\n(none with 1 SU)"
+    assert figs[8].axes[1].get_ylim()[1] >= 102.4  # the 8-SU pod's spine: 102.4 TB/s of cables
+    assert "1,024 GPUs" in figs[4].axes[0].get_xticklabels()[2].get_text()
+    alone = _draw(V.render_topology("h100", 1))  # no max_sus: this pod alone, as before
+    assert len(alone.axes[0].patches) == 2 and alone.axes[1].get_ylim()[1] < 40
+
+
 def test_topology_widget_updates():
     w = V.topology_explorer()
     first = w.last_readout

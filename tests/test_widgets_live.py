@@ -19,6 +19,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from scalebook_utils import applied_inference_views as aiv  # noqa: E402
+from scalebook_utils import capstone_views as cv  # noqa: E402
 from scalebook_utils import gpu_views as gv  # noqa: E402
 from scalebook_utils import inference_views as iv  # noqa: E402
 from scalebook_utils import training_views as trv  # noqa: E402
@@ -69,6 +70,9 @@ STEPS = [
     (iv.step_time_widget, "B", [1, 64, 100]),
     (aiv.tp_check_widget, "B", [16, 200, 100]),
     (gv.gpu_collective_widget, "n_bytes", [1e6, 1e10, 3e8]),
+    (aiv.disaggregation_widget, "decode", [1024, 4096, 128, 2048]),
+    (gv.topology_explorer, "n_sus", [1, 8, 3, 6]),
+    (trv.planner_widget, "slices", [2, 16, 4]),
 ]
 
 
@@ -85,6 +89,40 @@ def test_a_step_shows_what_a_fresh_render_shows(build, control, values):
         assert share < 0.002, f"{control}={v}: {share:.2%} of the pixels differ from a full draw"
     # one layout pass, one background without the moving parts (at most a second when another part starts moving)
     assert live.full_draws <= 3 and live.blits >= len(values) - 2, (live.full_draws, live.blits)
+
+
+def test_the_capstone_figure_steps_like_a_full_draw():
+    """The chapter-11 app draws through its own LiveFigure (cached PNGs); a serving-chip change redraws one side."""
+    app = _quiet(cv.plan_app)
+    live = app.live_figure
+    for chip in ["h100", "tpu-v5p", "tpu-v6e", "tpu-v5e"]:
+        cv._figure_png_cached.cache_clear()
+        _quiet(lambda chip=chip: setattr(app.controls["serve_chip"], "value", chip))
+        share = _differs(_pixels(app.last_png), _full_draw(live.figure))
+        assert share < 0.002, f"serve_chip={chip}: {share:.2%} of the pixels differ from a full draw"
+    assert live.blits >= 2, (live.full_draws, live.blits)
+
+
+def _under_legend(y: float) -> Figure:
+    fig = Figure(figsize=(4, 3), layout="constrained")
+    ax = fig.subplots()
+    ax.bar([0, 1, 2], [0.5, 0.8, 0.3], color="#9ecae1", label="static bars")
+    ax.plot([0, 2], [y, y], color="k", lw=6, label="moving line")  # passes under the legend at y ≈ 0.9
+    ax.set_ylim(0, 1)
+    ax.grid(True, axis="y")  # the grid sits over the bars and under the line (axisbelow="line")
+    ax.legend(loc="upper center", framealpha=1.0)
+    return fig
+
+
+def test_a_static_legend_and_grid_over_a_moving_line_stay_on_top():
+    """A full draw paints the legend over the line; blitting the line alone would cover the legend. The static
+    parts painted over a moving one are kept in a layer composited each step: the step equals a full draw."""
+    live = widgets.LiveFigure()
+    for y in (0.1, 0.9, 0.6, 0.92):
+        png = live.png(lambda y=y: _under_legend(y), key="k")
+        diff = np.abs(_pixels(png) - _full_draw(live.figure)).max(axis=2)
+        assert (diff > 8).sum() == 0, f"y={y}: {(diff > 8).sum()} pixels differ from a full draw"
+    assert live.blits >= 1 and any(n[1] == "legend" for n in live._over), live._over
 
 
 def _two_lines(y: float, title: str = "t") -> Figure:
@@ -117,7 +155,7 @@ def test_a_wrong_key_shows_a_stale_background_and_the_pixel_check_catches_it():
     live.png(lambda: _two_lines(0.2), key="same")
     live.png(lambda: _two_lines(0.5), key="same")
     live._sigs = {n: live_figure._sig(n, a) for n, a in live_figure._parts(_two_lines(0.2, title="x")).items()}
-    live._moving = set()  # stale: the dot will move but is not known to
+    live._moving, live._plan = set(), []  # stale: the dot will move but is not known to (nor drawn each step)
     png = live.png(lambda: _two_lines(0.2, title="x"), key="same")
     assert _differs(_pixels(png), _full_draw(live.figure)) > 0.0005
 

@@ -20,6 +20,8 @@ re-exported here, so `applied_inference_views` keeps every name: `ch08_common` (
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -230,33 +232,83 @@ def disaggregation_readout(prompt: int = 8192, decode: int = 512, B: int = 32, p
             f"{format_bytes(d.kv_in_bytes_per_s)}/s")
 
 
+#: prompt lengths (tokens) the disaggregation figure's curves are drawn at
+_DISAGG_PROMPTS = tuple(int(t) for t in np.unique(np.geomspace(256, 32768, 36).round().astype(int)))
+
+
+def _disagg_curve(decode, B, prefill_slice, generate_slice, precision, mfu, model, chip) -> tuple:
+    """Prefill servers per generate server at each of `_DISAGG_PROMPTS` (NaN where B sequences do not fit)."""
+    try:
+        return _disagg_curve_cached(decode, B, prefill_slice, generate_slice, precision, mfu, model, chip)
+    except TypeError:  # an unhashable argument (a ChipSpec, a dict model): computed each time
+        return _disagg_curve_cached.__wrapped__(decode, B, prefill_slice, generate_slice, precision, mfu, model,
+                                                chip)
+
+
+@functools.lru_cache(maxsize=256)
+def _disagg_curve_cached(decode, B, prefill_slice, generate_slice, precision, mfu, model, chip) -> tuple:
+    """`_disagg_curve`, cached on its (frozen) arguments: a slider step redraws up to six such curves."""
+    ys = []
+    for t in _DISAGG_PROMPTS:
+        try:
+            ys.append(disaggregation(t, decode, B, prefill_slice, generate_slice, precision, mfu, model, chip).ratio)
+        except INPUT_ERRORS:
+            ys.append(np.nan)
+    return tuple(ys)
+
+
+def _nice_log_limits(values) -> tuple[float, float]:
+    """The finite positive `values`' range widened to the nearest 1, 2 or 5 × 10^k below and above: a log axis
+    whose limits change only when the data crosses one of those steps (a slider moves the curves, not the axes)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if not len(v):
+        return 0.1, 10.0
+    steps = np.array([1.0, 2.0, 5.0, 10.0])
+
+    def snap(x, down):
+        k = math.floor(math.log10(x))
+        m = x / 10.0 ** k
+        m = steps[steps <= m * (1 + 1e-9)].max() if down else steps[steps >= m * (1 - 1e-9)].min()
+        return float(m * 10.0 ** k)
+
+    lo, hi = snap(v.min() / 1.15, True), snap(v.max() * 1.15, False)
+    return lo, hi
+
+
 def render_disaggregation(prompt: int = 8192, decode: int = 512, B: int = 32, prefill_slice="4x4",
                           generate_slice="4x4", precision="bf16", mfu: float = 0.4, model=BOOK_70B, chip="tpu-v5e",
-                          *, decodes: Sequence[int] = (128, 512, 2048)) -> Figure:
+                          *, decodes: Sequence[int] = (128, 512, 2048),
+                          decode_span: tuple[int, int] | None = None) -> Figure:
     """Left: prefill servers per generate server against prompt length for several decode lengths (curves stop
-    where B sequences no longer fit the generate slice), the current setting marked. Right: what one server of
-    each pool finishes per second — their quotient is the ratio."""
+    where B sequences no longer fit the generate slice) and, in black, the current decode length, the current
+    setting marked. Right: what one server of each pool finishes per second — their quotient is the ratio.
+
+    The left y axis spans the curves drawn and, given `decode_span` = (shortest, longest decode), the curves of
+    those lengths too (the ratio falls as decode grows), widened to 1-2-5 steps: the decode slider's widget passes
+    its ends, so moving it moves the black curve and not the axes."""
     try:
         d = disaggregation(prompt, decode, B, prefill_slice, generate_slice, precision, mfu, model, chip)
     except INPUT_ERRORS as exc:
         return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(12.5, 4.6), layout="constrained")
     ax, ax2 = fig.subplots(1, 2, width_ratios=[1.7, 1])
-    prompts = np.unique(np.geomspace(256, 32768, 36).round().astype(int))
-    for i, g in enumerate(sorted(set(decodes) | {decode})):
-        ys = []
-        for t in prompts:
-            try:
-                ys.append(disaggregation(int(t), g, B, prefill_slice, generate_slice, precision, mfu, model, chip).ratio)
-            except INPUT_ERRORS:
-                ys.append(np.nan)
-        cur = g == decode
-        ax.plot(prompts, ys, lw=2.6 if cur else 1.5, color=PALETTE[i % len(PALETTE)],
-                label=f"decode {g} tokens" + (" (current)" if cur else ""))
+    curve = lambda g: _disagg_curve(g, B, prefill_slice, generate_slice, precision, mfu, model, chip)  # noqa: E731
+    shown = []
+    for i, g in enumerate(decodes):
+        ys = curve(g)
+        shown.append(ys)
+        ax.plot(_DISAGG_PROMPTS, ys, lw=1.5, color=PALETTE[i % len(PALETTE)], label=f"decode {g} tokens")
+    ys = curve(decode)
+    shown.append(ys)
+    ax.plot(_DISAGG_PROMPTS, ys, lw=2.6, color="k", label="current decode length")
     ax.plot([prompt], [d.ratio], "o", color="k", ms=7, zorder=5)
-    ax.annotate(f"{d.ratio:.3g} : 1", (prompt, d.ratio), xytext=(8, -4), textcoords="offset points", fontsize=9)
+    ax.annotate(f"{d.ratio:.3g} : 1 at decode {decode}", (prompt, d.ratio), xytext=(8, -4),
+                textcoords="offset points", fontsize=9)
     ax.axhline(1, color="0.6", lw=0.8, ls=":")
     _log_axes(ax)
+    span = [curve(g) for g in (decode_span or ())]
+    ax.set_ylim(*_nice_log_limits([y for c in shown + span for y in c] + [d.ratio]))
     ax.set_xticks([256, 512, 1024, 2048, 4096, 8192, 16384, 32768])
     ax.set_xlabel("prompt length (tokens); a curve ends where B sequences no longer fit the generate slice")
     ax.set_ylabel("prefill servers per generate server")
@@ -285,6 +337,7 @@ def disaggregation_widget(prompt: int = 8192, decode: int = 512, B: int = 32, pr
     `disaggregation_readout`."""
     pr_sl = W.IntSlider(value=prompt, min=512, max=16384, step=512, description="prompt", continuous_update=False)
     de_sl = W.IntSlider(value=decode, min=64, max=4096, step=64, description="decode", continuous_update=False)
+    span = (de_sl.min, de_sl.max)  # the figure's y axis holds every decode length the slider reaches
     b_sl = W.IntSlider(value=B, min=1, max=128, description="B", continuous_update=False)
     mfu_sl = W.FloatSlider(value=mfu, min=0.1, max=1.0, step=0.05, description="MFU", readout_format=".0%",
                            continuous_update=False)
@@ -297,7 +350,7 @@ def disaggregation_widget(prompt: int = 8192, decode: int = 512, B: int = 32, pr
     def view(prompt, decode, B, prefill_slice, generate_slice, precision, mfu):
         emit(box, disaggregation_readout(prompt, decode, B, prefill_slice, generate_slice, precision, mfu, model, chip),
               lambda: render_disaggregation(prompt, decode, B, prefill_slice, generate_slice, precision, mfu,
-                                            model, chip),
+                                            model, chip, decode_span=span),
               key=(prefill_slice, generate_slice, precision))
 
     controls = {"prompt": pr_sl, "decode": de_sl, "B": b_sl, "prefill_slice": pre_dd, "generate_slice": gen_dd,
@@ -308,7 +361,7 @@ def disaggregation_widget(prompt: int = 8192, decode: int = 512, B: int = 32, pr
     named = {k: v for k, v in controls.items() if k != "mfu"} | {"MFU": mfu_sl}
     return attach(box, named, out,
                    lambda: disaggregation_readout(*values(), model, chip),
-                   lambda: render_disaggregation(*values(), model, chip))
+                   lambda: render_disaggregation(*values(), model, chip, decode_span=span))
 
 
 # --- 6. the book's roofline generator --------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import html
+import math
 import time
 
 import ipywidgets as W
@@ -25,7 +26,8 @@ import numpy as np
 from IPython.display import Image
 from matplotlib import colormaps
 from matplotlib.figure import Figure
-from matplotlib.ticker import LogLocator, NullFormatter, NullLocator
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
 
 from scalebook_utils.core import capstone as cap
 from scalebook_utils.core.inference import costs as inf
@@ -184,7 +186,18 @@ def _draw_training(ax, side) -> None:
     ax.grid(True, axis="x", alpha=0.3)
 
 
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    """Log-axis ticks inside [lo, hi]: 1, 2 and 5 of each decade over at most four decades, else the decades
+    alone (a TPU v5p pod spans five)."""
+    k0, k1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    subs = (1, 2, 5) if math.log10(hi / lo) <= 4 else (1,)
+    return [m * 10.0 ** k for k in range(k0, k1 + 1) for m in subs if lo <= m * 10.0 ** k <= hi]
+
+
 def _draw_serving(ax, side) -> None:
+    """The serving frontier. Its structure is the same for every plan (one scatter of every point, coloured by
+    slice; the marker key fixed, the chosen and smallest-slice points' numbers in a text under it), so the app's
+    `LiveFigure` redraws what a new plan moves — points, limits, title, the slice key, that text."""
     if isinstance(side, Exception):
         return _message(ax, f"serving: cannot plan\n{error_text(side)}")
     if not side.feasible:
@@ -192,38 +205,44 @@ def _draw_serving(ax, side) -> None:
     f = side.frontier
     gpu = get_chip(side.chip).kind == "gpu"
     cmap = colormaps["viridis"]
-    for i, pl in enumerate(f.plans):
-        ax.scatter([p.latency * 1e3 for p in pl.points], [p.tokens_per_s_per_chip for p in pl.points], s=9,
-                   color=cmap(i / max(len(f.plans) - 1, 1)), alpha=0.75, zorder=3,
-                   label=cap.slice_text(pl.n_chips, pl.shape, gpu))
+    colors = [cmap(i / max(len(f.plans) - 1, 1)) for i in range(len(f.plans))]
+    pts = [(p.latency * 1e3, p.tokens_per_s_per_chip, c) for pl, c in zip(f.plans, colors) for p in pl.points]
+    ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=9, c=[p[2] for p in pts], alpha=0.75, zorder=3)
     ax.plot([p.latency * 1e3 for p in f.pareto], [p.tokens_per_s_per_chip for p in f.pareto], color="black", lw=1.6,
             drawstyle="steps-post", zorder=4, label="Pareto frontier")
     ax.axvline(side.max_latency * 1e3, color="#d62728", lw=1.1, ls="--",
                label=f"latency cap {side.max_latency * 1e3:.3g} ms")
-    top = side.max_throughput
+    top, b = side.max_throughput, side.best
     ax.plot([top.latency * 1e3], [top.tokens_per_s_per_chip], "D", color="#ff7f0e", ms=8, mec="black", zorder=6,
-            label=f"smallest slice's best:\nB={top.B:g} on {cap.chips_text(top.n_chips, gpu)}")
-    if side.best is not None:
-        b = side.best
-        ax.plot([b.latency * 1e3], [b.tokens_per_s_per_chip], "*", color="#d62728", ms=15, mec="black", zorder=7,
-                label=f"chosen (best under the cap):\nB={b.B:g} on {cap.chips_text(b.n_chips, gpu)}, "
-                      f"{cap.tokens_per_s_text(b.tokens_per_s_per_chip)} tokens/s/chip")
-    for axis, scale in ((ax.xaxis, ax.set_xscale), (ax.yaxis, ax.set_yscale)):
+            label="smallest slice's best")
+    ax.plot([b.latency * 1e3] if b else [], [b.tokens_per_s_per_chip] if b else [], "*", color="#d62728", ms=15,
+            mec="black", zorder=7, label="chosen (best under the cap)")
+    lat = [p.latency * 1e3 for p in f.points] + [side.max_latency * 1e3]
+    thr = [p.tokens_per_s_per_chip for p in f.points]
+    for axis, scale, limits, lim in ((ax.xaxis, ax.set_xscale, ax.set_xlim, (min(lat) / 1.3, max(lat) * 1.3)),
+                                     (ax.yaxis, ax.set_yscale, ax.set_ylim, (min(thr) / 1.5, max(thr) * 1.8))):
         scale("log")
-        axis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
+        limits(*lim)
+        axis.set_major_locator(FixedLocator(_log_ticks(*lim)))
         axis.set_major_formatter(plain_formatter())
         axis.set_minor_locator(NullLocator())
         axis.set_minor_formatter(NullFormatter())
-    lat = [p.latency * 1e3 for p in f.points] + [side.max_latency * 1e3]
-    thr = [p.tokens_per_s_per_chip for p in f.points]
-    ax.set_xlim(min(lat) / 1.3, max(lat) * 1.3)
-    ax.set_ylim(min(thr) / 1.5, max(thr) * 1.8)
     ax.set_xlabel("latency: time per decode step (ms)")
     ax.set_ylabel("throughput (tokens/s per chip)")
-    ax.set_title(f"serving {side.model} in {side._prec()} on {side.chip}, {side.S:g}-token context\n"
-                 "every batch on every slice size", fontsize=9)
+    ax.set_title(f"serving {side.model} in {side._prec()}, {side.S:g}-token context\n"
+                 "every batch on every slice size (right: the chip and its slices)", fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)
+    key = dict(fontsize=7, borderaxespad=0, frameon=False, handletextpad=0.4)
+    slices = ax.legend([Line2D([], [], ls="", marker="o", ms=3, color=c, alpha=0.75) for c in colors],
+                       [cap.slice_text(pl.n_chips, pl.shape, gpu) for pl in f.plans], loc="upper left",
+                       bbox_to_anchor=(1.01, 1.0), labelspacing=0.3, title=f"{side.chip} slices",
+                       title_fontsize=7, alignment="left", **key)  # a TPU v5p pod: 14 slices
+    ax.add_artist(slices)  # a second legend below: the markers' key, the same for every plan
+    ax.legend(loc="lower left", bbox_to_anchor=(1.01, 0.0), **key)
+    chosen = (f"★ B={b.B:g} on {cap.chips_text(b.n_chips, gpu)},\n   {cap.tokens_per_s_text(b.tokens_per_s_per_chip)} tokens/s/chip"
+              if b else "★ nothing under the cap")
+    ax.text(1.01, 0.23, f"{chosen}\n◆ B={top.B:g} on {cap.chips_text(top.n_chips, gpu)}", transform=ax.transAxes,
+            fontsize=7, va="bottom")  # just above the markers' key
 
 
 def capstone_figure(model="llama3-70b", train_chip="tpu-v5p", serve_chip="tpu-v5e", budget: cap.Budget | None = None,

@@ -3,7 +3,7 @@ widget, plus figures of the chapter's rooflines — readouts, figures and widget
 
 The same three layers as `training_views` (DESIGN §3): a pure *readout* returning one deterministic line with a
 fixed prefix, a *render* function returning a matplotlib Figure, and a *builder* wiring ipywidgets controls to
-both (`widgets._attach` / `widgets._emit`). Bad input (an unknown GPU, more GPUs than the pod holds) gives a
+both (`_kit.attach` / `_kit.emit`). Bad input (an unknown GPU, more GPUs than the pod holds) gives a
 readable line and a message figure, never an exception.
 
 Book ch. 12 "How to Think About GPUs": "Networking", "How Do Collectives Work on GPUs?", "Rooflines for LLM
@@ -76,37 +76,58 @@ def topology_readout(chip: str = "h100", n_sus: int = 4) -> str:
     return f"{head} → {c.total_gpus} GPUs, {c.switch_count()} switches | " + " | ".join(parts)
 
 
-def render_topology(chip: str = "h100", n_sus: int = 4) -> Figure:
-    """Left: per-GPU bandwidth at each level (log scale). Right: cable vs switch bandwidth per unit."""
+def _span_rows(chip, n_sus: int, max_sus: int | None) -> list[dict]:
+    """`topology_rows` of the largest pod from `n_sus` up to `max_sus` SUs that the chip builds (this pod's if none)."""
+    for n in range(max(max_sus or n_sus, n_sus), n_sus, -1):
+        try:
+            return topology_rows(chip, n)
+        except INPUT_ERRORS:
+            continue
+    return topology_rows(chip, n_sus)
+
+
+def render_topology(chip: str = "h100", n_sus: int = 4, *, max_sus: int | None = None) -> Figure:
+    """Left: per-GPU bandwidth at each level (log scale). Right: cable vs switch bandwidth per unit.
+
+    `max_sus`: the axes hold every pod up to that many SUs — its levels (a one-SU pod has no spine: its slot is
+    empty) and bandwidths — so a widget's SUs slider moves the bars, not the axes. Default: this pod alone."""
     try:
         rows = topology_rows(chip, n_sus)
         c = G.superpod(chip, n_sus)
+        span = _span_rows(chip, n_sus, max_sus)
     except INPUT_ERRORS as exc:
         return message_figure(f"cannot draw: {error_text(exc)}")
+    have = {r["level"]: r for r in rows}
+    slots = [have.get(r["level"]) for r in span]  # None: a level this pod does not have
     fig = Figure(figsize=(11.5, 4.2), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
-    names = [f"{r['level']}\n({r['gpus']:,} GPUs, {r['switches']} {r['switch_kind']})" for r in rows]
-    x = np.arange(len(rows))
-    per_gpu = np.array([r["per_gpu"] for r in rows]) / 1e9
-    ax1.bar(x, per_gpu, color=[_LEVEL_COLORS.get(r["level"], "0.5") for r in rows], width=0.6)
-    for xi, v in zip(x, per_gpu):
-        ax1.text(xi, v * 1.08, f"{v:,.0f} GB/s", ha="center", va="bottom", fontsize=9)
+    names = [f"{r['level']}\n({r['gpus']:,} GPUs, {r['switches']} {r['switch_kind']})" if r is not None
+             else f"{s['level']}\n(none with {n_sus} SU)" for r, s in zip(slots, span)]
+    x = np.arange(len(span))
+    per_gpu = np.array([(r or s)["per_gpu"] for r, s in zip(slots, span)]) / 1e9
+    bars = ax1.bar(x, per_gpu, color=[_LEVEL_COLORS.get(s["level"], "0.5") for s in span], width=0.6)
+    for xi, v, r, bar in zip(x, per_gpu, slots, bars):
+        bar.set_visible(r is not None)
+        ax1.text(xi, v * 1.08, f"{v:,.0f} GB/s" if r is not None else "", ha="center", va="bottom", fontsize=9)
     ax1.set_yscale("log")
-    ax1.set_ylim(per_gpu.min() / 2, per_gpu.max() * 4)
+    span_gpu = np.array([s["per_gpu"] for s in span]) / 1e9
+    ax1.set_ylim(span_gpu.min() / 2, span_gpu.max() * 4)
     ax1.yaxis.set_major_formatter(plain_formatter())
     ax1.set_xticks(x, names, fontsize=8)
     ax1.set_xlabel("network level")
     ax1.set_ylabel("bandwidth per GPU, one direction (GB/s)")
     ax1.set_title("What one GPU gets when all talk at once (Appendix B)", fontsize=10)
     ax1.grid(True, axis="y", alpha=0.3)
-    cable = np.array([r["cable"] for r in rows]) / 1e12
-    switch = np.array([r["switch"] for r in rows]) / 1e12
+    cable = np.array([r["cable"] if r is not None else 0.0 for r in slots]) / 1e12
+    switch = np.array([r["switch"] if r is not None else 0.0 for r in slots]) / 1e12
     ax2.bar(x - 0.18, cable, width=0.36, color="#6baed6", label="cables into one unit")
     ax2.bar(x + 0.18, switch, width=0.36, color="#fd8d3c", label="switch capacity per unit")
-    for xi, a, b in zip(x, cable, switch):
-        ax2.text(xi - 0.18, a, f"{a:.3g}", ha="center", va="bottom", fontsize=8)
-        ax2.text(xi + 0.18, b, f"{b:.3g}", ha="center", va="bottom", fontsize=8)
-    ax2.set_xticks(x, [r["level"] for r in rows])
+    for xi, a, b, r in zip(x, cable, switch, slots):
+        ax2.text(xi - 0.18, a, f"{a:.3g}" if r is not None else "", ha="center", va="bottom", fontsize=8)
+        ax2.text(xi + 0.18, b, f"{b:.3g}" if r is not None else "", ha="center", va="bottom", fontsize=8)
+    top = max(max(s["cable"], s["switch"]) for s in span) / 1e12
+    ax2.set_ylim(0, top * 1.1)
+    ax2.set_xticks(x, [s["level"] for s in span])
     ax2.set_xlabel("network level (unit: node, SU, pod)")
     ax2.set_ylabel("bandwidth per unit (TB/s)")
     ax2.set_title("Cables vs switches at each level (summary-table counting)", fontsize=10)
@@ -123,14 +144,16 @@ def topology_explorer(chip: str = "h100", n_sus: int = 4) -> W.VBox:
     su_sl = W.IntSlider(value=n_sus, min=1, max=8, description="SUs", continuous_update=False)  # 2 tiers
     box = W.VBox()
 
-    def view(chip, n_sus):
-        emit(box, topology_readout(chip, n_sus), lambda: render_topology(chip, n_sus), key=(chip,))
+    def view(chip, n_sus):  # the axes hold every pod up to the slider's end: a step moves the bars
+        emit(box, topology_readout(chip, n_sus), lambda: render_topology(chip, n_sus, max_sus=su_sl.max),
+              key=(chip,))
 
     controls = {"chip": chip_dd, "n_sus": su_sl}
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([chip_dd, su_sl]), out]
     values = lambda: (chip_dd.value, su_sl.value)  # noqa: E731
-    return attach(box, controls, out, lambda: topology_readout(*values()), lambda: render_topology(*values()))
+    return attach(box, controls, out, lambda: topology_readout(*values()),
+                   lambda: render_topology(*values(), max_sus=su_sl.max))
 
 
 # --- collective cost --------------------------------------------------------------------------------------

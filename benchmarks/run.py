@@ -46,8 +46,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "out" / "latest.txt"
-SECTIONS = ("coldstart", "widgets", "notebooks", "matmul", "planner", "rosetta", "rosetta-inference", "frontier",
-            "capstone", "decode", "peers")
+SECTIONS = (
+    "coldstart",
+    "widgets",
+    "notebooks",
+    "matmul",
+    "planner",
+    "rosetta",
+    "rosetta-inference",
+    "frontier",
+    "capstone",
+    "decode",
+    "peers",
+)
 
 if str(ROOT) not in sys.path:  # run from a checkout without an install
     sys.path.insert(0, str(ROOT))
@@ -122,8 +133,9 @@ def bench_coldstart(quick: bool) -> str:
     walls, per_stage, skipped, info = [], {}, [], ""
     for _ in range(runs):
         t = time.perf_counter()
-        p = subprocess.run([sys.executable, "-c", _SETUP_CODE], capture_output=True, text=True, cwd=ROOT,
-                           env=_clean_env(), timeout=300)
+        p = subprocess.run(
+            [sys.executable, "-c", _SETUP_CODE], capture_output=True, text=True, cwd=ROOT, env=_clean_env(), timeout=300
+        )
         wall = time.perf_counter() - t
         if p.returncode != 0 or "RESULT" not in p.stdout:
             return section("notebook set-up cell: cold start", "FAILED:\n" + p.stderr[-2000:])
@@ -150,17 +162,35 @@ def bench_widgets(quick: bool) -> str:
 
     n = 6 if quick else 20
     rows = widget_steps.measure(n)
-    body = table(["widget", "ch.", "control moved", "median ms", "max ms", "CPU median ms", "full draws"],
-                 [[r["name"], r["chapter"], r["control"], _ms(r["median_s"]), _ms(r["max_s"]), _ms(r["cpu_median_s"]),
-                   f"{r['full_draws']}/{r['n']}"] for r in rows], right={1, 3, 4, 5, 6})
+    body = table(
+        ["widget", "ch.", "control moved", "median ms", "max ms", "CPU median ms", "full draws"],
+        [
+            [
+                r["name"],
+                r["chapter"],
+                r["control"],
+                _ms(r["median_s"]),
+                _ms(r["max_s"]),
+                _ms(r["cpu_median_s"]),
+                f"{r['full_draws']}/{r['n']}",
+            ]
+            for r in rows
+        ],
+        right={1, 3, 4, 5, 6},
+    )
     worst = max(rows, key=lambda r: r["median_s"])
-    return section(title, body, [
-        f"{n} steps per widget after one warm-up step, cycling the control through its values; wall-clock ms "
-        "(what the reader waits, minus the browser round trip) and the process's CPU ms (the same work without "
-        f"other processes' load: load average now {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs)",
-        "full draws: steps that laid out and rasterised the whole figure; the others redrew only what the control "
-        "moves (widgets.LiveFigure)",
-        f"slowest median: {worst['name']} {_ms(worst['median_s'])} ms"])
+    return section(
+        title,
+        body,
+        [
+            f"{n} steps per widget after one warm-up step, cycling the control through its values; wall-clock ms "
+            "(what the reader waits, minus the browser round trip) and the process's CPU ms (the same work without "
+            f"other processes' load: load average now {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs)",
+            "full draws: steps that laid out and rasterised the whole figure; the others redrew only what the control "
+            "moves (widgets.LiveFigure)",
+            f"slowest median: {worst['name']} {_ms(worst['median_s'])} ms",
+        ],
+    )
 
 
 # --- (c) notebook execution ------------------------------------------------------------------------
@@ -193,15 +223,21 @@ def bench_notebooks(quick: bool) -> str:
             km = KernelManager(kernel_name="python3", transport="ipc", ip=str(Path(tmp) / "kernel"))
             starts, cell_s = {}, {}
 
-            def on_start(cell, cell_index, starts=starts, **_):   # this notebook's dicts, bound now
+            def on_start(cell, cell_index, starts=starts, **_):  # this notebook's dicts, bound now
                 starts[cell_index] = time.perf_counter()
 
             def on_done(cell, cell_index, starts=starts, cell_s=cell_s, **_):
                 cell_s[cell_index] = time.perf_counter() - starts.get(cell_index, time.perf_counter())
 
-            client = NotebookClient(nb, km=km, timeout=cell_timeout, kernel_name="python3",
-                                    resources={"metadata": {"path": str(copy.parent)}},
-                                    on_cell_start=on_start, on_cell_executed=on_done)
+            client = NotebookClient(
+                nb,
+                km=km,
+                timeout=cell_timeout,
+                kernel_name="python3",
+                resources={"metadata": {"path": str(copy.parent)}},
+                on_cell_start=on_start,
+                on_cell_executed=on_done,
+            )
             t = time.perf_counter()
             status = "ok"
             try:
@@ -219,10 +255,15 @@ def bench_notebooks(quick: bool) -> str:
         rows.append([rel, n_code, f"{wall:.1f}", f"{sum(cell_s.values()):.1f}", slowest, status])
     total = sum(float(r[2]) for r in rows)
     rows.append(["total", sum(r[1] for r in rows), f"{total:.1f}", f"{sum(float(r[3]) for r in rows):.1f}", "", ""])
-    notes.append("seconds: wall time including kernel start-up and shutdown; in cells: the sum over cells; "
-                 "slowest: cell index and its seconds. The originals are never written")
-    return section(title, table(["notebook", "code cells", "seconds", "in cells", "slowest cell", "status"], rows,
-                                right={1, 2, 3, 4}), notes)
+    notes.append(
+        "seconds: wall time including kernel start-up and shutdown; in cells: the sum over cells; "
+        "slowest: cell index and its seconds. The originals are never written"
+    )
+    return section(
+        title,
+        table(["notebook", "code cells", "seconds", "in cells", "slowest cell", "status"], rows, right={1, 2, 3, 4}),
+        notes,
+    )
 
 
 # --- (d) predicted vs measured matmuls -------------------------------------------------------------
@@ -230,9 +271,10 @@ def bench_notebooks(quick: bool) -> str:
 
 def bench_matmul(quick: bool) -> str:
     title = "matmul: roofline prediction vs measurement on this machine (book ch. 1)"
-    from scalebook_utils import jaxlab
     from scalebook_utils.roofline import matmul_roofline
     from scalebook_utils.units import format_flops, format_si
+
+    from scalebook_utils import jaxlab
 
     squares = (128, 256, 512, 1024) if quick else (128, 256, 512, 1024, 2048)
     DF = 1024 if quick else 2048
@@ -251,39 +293,62 @@ def bench_matmul(quick: bool) -> str:
     top_c = max(cals, key=lambda c: c.flops_per_s)
     top_w = max(cals, key=lambda c: c.bytes_per_s)
     details = dict(top_c.details)
-    details.update({k: v for k, v in top_w.details.items()
-                    if k.startswith("bandwidth") or k == "bytes_per_s_no_donation"})
+    details.update(
+        {k: v for k, v in top_w.details.items() if k.startswith("bandwidth") or k == "bytes_per_s_no_donation"}
+    )
     details["wall_seconds"] = sum(c.details["wall_seconds"] for c in cals)
-    cal = jaxlab.Calibration(flops_per_s=top_c.flops_per_s, bytes_per_s=top_w.bytes_per_s, dtype=top_c.dtype,
-                             backend=top_c.backend, details=details)
+    cal = jaxlab.Calibration(
+        flops_per_s=top_c.flops_per_s,
+        bytes_per_s=top_w.bytes_per_s,
+        dtype=top_c.dtype,
+        backend=top_c.backend,
+        details=details,
+    )
     chip = cal.as_chip()
     rows_p = jaxlab.predict_vs_measure(cal, shapes, measurements=[best[s] for s in shapes])
     rows = []
     for r in rows_p:
         rl = matmul_roofline(r.B, r.D, r.F, chip=chip, mode=cal.mode)
-        rows.append([r.B, r.D, r.F, f"{rl.intensity:.1f}", rl.bound, _us(r.predicted_s), _us(r.measured_s),
-                     f"{r.ratio:.2f}"])
+        rows.append(
+            [r.B, r.D, r.F, f"{rl.intensity:.1f}", rl.bound, _us(r.predicted_s), _us(r.measured_s), f"{r.ratio:.2f}"]
+        )
     med = jaxlab.median_ratio(rows_p)
     big = [r for r in rows_p if min(r.B, r.D, r.F) >= 512]
-    cal_rows = [["peak matmul FLOP/s (C)", format_flops(cal.flops_per_s), cal.details["matmul_method"]],
-                ["memory bandwidth (W)", format_si(cal.bytes_per_s, "B/s"), cal.details["bandwidth_method"]],
-                ["  without donation", format_si(cal.details["bytes_per_s_no_donation"], "B/s"),
-                 "fresh output buffer each call (page faults)"],
-                ["critical intensity C/W", f"{cal.critical_intensity:.1f} FLOPs/byte", ""],
-                ["calibration wall time", f"{cal.details['wall_seconds']:.1f} s",
-                 f"quick={quick}, {rounds} round(s): best C and best W over rounds; per round "
-                 f"C = {', '.join(format_flops(c.flops_per_s) for c in cals)}, "
-                 f"W = {', '.join(format_si(c.bytes_per_s, 'B/s') for c in cals)}"]]
+    cal_rows = [
+        ["peak matmul FLOP/s (C)", format_flops(cal.flops_per_s), cal.details["matmul_method"]],
+        ["memory bandwidth (W)", format_si(cal.bytes_per_s, "B/s"), cal.details["bandwidth_method"]],
+        [
+            "  without donation",
+            format_si(cal.details["bytes_per_s_no_donation"], "B/s"),
+            "fresh output buffer each call (page faults)",
+        ],
+        ["critical intensity C/W", f"{cal.critical_intensity:.1f} FLOPs/byte", ""],
+        [
+            "calibration wall time",
+            f"{cal.details['wall_seconds']:.1f} s",
+            f"quick={quick}, {rounds} round(s): best C and best W over rounds; per round "
+            f"C = {', '.join(format_flops(c.flops_per_s) for c in cals)}, "
+            f"W = {', '.join(format_si(c.bytes_per_s, 'B/s') for c in cals)}",
+        ],
+    ]
     body = table(["calibration", "value", "how"], cal_rows, right={1}) + "\n\n"
-    body += table(["B", "D", "F", "intensity", "roofline says", "predicted µs", "measured µs", "pred/meas"], rows,
-                  right=set(range(8)) - {4})
-    notes = [f"median predicted/measured ratio: {med:.2f} over {len(rows_p)} shapes",
-             (f"median for shapes with every dim ≥ 512: {jaxlab.median_ratio(big):.2f} over {len(big)}" if big
-              else "no shape with every dim ≥ 512"),
-             "ratio < 1: slower than the roofline's lower bound (overheads, a poor kernel for that shape); "
-             "> 1: faster than the calibrated peak (the calibration ran while the machine was busier)",
-             f"measured: best over {rounds} round(s) of best-of-N jit(jnp.dot) float32; "
-             f"load average now {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"]
+    body += table(
+        ["B", "D", "F", "intensity", "roofline says", "predicted µs", "measured µs", "pred/meas"],
+        rows,
+        right=set(range(8)) - {4},
+    )
+    notes = [
+        f"median predicted/measured ratio: {med:.2f} over {len(rows_p)} shapes",
+        (
+            f"median for shapes with every dim ≥ 512: {jaxlab.median_ratio(big):.2f} over {len(big)}"
+            if big
+            else "no shape with every dim ≥ 512"
+        ),
+        "ratio < 1: slower than the roofline's lower bound (overheads, a poor kernel for that shape); "
+        "> 1: faster than the calibrated peak (the calibration ran while the machine was busier)",
+        f"measured: best over {rounds} round(s) of best-of-N jit(jnp.dot) float32; "
+        f"load average now {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs",
+    ]
     return section(title, body, notes)
 
 
@@ -300,14 +365,32 @@ def bench_planner(quick: bool) -> str:
     def unified(chip, seq):
         return lambda m, b, n, s: training.plan(m, chip, n_chips=n * s, batch_tokens=b, seq_len=seq)
 
-    cases = [("book TPU", "llama3-405b", 16 * 2**20, 8960, 1, "tpu-v5p", tpu),
-             ("book TPU", "llama3-405b", 16 * 2**20, 8960, 8, "tpu-v5p", tpu),
-             ("book TPU", "llama3-70b", 4 * 2**20, 8960, 1, "tpu-v5p", tpu),
-             ("book TPU", "deepseek-v3-like", 16 * 2**20, 8960, 1, "tpu-v5p", tpu),
-             ("book GPU", "llama3-70b", 4 * 2**20, 4096, 1, "h100", lambda m, b, n, s: gpu_training.plan(m, b, "h100", n_gpus=n)),
-             ("book GPU", "llama3-405b", 16 * 2**20, 576, 1, "gb200", lambda m, b, n, s: gpu_training.plan(m, b, "gb200", n_gpus=n)),
-             ("unified", "llama3-405b", 16 * 2**20, 16384, 1, "h100", unified("h100", 8192)),
-             ("unified", "llama3-70b", 4 * 2**20, 8960, 1, "tpu-v5p", unified("tpu-v5p", 4096))]
+    cases = [
+        ("book TPU", "llama3-405b", 16 * 2**20, 8960, 1, "tpu-v5p", tpu),
+        ("book TPU", "llama3-405b", 16 * 2**20, 8960, 8, "tpu-v5p", tpu),
+        ("book TPU", "llama3-70b", 4 * 2**20, 8960, 1, "tpu-v5p", tpu),
+        ("book TPU", "deepseek-v3-like", 16 * 2**20, 8960, 1, "tpu-v5p", tpu),
+        (
+            "book GPU",
+            "llama3-70b",
+            4 * 2**20,
+            4096,
+            1,
+            "h100",
+            lambda m, b, n, s: gpu_training.plan(m, b, "h100", n_gpus=n),
+        ),
+        (
+            "book GPU",
+            "llama3-405b",
+            16 * 2**20,
+            576,
+            1,
+            "gb200",
+            lambda m, b, n, s: gpu_training.plan(m, b, "gb200", n_gpus=n),
+        ),
+        ("unified", "llama3-405b", 16 * 2**20, 16384, 1, "h100", unified("h100", 8192)),
+        ("unified", "llama3-70b", 4 * 2**20, 8960, 1, "tpu-v5p", unified("tpu-v5p", 4096)),
+    ]
     reps = 3 if quick else 10
     rows = []
     for kind, model, batch, chips, slices, chip, planner in cases:
@@ -317,15 +400,46 @@ def bench_planner(quick: bool) -> str:
             p = planner(model, batch, chips, slices)
             best = min(best, time.perf_counter() - t0)
         b = p.best if p.feasible else None
-        rows.append([kind, model, chip, f"{chips}×{slices}", f"{batch / 2**20:g}M", len(p.estimates), len(p.feasible),
-                     _ms(best), f"{best / len(p.estimates) * 1e6:.1f} µs",
-                     b.config.name if b else "none feasible"])
-    body = table(["planner", "model", "chip", "chips×slices", "batch", "layouts", "feasible", "plan() best",
-                  "per layout", "winner"], rows, right={5, 6, 7, 8})
-    return section(title, body, [f"best of {reps} runs; book planners: every X·Y·Z factorisation × ZeRO {{0,1,3}} × 3 "
-                                 "remat policies; unified: × ZeRO 0–3 × schedules (1F1B, interleaved ×2, ×4, ×8) × micro-batch "
-                                 "counts, one layout kept per group (its micro-batch count searched); a widget redraw "
-                                 "adds the figure (see the widget sections)"])
+        rows.append(
+            [
+                kind,
+                model,
+                chip,
+                f"{chips}×{slices}",
+                f"{batch / 2**20:g}M",
+                len(p.estimates),
+                len(p.feasible),
+                _ms(best),
+                f"{best / len(p.estimates) * 1e6:.1f} µs",
+                b.config.name if b else "none feasible",
+            ]
+        )
+    body = table(
+        [
+            "planner",
+            "model",
+            "chip",
+            "chips×slices",
+            "batch",
+            "layouts",
+            "feasible",
+            "plan() best",
+            "per layout",
+            "winner",
+        ],
+        rows,
+        right={5, 6, 7, 8},
+    )
+    return section(
+        title,
+        body,
+        [
+            f"best of {reps} runs; book planners: every X·Y·Z factorisation × ZeRO {{0,1,3}} × 3 "
+            "remat policies; unified: × ZeRO 0–3 × schedules (1F1B, interleaved ×2, ×4, ×8) × micro-batch "
+            "counts, one layout kept per group (its micro-batch count searched); a widget redraw "
+            "adds the figure (see the widget sections)"
+        ],
+    )
 
 
 def bench_rosetta(quick: bool) -> str:
@@ -335,12 +449,17 @@ def bench_rosetta(quick: bool) -> str:
     from scalebook_utils import published_runs
 
     rows = published_runs.rosetta()
-    body = table(["run", "chips", "layout", "reported", "as MFU", "roofline MFU", "rep/pred"],
-                 [r[:7] for r in published_runs.table(rows)], right={3, 4, 5, 6})
+    body = table(
+        ["run", "chips", "layout", "reported", "as MFU", "roofline MFU", "rep/pred"],
+        [r[:7] for r in published_runs.table(rows)],
+        right={3, 4, 5, 6},
+    )
     notes = [f"{r.run.name}: {r.gap}" for r in rows]
-    notes.append("'as MFU' converts each paper's number with its own FLOP count (Megatron-LM's counts the recompute, "
-                 "PaLM's 6N + 12LHQT) into scalebook's (≈ 6·P·tokens + causal attention) on scalebook's peak; "
-                 "the roofline must be at least that (tests/test_planner_unified.py)")
+    notes.append(
+        "'as MFU' converts each paper's number with its own FLOP count (Megatron-LM's counts the recompute, "
+        "PaLM's 6N + 12LHQT) into scalebook's (≈ 6·P·tokens + causal attention) on scalebook's peak; "
+        "the roofline must be at least that (tests/test_planner_unified.py)"
+    )
     return section(title, body, notes)
 
 
@@ -353,12 +472,17 @@ def bench_rosetta_inference(quick: bool) -> str:
     t0 = time.perf_counter()
     rows = published_inference.rosetta()
     took = time.perf_counter() - t0
-    body = table(["measurement", "chips", "precision", "workload", "reported", "roofline", "reached"],
-                 [r[:7] for r in published_inference.table(rows)], right={4, 5, 6})
+    body = table(
+        ["measurement", "chips", "precision", "workload", "reported", "roofline", "reached"],
+        [r[:7] for r in published_inference.table(rows)],
+        right={4, 5, 6},
+    )
     notes = [f"{r.measurement.name}: {r.gap}" for r in rows]
-    notes.append("roofline = inference.prefill_time of the prompts + one inference.decode_step per generated token "
-                 "(conventions='practice'); 'reached' = roofline time / measured time, at most 100% when the "
-                 f"roofline bounds the report (tests/test_published_inference.py); evaluated in {_ms(took)} ms")
+    notes.append(
+        "roofline = inference.prefill_time of the prompts + one inference.decode_step per generated token "
+        "(conventions='practice'); 'reached' = roofline time / measured time, at most 100% when the "
+        f"roofline bounds the report (tests/test_published_inference.py); evaluated in {_ms(took)} ms"
+    )
     return section(title, body, notes)
 
 
@@ -368,9 +492,13 @@ def bench_frontier(quick: bool) -> str:
     from scalebook_utils import inference, serving
 
     l70 = inference.served_model("llama3-70b", params=70e9)
-    cases = [(l70, "tpu-v5e", "int8-weights", 8192, 4), (l70, "tpu-v5e", "bf16", 2048, 4),
-             ("llama3-405b", "tpu-v5e", "int8-weights", 8192, 4), ("llama3-8b", "h100", "fp8", 8192, 4),
-             (l70, "tpu-v5e", "int8-weights", 8192, 16)]
+    cases = [
+        (l70, "tpu-v5e", "int8-weights", 8192, 4),
+        (l70, "tpu-v5e", "bf16", 2048, 4),
+        ("llama3-405b", "tpu-v5e", "int8-weights", 8192, 4),
+        ("llama3-8b", "h100", "fp8", 8192, 4),
+        (l70, "tpu-v5e", "int8-weights", 8192, 16),
+    ]
     reps = 3 if quick else 10
     rows = []
     for model, chip, prec, S, per_octave in cases:
@@ -380,12 +508,44 @@ def bench_frontier(quick: bool) -> str:
             f = serving.frontier(model, chip, prec, S, per_octave=per_octave)
             best = min(best, time.perf_counter() - t0)
         top = f.best_under(15e-3)
-        rows.append([f.model, chip, prec, f"{S}", len(f.plans), len(f.points), len(f.pareto), _ms(best),
-                     f"{best / len(f.points) * 1e6:.1f} µs", top.describe().split(":")[0] if top else "none"])
-    body = table(["model", "chip", "precision", "S", "slices", "points", "pareto", "frontier() ms", "per point",
-                  "best ≤ 15 ms/step"], rows, right={4, 5, 6, 7, 8})
-    return section(title, body, [f"best of {reps} runs; per_octave batches per doubling (4, or 16 in the last row); "
-                                 "each point is one inference.decode_step"])
+        rows.append(
+            [
+                f.model,
+                chip,
+                prec,
+                f"{S}",
+                len(f.plans),
+                len(f.points),
+                len(f.pareto),
+                _ms(best),
+                f"{best / len(f.points) * 1e6:.1f} µs",
+                top.describe().split(":")[0] if top else "none",
+            ]
+        )
+    body = table(
+        [
+            "model",
+            "chip",
+            "precision",
+            "S",
+            "slices",
+            "points",
+            "pareto",
+            "frontier() ms",
+            "per point",
+            "best ≤ 15 ms/step",
+        ],
+        rows,
+        right={4, 5, 6, 7, 8},
+    )
+    return section(
+        title,
+        body,
+        [
+            f"best of {reps} runs; per_octave batches per doubling (4, or 16 in the last row); "
+            "each point is one inference.decode_step"
+        ],
+    )
 
 
 def bench_capstone(quick: bool) -> str:
@@ -396,10 +556,12 @@ def bench_capstone(quick: bool) -> str:
 
     clear = capstone.clear_caches
 
-    cases = [("llama3-70b", "tpu-v5p", "tpu-v5e", capstone.Budget()),
-             ("llama3-70b", "h100", "h100", capstone.Budget(train_chips=4096, mfu=0.45)),
-             ("llama3-405b", "tpu-v5p", "tpu-v5e", capstone.Budget(batch_tokens=16 * 2**20)),
-             ("deepseek-v3-like", "gb200", "gb200", capstone.Budget(batch_tokens=16 * 2**20, serve_precision="fp8"))]
+    cases = [
+        ("llama3-70b", "tpu-v5p", "tpu-v5e", capstone.Budget()),
+        ("llama3-70b", "h100", "h100", capstone.Budget(train_chips=4096, mfu=0.45)),
+        ("llama3-405b", "tpu-v5p", "tpu-v5e", capstone.Budget(batch_tokens=16 * 2**20)),
+        ("deepseek-v3-like", "gb200", "gb200", capstone.Budget(batch_tokens=16 * 2**20, serve_precision="fp8")),
+    ]
     reps = 2 if quick else 5
     rows = []
     for model, tc, sc, budget in cases:
@@ -411,10 +573,22 @@ def bench_capstone(quick: bool) -> str:
             best = min(best, time.perf_counter() - t0)
         sv = p.serving
         pick = f"B={sv.best.B:g} on {sv.best.n_chips}" if sv.best else "none"
-        rows.append([model, tc, sc, _ms(best), p.training.layout or "none",
-                     f"{sv.n_chips} chip{'s' * (sv.n_chips != 1)}" if sv.feasible else "cannot serve", pick])
-    body = table(["model", "train", "serve", "plan_model cold (ms)", "training layout", "smallest slice",
-                  "best ≤ 20 ms/step"], rows, right={3})
+        rows.append(
+            [
+                model,
+                tc,
+                sc,
+                _ms(best),
+                p.training.layout or "none",
+                f"{sv.n_chips} chip{'s' * (sv.n_chips != 1)}" if sv.feasible else "cannot serve",
+                pick,
+            ]
+        )
+    body = table(
+        ["model", "train", "serve", "plan_model cold (ms)", "training layout", "smallest slice", "best ≤ 20 ms/step"],
+        rows,
+        right={3},
+    )
     notes = [f"best of {reps} cold runs (the planners' caches cleared each time)"]
     return section(title, body, notes + ["the app's update time is in the widgets section"])
 
@@ -429,15 +603,22 @@ def bench_decode(quick: bool) -> str:
     rows = jaxdecode.measure_decode(jaxdecode.DECODE_DEMO, batches, S=64, rounds=2 if quick else 3)
     sweep = time.perf_counter() - t0
     pvd = jaxdecode.prefill_vs_decode(jaxdecode.DECODE_DEMO, B=1, T=128)
-    body = table(["B", "measured (ms)", "predicted (ms)", "pred/meas", "bound"],
-                 [[r.B, _ms(r.measured_s), _ms(r.predicted_s), f"{r.ratio:.2f}", r.bound] for r in rows],
-                 right={0, 1, 2, 3})
+    body = table(
+        ["B", "measured (ms)", "predicted (ms)", "pred/meas", "bound"],
+        [[r.B, _ms(r.measured_s), _ms(r.predicted_s), f"{r.ratio:.2f}", r.bound] for r in rows],
+        right={0, 1, 2, 3},
+    )
     ok = all(0.5 <= r.ratio <= 2 for r in rows if r.B >= 8)
-    return section(title, body, [
-        f"demo model {jaxdecode.DECODE_DEMO.name}, S = 64 cached tokens, float32; C = {rows[0].flops_per_s:.3g} "
-        f"FLOP/s and W = {rows[0].bytes_per_s:.3g} B/s (reads) measured in the same passes; sweep {sweep:.1f} s",
-        f"within 2× for every B ≥ 8: {ok}",
-        f"decode / prefill cost per token (B = 1, T = 128): {pvd.ratio:.1f}× (roofline {pvd.predicted_ratio:.1f}×)"])
+    return section(
+        title,
+        body,
+        [
+            f"demo model {jaxdecode.DECODE_DEMO.name}, S = 64 cached tokens, float32; C = {rows[0].flops_per_s:.3g} "
+            f"FLOP/s and W = {rows[0].bytes_per_s:.3g} B/s (reads) measured in the same passes; sweep {sweep:.1f} s",
+            f"within 2× for every B ≥ 8: {ok}",
+            f"decode / prefill cost per token (B = 1, T = 128): {pvd.ratio:.1f}× (roofline {pvd.predicted_ratio:.1f}×)",
+        ],
+    )
 
 
 def bench_peers(quick: bool) -> str:
@@ -450,35 +631,50 @@ def bench_peers(quick: bool) -> str:
 
 # --- main ------------------------------------------------------------------------------------------
 
-BENCHES = {"coldstart": bench_coldstart, "widgets": bench_widgets, "notebooks": bench_notebooks, "matmul": bench_matmul,
-           "planner": bench_planner, "rosetta": bench_rosetta, "rosetta-inference": bench_rosetta_inference,
-           "frontier": bench_frontier, "capstone": bench_capstone, "decode": bench_decode, "peers": bench_peers}
+BENCHES = {
+    "coldstart": bench_coldstart,
+    "widgets": bench_widgets,
+    "notebooks": bench_notebooks,
+    "matmul": bench_matmul,
+    "planner": bench_planner,
+    "rosetta": bench_rosetta,
+    "rosetta-inference": bench_rosetta_inference,
+    "frontier": bench_frontier,
+    "capstone": bench_capstone,
+    "decode": bench_decode,
+    "peers": bench_peers,
+}
 
 
 def header(args) -> str:
     try:
         import jax
+
         jv = jax.__version__
     except ImportError:  # pragma: no cover
         jv = "not installed"
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (f"scalebook benchmarks — {time.strftime('%Y-%m-%d %H:%M:%S')}\n"
-            f"python {platform.python_version()} · jax {jv} · {platform.machine()} · {os.cpu_count()} CPUs · "
-            f"load average {load:.2f} · flags: quick={args.quick} only={args.only or 'all'}\n")
+    return (
+        f"scalebook benchmarks — {time.strftime('%Y-%m-%d %H:%M:%S')}\n"
+        f"python {platform.python_version()} · jax {jv} · {platform.machine()} · {os.cpu_count()} CPUs · "
+        f"load average {load:.2f} · flags: quick={args.quick} only={args.only or 'all'}\n"
+    )
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--only", choices=SECTIONS, help="run one section")
     ap.add_argument("--quick", action="store_true", help="fewer repeats, smaller sweeps")
-    ap.add_argument("--out", type=Path, default=OUT,
-                    help=f"where to write the tables (default {OUT.relative_to(ROOT)})")
+    ap.add_argument(
+        "--out", type=Path, default=OUT, help=f"where to write the tables (default {OUT.relative_to(ROOT)})"
+    )
     args = ap.parse_args(argv)
 
     parts = [header(args)]
     print(parts[0], flush=True)
-    for name in ([args.only] if args.only else SECTIONS):
+    for name in [args.only] if args.only else SECTIONS:
         t = time.perf_counter()
         try:
             text = BENCHES[name](args.quick)

@@ -27,33 +27,66 @@ from typing import TYPE_CHECKING
 #: public flat name → module under scalebook_utils (the one alias table; tests/test_public_names.py pins it)
 _HOME = {
     # core: pure
-    "units": "core.units", "errors": "core.errors", "hardware": "core.hardware", "roofline": "core.roofline",
-    "systolic": "core.systolic", "topology": "core.topology", "collectives": "core.collectives",
-    "transformer": "core.transformer", "capstone": "core.capstone", "verify": "core.verify",
-    "sharding": "core.sharding", "sharded_matmul": "core.sharding.matmul",
-    "training": "core.training.planner", "training_costs": "core.training.costs",
+    "units": "core.units",
+    "errors": "core.errors",
+    "hardware": "core.hardware",
+    "roofline": "core.roofline",
+    "systolic": "core.systolic",
+    "topology": "core.topology",
+    "collectives": "core.collectives",
+    "transformer": "core.transformer",
+    "capstone": "core.capstone",
+    "verify": "core.verify",
+    "sharding": "core.sharding",
+    "sharded_matmul": "core.sharding.matmul",
+    "training": "core.training.planner",
+    "training_costs": "core.training.costs",
     "pipeline_schedules": "core.training.schedules",
-    "training_layouts": "core.training.layouts", "published_runs": "core.training.published_runs",
-    "inference": "core.inference.costs", "inference_comms": "core.inference.comms", "serving": "core.inference.serving", "engine": "core.inference.engine",
+    "training_layouts": "core.training.layouts",
+    "published_runs": "core.training.published_runs",
+    "inference": "core.inference.costs",
+    "inference_comms": "core.inference.comms",
+    "serving": "core.inference.serving",
+    "engine": "core.inference.engine",
     "published_inference": "core.inference.published",
-    "gpus": "core.gpu.chips", "gpu_network": "core.gpu.network", "gpu_collectives": "core.gpu.collectives",
+    "gpus": "core.gpu.chips",
+    "gpu_network": "core.gpu.network",
+    "gpu_collectives": "core.gpu.collectives",
     "gpu_training": "core.gpu.training",
-    "hlo": "core.hlo.text", "compiled_collectives": "core.hlo.collectives",
+    "hlo": "core.hlo.text",
+    "compiled_collectives": "core.hlo.collectives",
     # lab: jax
-    "_compat": "lab._compat", "jaxlab": "lab.runtime", "tinymodel": "lab.tinymodel", "jaxtrain": "lab.train",
-    "jaxpipeline": "lab.pipeline", "jaxdecode": "lab.decode", "profiling": "lab.profiling",
-    "jaxprog": "lab.jaxprog", "collective_matmul": "lab.collective_matmul", "jaxmulti": "lab.multiprocess",
-    "xprof_server": "lab.xprof_server", "colab_install": "lab.colab_install",
+    "_compat": "lab._compat",
+    "jaxlab": "lab.runtime",
+    "tinymodel": "lab.tinymodel",
+    "jaxtrain": "lab.train",
+    "jaxpipeline": "lab.pipeline",
+    "jaxdecode": "lab.decode",
+    "profiling": "lab.profiling",
+    "jaxprog": "lab.jaxprog",
+    "collective_matmul": "lab.collective_matmul",
+    "jaxmulti": "lab.multiprocess",
+    "xprof_server": "lab.xprof_server",
+    "colab_install": "lab.colab_install",
     # views: matplotlib + ipywidgets
-    "widgets": "views.widgets", "plots": "views.plots", "live_figure": "views.live_figure",
-    "transformer_views": "views.ch04_transformers", "attention_views": "views.ch04_attention",
-    "training_views": "views.ch05_training", "applied_training_views": "views.ch06_applied_training",
-    "inference_views": "views.ch07_inference", "inference_figures": "views.ch07_figures",
-    "applied_inference_views": "views.ch08_applied_inference", "profiling_views": "views.ch09_profiling",
-    "sharding_figures": "views.ch10_sharding", "capstone_views": "views.ch11_conclusion",
+    "widgets": "views.widgets",
+    "plots": "views.plots",
+    "live_figure": "views.live_figure",
+    "transformer_views": "views.ch04_transformers",
+    "attention_views": "views.ch04_attention",
+    "training_views": "views.ch05_training",
+    "applied_training_views": "views.ch06_applied_training",
+    "inference_views": "views.ch07_inference",
+    "inference_figures": "views.ch07_figures",
+    "applied_inference_views": "views.ch08_applied_inference",
+    "profiling_views": "views.ch09_profiling",
+    "sharding_figures": "views.ch10_sharding",
+    "capstone_views": "views.ch11_conclusion",
     "gpu_views": "views.ch12_gpus",
     # grading (`check` the module; the package attribute `check` is the function, below)
-    "answers": "grading.answers", "sandbox": "grading.sandbox", "cli": "grading.cli",
+    "answers": "grading.answers",
+    "sandbox": "grading.sandbox",
+    "cli": "grading.cli",
 }
 
 
@@ -101,8 +134,18 @@ sys.modules.setdefault(f"{__name__}.check", _check_module)
 check = _check_module.check
 
 if TYPE_CHECKING:  # for type checkers and IDEs, which do not follow __getattr__
-    from scalebook_utils.core import capstone, collectives, errors, hardware, roofline, systolic, topology  # noqa: F401
-    from scalebook_utils.core import transformer, units, verify  # noqa: F401
+    from scalebook_utils.core import (  # noqa: F401  # noqa: F401
+        capstone,
+        collectives,
+        errors,
+        hardware,
+        roofline,
+        systolic,
+        topology,
+        transformer,
+        units,
+        verify,
+    )
     from scalebook_utils.core.gpu import chips as gpus  # noqa: F401
     from scalebook_utils.core.inference import costs as inference  # noqa: F401
     from scalebook_utils.core.training import planner as training  # noqa: F401

@@ -43,9 +43,9 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -154,7 +154,7 @@ class LabServer:
         )
         return env
 
-    def start(self) -> "LabServer":
+    def start(self) -> LabServer:
         """Start the server and wait until it answers; on any failure (or interrupt) stop it."""
         try:
             return self._start()
@@ -162,7 +162,7 @@ class LabServer:
             self.stop()
             raise
 
-    def _start(self) -> "LabServer":
+    def _start(self) -> LabServer:
         self.tmp = Path(tempfile.mkdtemp(prefix="scalebook-lab-"))
         env = self._write_config()
         for _attempt in range(3):  # retried only when the chosen port was taken meanwhile
@@ -188,8 +188,7 @@ class LabServer:
                     return self
                 if time.monotonic() - t0 > self.startup_timeout:
                     raise RuntimeError(
-                        f"{self.kind} did not answer in {self.startup_timeout:.0f}s:\n"
-                        + self.log_tail()
+                        f"{self.kind} did not answer in {self.startup_timeout:.0f}s:\n" + self.log_tail()
                     )
                 time.sleep(0.25)
             tail = self.log_tail()
@@ -219,9 +218,7 @@ class LabServer:
 
     def _answers(self) -> bool:
         try:
-            with urllib.request.urlopen(
-                f"{self.base_url}/{self.status_path}?token={self.token}", timeout=2
-            ) as r:
+            with urllib.request.urlopen(f"{self.base_url}/{self.status_path}?token={self.token}", timeout=2) as r:
                 return r.status == 200
         except (urllib.error.URLError, OSError):
             return False
@@ -496,10 +493,7 @@ def open_notebook(page, server: LabServer, path: str, timeout: float = 120.0) ->
         if state.get("dialog"):
             raise AssertionError(f"unexpected JupyterLab dialog: {state['dialog']!r}")
         return (
-            state.get("notebook")
-            and state.get("path") == path
-            and state.get("ready")
-            and state.get("kernel") == "idle"
+            state.get("notebook") and state.get("path") == path and state.get("ready") and state.get("kernel") == "idle"
         )
 
     wait_until(kernel_idle, timeout, f"notebook {path} with an idle kernel", describe=lambda: state)
@@ -555,9 +549,7 @@ def _widget_scope(page, marker_prefix: str | None):
     """The whole page, or only the code cell(s) whose output shows a line with ``marker_prefix``."""
     if marker_prefix is None:
         return page
-    return page.locator(".jp-CodeCell").filter(
-        has=page.locator(MARKER_SELECTOR, has_text=marker_prefix)
-    )
+    return page.locator(".jp-CodeCell").filter(has=page.locator(MARKER_SELECTOR, has_text=marker_prefix))
 
 
 def _where(description: str, marker_prefix: str | None) -> str:
@@ -586,9 +578,7 @@ def text_input(page, description: str, marker_prefix: str | None = None):
     return scope.locator(".widget-text").filter(has=label).locator("input")
 
 
-def move_slider(
-    page, description: str, marker_prefix: str | None = None, timeout: float = 30.0
-) -> tuple[str, str]:
+def move_slider(page, description: str, marker_prefix: str | None = None, timeout: float = 30.0) -> tuple[str, str]:
     """Focus the slider's handle and press End (Home when it already sits at its maximum)."""
     handle = slider_handle(page, description, marker_prefix)
     count = handle.count()
@@ -674,9 +664,7 @@ def wait_rendered(page, prefix: str, quiet: float = 1.0, timeout: float = 15.0) 
 
 def show_marker(page, prefix: str) -> None:
     """Scroll the notebook so that the marker line is in the middle of the screen."""
-    page.locator(MARKER_SELECTOR, has_text=prefix).first.evaluate(
-        "el => el.scrollIntoView({block: 'center'})"
-    )
+    page.locator(MARKER_SELECTOR, has_text=prefix).first.evaluate("el => el.scrollIntoView({block: 'center'})")
 
 
 def marker_value(line: str, key: str = "B") -> str | None:
@@ -727,8 +715,7 @@ def run_notebook_and_interact(
         show_marker(page, marker_prefix)
         screenshot(page, f"{name}-3-{step}")
         problems = getattr(page, "scalebook_problems", [])
-        log(f"{path}: {len(problems)} browser console error(s)" + "".join(
-            f"\n  {p}" for p in problems[:10]))
+        log(f"{path}: {len(problems)} browser console error(s)" + "".join(f"\n  {p}" for p in problems[:10]))
         return before, after
     except BaseException:
         screenshot(page, f"{name}-failure")
@@ -862,6 +849,10 @@ def browser_marks():
     """`pytestmark` for a browser test module: marked `browser`, skipped with the reason when chromium is missing."""
     import pytest
 
-    return [pytest.mark.browser,
-            pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK),
-                               reason=f"{CHROMIUM} is missing (install Debian's 'chromium' package; .ci/run does)")]
+    return [
+        pytest.mark.browser,
+        pytest.mark.skipif(
+            not os.access(CHROMIUM, os.X_OK),
+            reason=f"{CHROMIUM} is missing (install Debian's 'chromium' package; .ci/run does)",
+        ),
+    ]

@@ -85,8 +85,14 @@ def main(src: str, out: str) -> None:
     t0, error = time.perf_counter(), None
     with tempfile.TemporaryDirectory(prefix="sb-colab-kernel-") as sockets:
         km = KernelManager(kernel_name="python3", transport="ipc", ip=str(Path(sockets) / "k"))
-        client = _Client(nb, km=km, timeout=600, kernel_name="python3", record_timing=True,
-                         resources={"metadata": {"path": str(Path(src).parent)}})
+        client = _Client(
+            nb,
+            km=km,
+            timeout=600,
+            kernel_name="python3",
+            record_timing=True,
+            resources={"metadata": {"path": str(Path(src).parent)}},
+        )
         try:
             client.execute()
         except CellExecutionError as e:
@@ -94,9 +100,18 @@ def main(src: str, out: str) -> None:
     total = time.perf_counter() - t0
     nbformat.write(nb, out)
     setup = next(c for c in nb.cells if c.cell_type == "code")
-    print(json.dumps({"ok": error is None, "error": error, "setup_s": _seconds(setup), "total_s": total,
-                      "cells_s": getattr(client, "cells_s", {}),
-                      "max_reply_wait_s": max(getattr(client, "reply_waits_s", []), default=0.0)}))
+    print(
+        json.dumps(
+            {
+                "ok": error is None,
+                "error": error,
+                "setup_s": _seconds(setup),
+                "total_s": total,
+                "cells_s": getattr(client, "cells_s", {}),
+                "max_reply_wait_s": max(getattr(client, "reply_waits_s", []), default=0.0),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -35,12 +35,28 @@ KAGGLE_PINS: dict[str, tuple[str, ...]] = {"ipywidgets": ("8.1.5",), "jax": (COL
 #: notebook 6.5.7 and widgetsnbextension 3.6.10 are pinned too, else pip resolves ipywidgets 7.7.1's
 #: widgetsnbextension → notebook to notebook 7, which pulls jupyterlab in.
 COLAB_VENV: tuple[str, ...] = (
-    f"jax=={COLAB_JAX}", f"jaxlib=={COLAB_JAX}", "numpy==2.0.2", "matplotlib==3.10.0", "ipywidgets==7.7.1",
-    "ipykernel==6.17.1", "ipython==7.34.0", "jupyter_client==7.4.9", "nbformat==5.10.4", "nbclient==0.10.4",
-    "rich==13.7.1", "notebook==6.5.7", "widgetsnbextension==3.6.10", "jupyterlab_widgets==3.0.16",
-    "traitlets==5.7.1", "tornado==6.5.7",
+    f"jax=={COLAB_JAX}",
+    f"jaxlib=={COLAB_JAX}",
+    "numpy==2.0.2",
+    "matplotlib==3.10.0",
+    "ipywidgets==7.7.1",
+    "ipykernel==6.17.1",
+    "ipython==7.34.0",
+    "jupyter_client==7.4.9",
+    "nbformat==5.10.4",
+    "nbclient==0.10.4",
+    "rich==13.7.1",
+    "notebook==6.5.7",
+    "widgetsnbextension==3.6.10",
+    "jupyterlab_widgets==3.0.16",
+    "traitlets==5.7.1",
+    "tornado==6.5.7",
 )
 
 if __name__ == "__main__":  # pins for pip: all of COLAB_VENV, or only jax/jaxlib/numpy with --jax
-    pins = COLAB_VENV if sys.argv[1:] != ["--jax"] else [p for p in COLAB_VENV if p.split("==")[0] in ("jax", "jaxlib", "numpy")]
+    pins = (
+        COLAB_VENV
+        if sys.argv[1:] != ["--jax"]
+        else [p for p in COLAB_VENV if p.split("==")[0] in ("jax", "jaxlib", "numpy")]
+    )
     sys.stdout.write(" ".join(pins) + "\n")

@@ -59,20 +59,37 @@ def solution_notebook():
     for qid, answer in ANSWERS.items():
         short = qid.split(".")[1]
         cells.append(new_markdown_cell(f"**{qid}.** A question.", id=f"{short}-question"))
-        cells.append(new_code_cell(f"### BEGIN SOLUTION\n{answer}\n### END SOLUTION",
-                                   id=f"{short}-answer", execution_count=count,
-                                   metadata={"scalebook": {"qid": qid, "role": "answer"}}))
-        check_cell = new_code_cell(_check_source(qid), id=f"{short}-check", execution_count=count + 1,
-                                   metadata={"scalebook": {"qid": qid, "role": "check"}})
+        cells.append(
+            new_code_cell(
+                f"### BEGIN SOLUTION\n{answer}\n### END SOLUTION",
+                id=f"{short}-answer",
+                execution_count=count,
+                metadata={"scalebook": {"qid": qid, "role": "answer"}},
+            )
+        )
+        check_cell = new_code_cell(
+            _check_source(qid),
+            id=f"{short}-check",
+            execution_count=count + 1,
+            metadata={"scalebook": {"qid": qid, "role": "check"}},
+        )
         check_cell.outputs = [new_output("stream", name="stdout", text=_printed(answer, qid))]
         cells.append(check_cell)
-        cells.append(new_markdown_cell(f"Worked answer for {qid}.", id=f"{short}-explained",
-                                       metadata={"scalebook": {"qid": qid, "role": "solution-text"}}))
+        cells.append(
+            new_markdown_cell(
+                f"Worked answer for {qid}.",
+                id=f"{short}-explained",
+                metadata={"scalebook": {"qid": qid, "role": "solution-text"}},
+            )
+        )
         count += 2
-    nb = new_notebook(cells=cells, metadata={
-        "kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"},
-        "language_info": {"name": "python"},
-    })
+    nb = new_notebook(
+        cells=cells,
+        metadata={
+            "kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"},
+            "language_info": {"name": "python"},
+        },
+    )
     nbformat.validate(nb)
     return nb
 

@@ -7,10 +7,10 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
+from figure_support import _draw, _is_message, _labelled  # noqa: E402
 from IPython.display import Image  # noqa: E402
 
 from scalebook_utils import applied_training_views as A  # noqa: E402
-from figure_support import _draw, _labelled, _is_message  # noqa: E402
 
 
 def test_param_breakdown_book_numbers():

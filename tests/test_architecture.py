@@ -47,7 +47,7 @@ def _path(module: str) -> Path:
 def _imports(module: str, source: str | None = None):
     """(imported module, names, at module level?) for every import in `module` (or in `source`, read as it)."""
     tree = ast.parse(_path(module).read_text() if source is None else source)
-    top = set(map(id, tree.body))   # module-level statements; `if TYPE_CHECKING:` imports never run, like lazy ones
+    top = set(map(id, tree.body))  # module-level statements; `if TYPE_CHECKING:` imports never run, like lazy ones
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
@@ -58,8 +58,8 @@ def _imports(module: str, source: str | None = None):
 
 
 def _inner(target: str) -> str | None:
-    """"scalebook_utils.core.units" → "core.units"; other libraries → None."""
-    return target[len(ROOT) + 1:] if target.startswith(ROOT + ".") else (None if target != ROOT else "")
+    """ "scalebook_utils.core.units" → "core.units"; other libraries → None."""
+    return target[len(ROOT) + 1 :] if target.startswith(ROOT + ".") else (None if target != ROOT else "")
 
 
 def _layer(module: str) -> str:
@@ -108,9 +108,18 @@ def _violations(module: str, source: str | None = None) -> list[str]:
             elif layer == "grading" and (other == "views" or (other == "lab" and at_top)):
                 found.append(f"grading imports {dep}" + (" at module level" if other == "lab" else ""))
         # a folder's own private module (`lab._compat`, `views._kit`) is shared on purpose; other `_names` are not
-        private = [n for n in names if n.startswith("_") and not n.startswith("__")
-                   and not (_path_exists(f"{inner}.{n}") and inner.rpartition(".")[0] == module.rpartition(".")[0]
-                            or _path_exists(f"{inner}.{n}") and inner == module.rpartition(".")[0])]
+        private = [
+            n
+            for n in names
+            if n.startswith("_")
+            and not n.startswith("__")
+            and not (
+                _path_exists(f"{inner}.{n}")
+                and inner.rpartition(".")[0] == module.rpartition(".")[0]
+                or _path_exists(f"{inner}.{n}")
+                and inner == module.rpartition(".")[0]
+            )
+        ]
         if private:
             found.append(f"imports private {private} from {target}")
     return found
@@ -144,9 +153,17 @@ def _module_aliases(module: str) -> dict[str, str]:
 @pytest.mark.parametrize("module", MODULES)
 def test_module_uses_no_other_modules_private_names(module):
     aliases = _module_aliases(module)
-    reach = sorted({f"{aliases[n.value.id]}.{n.attr}" for n in ast.walk(ast.parse(_path(module).read_text()))
-                    if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in aliases
-                    and n.attr.startswith("_") and not n.attr.startswith("__")})
+    reach = sorted(
+        {
+            f"{aliases[n.value.id]}.{n.attr}"
+            for n in ast.walk(ast.parse(_path(module).read_text()))
+            if isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name)
+            and n.value.id in aliases
+            and n.attr.startswith("_")
+            and not n.attr.startswith("__")
+        }
+    )
     assert not reach, f"{module} reaches into private names: {reach}"
 
 
@@ -160,7 +177,7 @@ def _graph() -> dict[str, set[str]]:
             if not at_top or not inner:
                 continue
             subs = [d for d in (f"{inner}.{n}" for n in names) if _path_exists(d)]
-            deps |= set(subs) or {inner}   # (a parent package's __init__ always runs before its children: not an edge)
+            deps |= set(subs) or {inner}  # (a parent package's __init__ always runs before its children: not an edge)
         graph[module] = deps - {module}
     return graph
 
@@ -172,7 +189,7 @@ def test_no_import_cycle_between_modules():
         state[node] = "open"
         for dep in sorted(graph.get(node, ())):
             if state.get(dep) == "open":
-                cycles.append(stack[stack.index(dep):] + [dep])
+                cycles.append(stack[stack.index(dep) :] + [dep])
             elif dep not in state:
                 visit(dep, stack + [dep])
         state[node] = "done"
@@ -196,8 +213,10 @@ CORE = [m for m in MODULES if _layer(m) in ("core", "questions", "grading")]
 
 
 def test_importing_the_core_loads_no_heavy_library():
-    code = ("import sys, scalebook_utils, " + ", ".join(f"{ROOT}.{m}" for m in CORE) + "\n"
-            f"print(sorted(m for m in {sorted(HEAVY)!r} if m in sys.modules))")
+    code = (
+        "import sys, scalebook_utils, " + ", ".join(f"{ROOT}.{m}" for m in CORE) + "\n"
+        f"print(sorted(m for m in {sorted(HEAVY)!r} if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -205,18 +224,25 @@ def test_importing_the_core_loads_no_heavy_library():
 def test_the_rules_can_fail():
     """Each rule flags a module written to break it (a test that cannot fail proves nothing)."""
     assert _violations("core.zz_bad", "import matplotlib\nfrom scalebook_utils.views import plots\n") == [
-        "imports matplotlib", "core imports views.plots"]
-    assert _violations("views.ch99_bad", "from scalebook_utils.views import ch04_attention\n"
-                       "from scalebook_utils.lab import runtime\nfrom scalebook_utils.core.units import _private\n") == [
+        "imports matplotlib",
+        "core imports views.plots",
+    ]
+    assert _violations(
+        "views.ch99_bad",
+        "from scalebook_utils.views import ch04_attention\n"
+        "from scalebook_utils.lab import runtime\nfrom scalebook_utils.core.units import _private\n",
+    ) == [
         "chapter view imports another chapter's view views.ch04_attention",
         "a view imports lab.runtime at module level (import lab inside the function)",
-        "imports private ['_private'] from scalebook_utils.core.units"]
+        "imports private ['_private'] from scalebook_utils.core.units",
+    ]
     assert _violations("grading.zz_bad", "import jax\n") == ["imports jax at module level"]
     assert _violations("questions.zz_bad", "def f():\n    from scalebook_utils.lab import runtime\n") == []
 
 
 def test_the_package_index_lists_every_module():
     """scalebook_utils/README.md (tools/package_index.py) is the one-page floor plan; it must not drift."""
-    out = subprocess.run([sys.executable, str(PKG.parent / "tools" / "package_index.py"), "--check"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, str(PKG.parent / "tools" / "package_index.py"), "--check"], capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stdout + out.stderr

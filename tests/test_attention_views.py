@@ -7,10 +7,10 @@ import pytest
 pytest.importorskip("ipywidgets")
 
 
+from figure_support import _draw, _is_message, _labelled, _legend  # noqa: E402
+
 from scalebook_utils import attention_views as V  # noqa: E402
 from scalebook_utils import transformer as tf  # noqa: E402
-from figure_support import _draw, _labelled, _legend, _is_message  # noqa: E402
-
 
 # --- (1) attention's share ----------------------------------------------------------------------------------
 

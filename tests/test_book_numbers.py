@@ -7,9 +7,9 @@ value is asserted and the alternative is noted (see also hardware.ChipSpec.notes
 import math
 
 import pytest
+from scalebook_utils.hardware import get_chip
 
 from scalebook_utils import roofline as rl
-from scalebook_utils.hardware import get_chip
 from scalebook_utils.questions import expected
 
 
@@ -18,6 +18,7 @@ def approx(value, rel=0.01):
 
 
 # --- chapter 1: printed numbers ------------------------------------------------------------------
+
 
 def test_ch1_v5e_critical_intensity_240():
     # ch. 1 "Arithmetic intensity": 1.97e14 / 8.2e11 ≈ 240 FLOPs/byte
@@ -185,7 +186,13 @@ CH12_GPU_TABLE = {
 def test_ch12_gpu_table(name):
     sms, smem, l2, hbm, bw, bf16 = CH12_GPU_TABLE[name]
     c = get_chip(name)
-    assert (c.sms, c.smem_bytes_per_sm, c.l2_bytes, c.hbm_bytes, c.hbm_bandwidth_bytes_per_s) == (sms, smem, l2, hbm, bw)
+    assert (c.sms, c.smem_bytes_per_sm, c.l2_bytes, c.hbm_bytes, c.hbm_bandwidth_bytes_per_s) == (
+        sms,
+        smem,
+        l2,
+        hbm,
+        bw,
+    )
     if bf16 is None:
         with pytest.raises(ValueError, match="no bf16"):
             c.peak_flops("bf16")
@@ -240,6 +247,7 @@ def test_ch1_chip_numbers():
 
 # --- ch. 3 printed numbers not pinned in test_collectives.py / test_sharding.py -------------------
 
+
 def test_ch3_pq1b_h100_shard_load_time():
     # ch3.pq1: 1 MiB per device read at the quiz's 3.4e12 B/s: book 294 ns (it divides 1e6 B); 308 ns exact
     assert 1e6 / 3.4e12 == approx(294e-9, rel=0.01)
@@ -248,12 +256,11 @@ def test_ch3_pq1b_h100_shard_load_time():
 
 def test_ch3_q4_crossover_constant_v5p():
     # ch3.q4: C/W_ici ≈ 2550 on v5p, so Strategy 2 wins iff D > 2B (B < 2550); both strategy times at B=128
-    from scalebook_utils.questions import ch03
     v5p = get_chip("tpu-v5p")
     C, W = v5p.peak_flops("bf16"), v5p.ici_link_bandwidth_bidi_bytes_per_s
     B, D, F = 128, 8192, 32768
     s1, s2 = expected("ch3.q4a")(B=B, D=D, F=F, C=C, W=W), expected("ch3.q4b")(B=B, D=D, F=F, X=4, C=C, W=W)
-    assert s1 == approx(2 * D * F / W) and s2 == approx(4 * B * F / W)   # both comms-bound here
+    assert s1 == approx(2 * D * F / W) and s2 == approx(4 * B * F / W)  # both comms-bound here
     assert s2 < s1 and expected("ch3.q4c") == "Strategy 2 (local matmul + AllReduce)"
 
 
@@ -263,6 +270,7 @@ def test_ch3_q7_sizes():
     assert expected("ch3.q7b") == approx(2e6, rel=0.05)
     # each chip of the 2×2 holds a quarter of both weights: 268 MB < 300 MB free
     from scalebook_utils.questions import ch03
+
     assert 2 * expected("ch3.q7a") / 4 < ch03.Q7_FREE_BYTES
 
 

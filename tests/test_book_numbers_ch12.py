@@ -15,16 +15,17 @@ value we pin and why (the syllabus' "Noted inconsistencies"):
 
 import pytest
 from pytest import approx
+from scalebook_utils.hardware import get_chip
 
 from scalebook_utils import gpus as G
 from scalebook_utils import roofline as R
-from scalebook_utils.hardware import get_chip
 from scalebook_utils.questions import expected
 
 H100 = "h100"
 
 
 # --- "What Is a GPU?" ----------------------------------------------------------------------------------------
+
 
 def test_sm_counts_h100_b200():
     # "H100: 132 SMs; B200: 148 SMs"; H100 vs v5p table: 528 Tensor Cores and warp schedulers
@@ -67,7 +68,7 @@ def test_memory_hierarchy_numbers():
     assert h.smem_bytes_per_sm == 256e3 and h.l2_bytes == 50e6
     assert get_chip("v100").hbm_bytes == 32e9 and get_chip("b200").hbm_bytes == 192e9
     assert h.hbm_bandwidth_bytes_per_s == 3.35e12
-    assert 5.5e12 / h.hbm_bandwidth_bytes_per_s == approx(1.6, rel=0.03)   # L2 ≈ 1.6× HBM
+    assert 5.5e12 / h.hbm_bandwidth_bytes_per_s == approx(1.6, rel=0.03)  # L2 ≈ 1.6× HBM
 
 
 def test_528_simd_units_of_32():
@@ -87,13 +88,17 @@ def test_h200_vs_v5p():
 
 def test_spec_tables():
     # "Memory and capacity" and "FLOPs and bandwidth" tables (book ch. 12)
-    rows = {"v100": (80, 96e3, 6e6, 32e9, 9.0e11), "a100": (108, 192e3, 40e6, 80e9, 2.0e12),
-            "h100": (132, 256e3, 50e6, 80e9, 3.4e12), "h200": (132, 256e3, 50e6, 141e9, 4.8e12),
-            "b200": (148, 256e3, 126e6, 192e9, 8.0e12)}
+    rows = {
+        "v100": (80, 96e3, 6e6, 32e9, 9.0e11),
+        "a100": (108, 192e3, 40e6, 80e9, 2.0e12),
+        "h100": (132, 256e3, 50e6, 80e9, 3.4e12),
+        "h200": (132, 256e3, 50e6, 141e9, 4.8e12),
+        "b200": (148, 256e3, 126e6, 192e9, 8.0e12),
+    }
     for name, (sms, smem, l2, hbm, bw) in rows.items():
         c = get_chip(name)
         assert (c.sms, c.smem_bytes_per_sm, c.l2_bytes, c.hbm_bytes) == (sms, smem, l2, hbm)
-        assert c.hbm_bandwidth_bytes_per_s == approx(bw, rel=0.02)   # H100: 3.35e12 vs the table's 3.4e12
+        assert c.hbm_bandwidth_bytes_per_s == approx(bw, rel=0.02)  # H100: 3.35e12 vs the table's 3.4e12
     assert G.CLOCKS_HZ["h100"] == (1.59e9, 1.98e9) and G.CLOCKS_HZ["a100"] == (1.10e9, 1.41e9)
     for name, bf16, fp8 in (("a100", 3.1e14, 6.2e14), ("h100", 9.9e14, 2.0e15), ("b200", 2.3e15, 4.5e15)):
         c = get_chip(name)
@@ -104,21 +109,24 @@ def test_spec_tables():
 
 # --- Quiz 1 ------------------------------------------------------------------------------------------------
 
+
 def test_quiz1_numbers():
-    assert G.sm_counts("h100").cuda_cores == 16896                        # Q1
+    assert G.sm_counts("h100").cuda_cores == 16896  # Q1
     assert G.tpu_vpu_alus("tpu-v5p") == 8192
-    assert G.vector_flops_per_s("h100") == approx(33.5e12, rel=0.01)      # Q2: 33.5 TFLOP/s at boost
+    assert G.vector_flops_per_s("h100") == approx(33.5e12, rel=0.01)  # Q2: 33.5 TFLOP/s at boost
     assert 990e12 / G.vector_flops_per_s("h100") == approx(30, rel=0.03)
     assert get_chip("h100").critical_intensity() == approx(295, rel=0.01)  # Q3
     assert get_chip("b200").critical_intensity() == approx(281, rel=0.01)
-    assert G.implied_clock_hz("b200") == approx(2.1e9, rel=0.03)         # Q6
+    assert G.implied_clock_hz("b200") == approx(2.1e9, rel=0.03)  # Q6
 
 
 def test_quiz1_q4_matmul_times():
     assert expected("ch12.q4a") == approx(8.6e-6, rel=0.01)
     assert expected("ch12.q4b") == approx(1.5e-5, rel=0.01)
     b = get_chip("b200")
-    assert not R.matmul_roofline(64, 4096, 8192, b).compute_bound and R.matmul_roofline(512, 4096, 8192, b).compute_bound
+    assert (
+        not R.matmul_roofline(64, 4096, 8192, b).compute_bound and R.matmul_roofline(512, 4096, 8192, b).compute_bound
+    )
 
 
 def test_quiz1_q7_vector_add():
@@ -128,11 +136,13 @@ def test_quiz1_q7_vector_add():
 
 # --- Networking ------------------------------------------------------------------------------------------
 
+
 def test_nvlink_table():
     # NVLink generations table: (per link GB/s, ports, GPU BW, node sizes, NVSwitches per node)
-    assert [(g.link_bytes_per_s, g.links_per_gpu, g.gpu_bytes_per_s, g.node_gpus, g.nvswitches_per_node)
-            for g in G.NVLINK.values()] == [(25e9, 12, 300e9, (8,), (6,)), (25e9, 18, 450e9, (8,), (4,)),
-                                            (50e9, 18, 900e9, (8, 72), (2, 18))]
+    assert [
+        (g.link_bytes_per_s, g.links_per_gpu, g.gpu_bytes_per_s, g.node_gpus, g.nvswitches_per_node)
+        for g in G.NVLINK.values()
+    ] == [(25e9, 12, 300e9, (8,), (6,)), (25e9, 18, 450e9, (8,), (4,)), (50e9, 18, 900e9, (8, 72), (2, 18))]
 
 
 def test_h100_node():
@@ -145,11 +155,16 @@ def test_superpod_tables():
     # first table (Node 8/4/NVL/3.6/450/450, Leaf 256/8/IB/12.8/50/400, Spine 1024/16/IB/51.2/50/400)
     # and the 1024-GPU summary (degree 8/32/4, switch 6.4/25.6/51.2, cable 3.6/12.8/51.2)
     c = G.superpod("h100", 4)
-    got = [(lv.gpus, lv.degree, lv.switches_per_unit, lv.switch_kind, lv.switch_bytes_per_s, lv.cable_bytes_per_s)
-           for lv in c.levels]
-    assert got == [(8, 8, 4, "NVSwitch", 6.4e12, 3.6e12), (256, 32, 8, "InfiniBand", 25.6e12, 12.8e12),
-                   (1024, 4, 16, "InfiniBand", 51.2e12, 51.2e12)]
-    assert c.switch_count() == 560                                        # 512 + 32 + 16
+    got = [
+        (lv.gpus, lv.degree, lv.switches_per_unit, lv.switch_kind, lv.switch_bytes_per_s, lv.cable_bytes_per_s)
+        for lv in c.levels
+    ]
+    assert got == [
+        (8, 8, 4, "NVSwitch", 6.4e12, 3.6e12),
+        (256, 32, 8, "InfiniBand", 25.6e12, 12.8e12),
+        (1024, 4, 16, "InfiniBand", 51.2e12, 51.2e12),
+    ]
+    assert c.switch_count() == 560  # 512 + 32 + 16
     assert c.node_bytes_per_s == 400e9
     # Appendix B: 450 GB/s per GPU at the node level, 50 at the SU level, 25 at the spine
     assert [lv.per_gpu_bytes_per_s for lv in c.levels] == [450e9, 50e9, 25e9]
@@ -176,10 +191,11 @@ def test_node_egress_table():
 
 # --- How do collectives work on GPUs? ------------------------------------------------------------------
 
+
 def test_intra_node_all_gather_and_all_to_all():
-    assert G.all_gather(1e9, 8, exact=False).seconds == approx(1e9 / 450e9)        # → bytes/W_gpu
-    assert G.all_to_all(1e9, 8).seconds == approx(1e9 / (8 * 450e9), rel=0.13)     # ≈ B/(8W)
-    assert G.all_to_all(1e9, 8, k=4).seconds == approx(1e9 * 4 / (64 * 450e9))     # ≈ B·k/(64·W)
+    assert G.all_gather(1e9, 8, exact=False).seconds == approx(1e9 / 450e9)  # → bytes/W_gpu
+    assert G.all_to_all(1e9, 8).seconds == approx(1e9 / (8 * 450e9), rel=0.13)  # ≈ B/(8W)
+    assert G.all_to_all(1e9, 8, k=4).seconds == approx(1e9 * 4 / (64 * 450e9))  # ≈ B·k/(64·W)
     assert expected("ch12.q10") == approx(1.04e-3, rel=0.005)
     assert expected("ch12.q13") == approx(65e-6, rel=0.01)
 
@@ -199,7 +215,7 @@ def test_cross_node_all_gather_bandwidths_514_413_17_1():
     assert bw["leaf"] == approx(413e9, rel=0.001)
     assert bw["spine"] == approx(17.1e12, rel=0.003)
     assert G.all_gather(1e9, 1024).bandwidth == approx(413e9, rel=0.001)
-    assert G.all_reduce(1e9, 1024, sharp=True).bandwidth == approx(400e9)   # "~400 GB/s with SHARP"
+    assert G.all_reduce(1e9, 1024, sharp=True).bandwidth == approx(400e9)  # "~400 GB/s with SHARP"
 
 
 def test_cross_node_all_to_all():
@@ -221,12 +237,13 @@ def test_quiz4_q5_two_nodes():
 
 # --- Rooflines -----------------------------------------------------------------------------------------
 
+
 def test_dp_thresholds():
     assert G.dp_critical_batch("h100", across_nodes=False) == approx(2200, rel=0.002)
     assert G.dp_critical_batch("h100") == approx(2475, rel=0.002)
     assert G.dp_critical_batch("h100", n_nodes=2) == approx(1237, rel=0.002)
     assert G.dp_critical_batch("h100", E=128, k=4) == approx(79_200, rel=0.002)
-    assert G.dp_critical_batch("h100", egress=300e9) == approx(3300, rel=0.002)   # DeepSeek V3 on H800
+    assert G.dp_critical_batch("h100", egress=300e9) == approx(3300, rel=0.002)  # DeepSeek V3 on H800
 
 
 def test_batches_llama3_and_deepseek():
@@ -237,8 +254,8 @@ def test_batches_llama3_and_deepseek():
 
 
 def test_tp_limits():
-    assert G.tp_max_degree(28000, "h100", across_nodes=True) == approx(11, rel=0.05)   # "~11-way" (F/2475)
-    assert int(G.tp_max_degree_two_level(28000)) == 19                     # "up to 19-way in theory"
+    assert G.tp_max_degree(28000, "h100", across_nodes=True) == approx(11, rel=0.05)  # "~11-way" (F/2475)
+    assert int(G.tp_max_degree_two_level(28000)) == 19  # "up to 19-way in theory"
 
 
 def test_ep_threshold_8_alpha():
@@ -268,6 +285,7 @@ def test_appendix_a_gb200_cross_node_rooflines_improve():
 
 
 # --- smaller numbers of the text ----------------------------------------------------------------------------
+
 
 def test_link_and_port_arithmetic():
     # "400 Gbps = 50 GB/s" NDR ports and cables; "8 × 400 Gbps CX7 NICs" = 400 GB/s per node; 1024/8 = 128 nodes

@@ -8,13 +8,13 @@ disagree (ch4.q1a, ch4.q4d) both are asserted and the gap is stated.
 import math
 
 import pytest
+from scalebook_utils.hardware import get_chip
+from scalebook_utils.transformer import TransformerConfig, get_model, param_count
 
 from scalebook_utils import collectives as col
 from scalebook_utils import roofline as rl
 from scalebook_utils import transformer as tf
-from scalebook_utils.hardware import get_chip
 from scalebook_utils.questions import expected, get_question
-from scalebook_utils.transformer import TransformerConfig, get_model, param_count
 
 
 def mha(D, L=1, F=None, V=1):
@@ -23,6 +23,7 @@ def mha(D, L=1, F=None, V=1):
 
 
 # --- "Counting dots" ------------------------------------------------------------------------------
+
 
 def test_counting_dots_table():
     # ch. 4 "Counting Dots" table: x·y 2P, Ax 2NP, AB 2NPM FLOPs (exact by definition)
@@ -59,6 +60,7 @@ def test_training_flops_about_six_params_tokens():
 
 
 # --- "Global FLOPs and Params Calculation" --------------------------------------------------------
+
 
 def test_summary_table_per_layer_params_and_flops():
     # ch. 4 summary table (MHA): MLP 3DF params / 18BTDF training FLOPs; attention 4DNH / 24BTDNH + 12BT²NH;
@@ -104,11 +106,12 @@ def test_vocab_row_counts_embedding_and_unembedding():
     D, V = cfg.D, cfg.V
     p = param_count(cfg)
     assert p.unembedding == D * V and p.embedding == D * V
-    assert 3 * rl.matmul_flops(1, D, V) == 6 * D * V        # per token
+    assert 3 * rl.matmul_flops(1, D, V) == 6 * D * V  # per token
     assert 2 * 3 * rl.matmul_flops(1, D, V) == 12 * D * V
 
 
 # --- "Miscellaneous Math" -------------------------------------------------------------------------
+
 
 def test_remat_activation_memory_84tb_and_4_2tb():
     # ch. 4 "Gradient checkpointing": saving everything 2·20·BT·D·L bytes ≈ 84 TB; block remat 4.2 TB
@@ -117,7 +120,7 @@ def test_remat_activation_memory_84tb_and_4_2tb():
     cfg = TransformerConfig("ch4-remat", L=64, D=8192, F=4 * 8192, N=64, K=64, H=128, V=32_000)
     assert tf.activation_bytes(cfg, 4e6, "none", "bf16") == pytest.approx(84e12, rel=0.01)
     assert tf.activation_bytes(cfg, 4e6, "block", "bf16") == pytest.approx(4.2e12, rel=0.01)
-    assert tf.activation_bytes(cfg, 4e6, "none") == 2 * 20 * 4e6 * 8192 * 64   # the book's expression, exactly
+    assert tf.activation_bytes(cfg, 4e6, "none") == 2 * 20 * 4e6 * 8192 * 64  # the book's expression, exactly
 
 
 def test_block_remat_costs_eight_params_tokens():
@@ -143,17 +146,19 @@ def test_moe_sparsity_and_deepseek_critical_batch_3840():
     assert (ds.E, ds.k) == (256, 8) and 8 <= ds.E / ds.k <= 64
     assert tf.moe_critical_batch(ds, "tpu-v5e", "int8", "bf16") == pytest.approx(3840, rel=0.002)
     assert expected("ch4.q8b") == pytest.approx(3840, rel=0.002)
-    assert expected("ch4.q8a")(E=256, k=8) == pytest.approx(3840, rel=1e-9)      # 120·E/k with the book's 240
+    assert expected("ch4.q8a")(E=256, k=8) == pytest.approx(3840, rel=1e-9)  # 120·E/k with the book's 240
 
 
 def test_moe_alltoall_is_a_quarter_of_an_allgather():
     # ch. 4 MoE: each AllToAll costs ¼ of a comparable AllGather on a bidirectional ring (large-D limit, exact)
-    r = (col.ring_scalars_per_link("all_to_all", 1024, math.inf, bidirectional=True)
-         / col.ring_scalars_per_link("all_gather", 1024, math.inf, bidirectional=True))
+    r = col.ring_scalars_per_link("all_to_all", 1024, math.inf, bidirectional=True) / col.ring_scalars_per_link(
+        "all_gather", 1024, math.inf, bidirectional=True
+    )
     assert r == pytest.approx(0.25, rel=1e-12)
 
 
 # --- "A Few Problems to Work" ---------------------------------------------------------------------
+
 
 def test_ch4_q1a_total_params_disagrees_with_book_16b():
     # ch. 4, Question 1: D = 4096, F = 4D, V = 32,000, L = 64, NH = D → the book prints "16B".
@@ -166,8 +171,9 @@ def test_ch4_q1a_total_params_disagrees_with_book_16b():
     assert exact == L * (3 * D * F + 4 * D * D + 2 * D) + 2 * D * V == 17_442_537_472
     assert exact == pytest.approx(17.44e9, rel=1e-3)
     assert exact / 16e9 == pytest.approx(1.09, abs=0.005)
-    rounded = tf.param_count(TransformerConfig("r", L=64, D=4000, F=16_000, N=40, K=40, H=100, V=32_000,
-                                               final_norm=False)).total
+    rounded = tf.param_count(
+        TransformerConfig("r", L=64, D=4000, F=16_000, N=40, K=40, H=100, V=32_000, final_norm=False)
+    ).total
     assert rounded == pytest.approx(16.6e9, rel=0.005) and rounded == pytest.approx(16e9, rel=0.05)
     lo, hi = get_question("ch4.q1a").accept
     assert lo <= 16e9 <= hi and lo <= exact <= hi and expected("ch4.q1a") == exact

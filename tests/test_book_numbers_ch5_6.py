@@ -11,10 +11,10 @@ stated. TPU v5p throughout: C = 4.59e14 bf16 FLOPs/s, W_ici = 2 × 9e10 B/s per 
 import math
 
 import pytest
+from scalebook_utils.hardware import get_chip
 
 from scalebook_utils import training as tr
 from scalebook_utils import transformer as tf
-from scalebook_utils.hardware import get_chip
 from scalebook_utils.questions import expected
 from scalebook_utils.questions.ch05 import fsdp_tp_degrees
 from scalebook_utils.questions.ch06 import SCHEMES, family
@@ -28,6 +28,7 @@ def P(model):
 
 
 # --- chapter 5, notation and hardware --------------------------------------------------------------------
+
 
 def test_ch5_alpha_2550_and_three_axes_850():
     # ch. 5 "Data Parallelism": C/W_ici = 4.59e14 / 1.8e11 = 2550 (the book prints it exactly; 4.6e14 gives
@@ -166,6 +167,7 @@ def test_ch5_degree_recipe_matches_every_book_layout():
 
 # --- chapter 6 ---------------------------------------------------------------------------------------------
 
+
 def test_ch6_iq1_llama3_70b_param_counts():
     # ch. 6 counting table: FFW 56.3e9, vocab 2.1e9, attention 12e9, total 70.4e9 (printed to 3 s.f. except
     # attention "12e9"; the total's 70.55e9 includes 1.3M norm parameters, +0.2%)
@@ -220,6 +222,7 @@ def test_ch6_iq7_to_iq9_sharding_narrative():
 
 
 # --- the planner's headline behaviour (ch. 6) ---------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def plan70():

@@ -26,6 +26,7 @@ def within(x, lo, hi):
 
 # --- chapter 7, "Linear operations" / ch. 8 in-text question 4 -----------------------------------------------
 
+
 def test_critical_batch_240_120_240():
     # ch8.iq4a/b/c accept [232.8, 247.2], [116.4, 123.6], [232.8, 247.2]; 1.97e14/8.2e11 = 240.2
     assert within(I.critical_batch(V5E, "bf16"), 232.8, 247.2)
@@ -35,6 +36,7 @@ def test_critical_batch_240_120_240():
 
 # --- chapter 7, "What about memory?" and the LLaMA 2-13B tables ------------------------------------------
 
+
 def test_llama2_13b_kv_per_sequence_6_7_gb():
     # 8192·40·128·40·2·2 = 6.71e9 bytes (the book prints 6.7, labelled GiB but really GB)
     assert I.kv_cache_bytes("llama2-13b", 1, 8192, "bf16") == approx(6.7e9, rel=0.005)
@@ -42,10 +44,22 @@ def test_llama2_13b_kv_per_sequence_6_7_gb():
 
 # book table "Generation on 8× TPU v5e, LLaMA 2-13B, 8192 context, bf16": step ms and tokens/s per batch.
 # Our parameter count is 13.02e9 (the book: 26 GB) → ≤ 0.3% off; the printed values have 3-5 digits.
-MHA = {1: (4.98, 200.61), 8: (12.13, 659.30), 16: (20.30, 787.99), 32: (36.65, 873.21), 64: (69.33, 923.13),
-       240: (249.09, 963.53)}
-GQA = {1: (4.17, 239.94), 8: (5.60, 1429.19), 16: (7.23, 2212.48), 32: (10.50, 3047.62), 64: (17.04, 3756.62),
-       240: (52.99, 4529.34)}
+MHA = {
+    1: (4.98, 200.61),
+    8: (12.13, 659.30),
+    16: (20.30, 787.99),
+    32: (36.65, 873.21),
+    64: (69.33, 923.13),
+    240: (249.09, 963.53),
+}
+GQA = {
+    1: (4.17, 239.94),
+    8: (5.60, 1429.19),
+    16: (7.23, 2212.48),
+    32: (10.50, 3047.62),
+    64: (17.04, 3756.62),
+    240: (52.99, 4529.34),
+}
 
 
 @pytest.mark.parametrize("B", sorted(MHA))
@@ -70,6 +84,7 @@ def test_mha_llama2_13b_runs_out_of_memory_beyond_batch_16_on_8_v5e():
 
 
 # --- chapter 7, pop quiz and Questions 1–3, 5, 7 ---------------------------------------------------------
+
 
 def test_ch7_pq1a_batch4_latency_bound():
     # ch7.pq1a accept [0.002425, 0.002575]: 30e9 int8 weights + 4·8192·100 kB over 16 × 8.2e11 B/s
@@ -117,11 +132,11 @@ def test_ch7_q7_2d_weight_stationary():
     N, B, D = 512, 64, 4096
     assert I.ws_2d_optimal_X(N, D, 4 * D) == approx((N / 8) ** 0.5)
     w = I.weight_stationary_2d(B, D, 4 * D, N, V5E)
-    assert w.t_comms == approx(128 ** 0.5 * B * D / (N ** 0.5 * 9e10))
+    assert w.t_comms == approx(128**0.5 * B * D / (N**0.5 * 9e10))
     assert w.t_math == approx(4 * B * D * 4 * D / (N * 1.97e14))
     # ch7.q7d accept [69.84, 74.16]; ch7.q7e 32·(F/D)·(3/4)²
     assert within(I.ws_2d_crossover_chips(D, 4 * D), 69.84, 74.16)
-    assert I.ws_2d_crossover_chips(1, 8) == approx(32 * 8 * 0.75 ** 2)
+    assert I.ws_2d_crossover_chips(1, 8) == approx(32 * 8 * 0.75**2)
 
 
 def test_ch7_tp_bound_example_64_way():
@@ -138,6 +153,7 @@ def test_ch7_appendix_c_latency_bound_collectives():
 
 
 # --- chapter 8 -----------------------------------------------------------------------------------------
+
 
 def test_ch8_iq2_memory_and_chips():
     # ch8.iq2a accept [1.086e11, 1.154e11]; ch8.iq2b (÷ 16 GB) accept [6.79, 7.21]; smallest slice 4x2
@@ -239,6 +255,7 @@ def test_ch8_small_batch_latency_5_5ms():
 
 # --- added in the audit against the chapter 7–8 syllabi ----------------------------------------------------
 
+
 def test_ch7_h100_critical_batch_about_280():
     # ch. 7 "Linear operations": "H100 ≈ 280". With the H100 figures of ch. 12 (9.89e14 bf16 FLOPs/s, 3.35e12 B/s)
     # the ratio is 295, 5.4% above the book's round number; we keep the chip's own numbers.
@@ -299,6 +316,7 @@ def test_ch7_8x_v5e_server():
     # ch. 7: an 8× v5e host has 128 GB of HBM, "6.5 TiB/s" (8 × 8.2e11 = 6.56e12 B/s; the label's TiB is loose) and
     # "1600 TF/s" (8 × 1.97e14 = 1.58e15)
     from scalebook_utils.hardware import get_chip
+
     c = get_chip(V5E)
     assert 8 * c.hbm_bytes == 128e9
     assert 8 * c.hbm_bandwidth_bytes_per_s == approx(6.5e12, rel=0.01)
@@ -373,8 +391,15 @@ def test_ch8_iq7_iq8_at_the_stated_19_ms():
     # within the printed precision. (At the exact 19.5 ms, iq8d/e are 0.866/1.73: 3.8% under the book.)
     def qps(precision, n):
         return I.max_batch(L70, 8192, V5E, n, precision) / (19e-3 * 512 * n)
-    for precision, n, book in (("bf16", 16, 0.27), ("int8-weights", 8, 0.55), ("int4-weights", 4, 1.11),
-                               ("bf16", 32, 0.44), ("int8-weights", 16, 0.9), ("int4-weights", 8, 1.8)):
+
+    for precision, n, book in (
+        ("bf16", 16, 0.27),
+        ("int8-weights", 8, 0.55),
+        ("int4-weights", 4, 1.11),
+        ("bf16", 32, 0.44),
+        ("int8-weights", 16, 0.9),
+        ("int4-weights", 8, 1.8),
+    ):
         assert qps(precision, n) == approx(book, rel=0.025)
 
 
@@ -390,6 +415,7 @@ def test_ch8_2k_context_plateau_about_1_token_per_ms_per_chip():
     # ch. 8: at 2k context throughput plateaus at "~1 token/ms/chip" past the batch-120 roofline. The roofline
     # plateau is 1/(16·(KV per sequence/W + 2P/C)) per chip = 893 tokens/s/chip (0.89 token/ms; 11% under "~1").
     from scalebook_utils import serving as sv
+
     plan = sv.plan_serving(L70, V5E, 16, "int8-weights", S=2048)
     assert plan.max_throughput.tokens_per_s_per_chip / 1e3 == approx(1, rel=0.12)
     assert I.decode_step(L70, 120, 2048, V5E, 16, "int8-weights").tokens_per_s_per_chip / 1e3 == approx(1, rel=0.12)
@@ -400,6 +426,7 @@ def test_ch8_doubling_latency_cuts_cost_about_100x():
     # takes 5.4 ms; the best batch under twice that gives 77× the tokens/s per chip (27× at 8k): the order of
     # magnitude the book states.
     from scalebook_utils import serving as sv
+
     B_max = I.max_batch(L70, 2048, V5E, 16, "int8-weights")
     plan = sv.plan_serving(L70, V5E, 16, "int8-weights", S=2048, batches=range(1, B_max + 1))
     lo = plan.min_latency

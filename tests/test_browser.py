@@ -13,9 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import pytest
-
 import browser_support as bs
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 CHAPTER1 = "notebooks/01_rooflines.ipynb"
@@ -48,9 +47,7 @@ def _check_markers(before: str, after: str) -> None:
 def test_browser_harness_slider(harness_server, page):
     """The harness on a generated one-widget notebook served from a temp root dir."""
     t0 = time.monotonic()
-    before, after = bs.run_notebook_and_drive_slider(
-        page, harness_server, "harness.ipynb", MARKER, "B", name="harness"
-    )
+    before, after = bs.run_notebook_and_drive_slider(page, harness_server, "harness.ipynb", MARKER, "B", name="harness")
     _check_markers(before, after)
     assert before.startswith("roofline explorer: B=128 ")
     assert after.startswith("roofline explorer: B=1024 → compute-bound")
@@ -63,9 +60,7 @@ def test_chapter1_roofline_explorer(repo_server, page):
     """Chapter 1: Run All in JupyterLab, then move the roofline explorer's B slider."""
     assert (REPO / CHAPTER1).exists(), f"{CHAPTER1} is missing"
     t0 = time.monotonic()
-    before, after = bs.run_notebook_and_drive_slider(
-        page, repo_server, CHAPTER1, MARKER, "B", name="ch1"
-    )
+    before, after = bs.run_notebook_and_drive_slider(page, repo_server, CHAPTER1, MARKER, "B", name="ch1")
     _check_markers(before, after)
     bs.log(f"chapter-1 test body took {time.monotonic() - t0:.1f}s")
     # Running the notebook in the browser must not write it back (autosave is off in the harness).
@@ -73,9 +68,7 @@ def test_chapter1_roofline_explorer(repo_server, page):
 
 
 CHAPTER2 = "notebooks/02_tpus.ipynb"
-SLICE_CALL = re.compile(
-    r"""widgets\.slice_calculator\(\s*chip\s*=\s*"([^"]+)"\s*,\s*shape\s*=\s*"([^"]+)"\s*\)"""
-)
+SLICE_CALL = re.compile(r"""widgets\.slice_calculator\(\s*chip\s*=\s*"([^"]+)"\s*,\s*shape\s*=\s*"([^"]+)"\s*\)""")
 
 
 def _slice_calculator_defaults() -> tuple[str, str]:

@@ -12,9 +12,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import pytest
-
 import browser_support as bs
+import pytest
 import voila_support as vs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,8 +49,11 @@ def test_capstone_renders_as_app_and_replans(page):
         try:
             t0 = time.monotonic()
             page.goto(server.app_url(), timeout=120_000)
-            before = bs.wait_until(lambda: (t := _text(page, READOUT)).startswith(CV.CAPSTONE_PREFIX) and t,
-                                   150, "the capstone readout to appear")
+            before = bs.wait_until(
+                lambda: (t := _text(page, READOUT)).startswith(CV.CAPSTONE_PREFIX) and t,
+                150,
+                "the capstone readout to appear",
+            )
             bs.log(f"capstone rendered after {time.monotonic() - t0:.1f}s: {before!r}")
             page.locator(TRAIN_PANE).first.scroll_into_view_if_needed(timeout=10_000)
             bs.screenshot(page, "ch11-1-rendered")
@@ -73,8 +75,9 @@ def test_capstone_renders_as_app_and_replans(page):
 
             # Re-plan training on GPUs: the readout and the training pane follow.
             _select(page, CV.TRAIN_CHIP_LABEL, "h100")
-            after = bs.wait_until(lambda: (t := _text(page, READOUT)) != before and "h100" in t and t,
-                                  60, "the readout to name h100")
+            after = bs.wait_until(
+                lambda: (t := _text(page, READOUT)) != before and "h100" in t and t, 60, "the readout to name h100"
+            )
             bs.log(f"re-planned after {time.monotonic() - t0:.1f}s: {after!r}")
             bs.wait_until(lambda: "h100" in train.inner_text(), 30, "the training pane to show the H100 plan")
             train.scroll_into_view_if_needed(timeout=10_000)

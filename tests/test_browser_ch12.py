@@ -10,9 +10,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import pytest
-
 import browser_support as bs
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 CHAPTER12 = "notebooks/12_gpus.ipynb"
@@ -40,8 +39,13 @@ def test_chapter12_topology_explorer(repo_server, page):
     first = bs.wait_marker(page, V.GPU_ROOFLINE_PREFIX, lambda ln: True, 30, "the roofline calculator's readout")
     assert first == V.gpu_roofline_readout("dp", "h100", 4e6, 8192, 28_672, 1024, True, 8), first
     bs.move_slider(page, "B (tokens)", V.GPU_ROOFLINE_PREFIX)
-    moved = bs.wait_marker(page, V.GPU_ROOFLINE_PREFIX, lambda ln: bs.marker_value(ln, "B") not in (None, "4M"),
-                           30, "the roofline readout to show a new B")
+    moved = bs.wait_marker(
+        page,
+        V.GPU_ROOFLINE_PREFIX,
+        lambda ln: bs.marker_value(ln, "B") not in (None, "4M"),
+        30,
+        "the roofline readout to show a new B",
+    )
     assert moved == V.gpu_roofline_readout("dp", "h100", 1e8, 8192, 28_672, 1024, True, 8), moved
     bs.screenshot(page, "ch12-4-roofline")
     bs.log(f"chapter-12 test body took {time.monotonic() - t0:.1f}s")

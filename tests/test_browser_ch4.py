@@ -9,9 +9,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import pytest
-
 import browser_support as bs
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 CHAPTER4 = "notebooks/04_transformers.ipynb"
@@ -26,9 +25,7 @@ def test_chapter4_calculator(repo_server, page):
 
     assert (REPO / CHAPTER4).exists(), f"{CHAPTER4} is missing"
     t0 = time.monotonic()
-    before, after = bs.run_notebook_and_drive_slider(
-        page, repo_server, CHAPTER4, V.CALC_PREFIX, "T", name="ch4"
-    )
+    before, after = bs.run_notebook_and_drive_slider(page, repo_server, CHAPTER4, V.CALC_PREFIX, "T", name="ch4")
     # What the kernel prints is the readout of the pure function for the same inputs.
     assert before == V.calculator_readout("llama3-70b", 4096, 1), before
     assert "70.6B params" in before and "KV 320 KiB/token bf16" in before, before

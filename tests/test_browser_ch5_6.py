@@ -10,9 +10,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import pytest
-
 import browser_support as bs
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 CHAPTER5 = "notebooks/05_training.ipynb"
@@ -28,9 +27,7 @@ def test_chapter5_training_picture(repo_server, page):
 
     assert (REPO / CHAPTER5).exists(), f"{CHAPTER5} is missing"
     t0 = time.monotonic()
-    before, after = bs.run_notebook_and_drive_slider(
-        page, repo_server, CHAPTER5, V.PICTURE_PREFIX, "B/N", name="ch5"
-    )
+    before, after = bs.run_notebook_and_drive_slider(page, repo_server, CHAPTER5, V.PICTURE_PREFIX, "B/N", name="ch5")
     # What the kernel prints is the readout of the pure function for the same inputs.
     assert before == V.picture_readout("tpu-v5p", "4x4x4", 30_000, 850), before
     assert bs.marker_value(after, "B/N") == "100000", after

@@ -10,9 +10,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import pytest
-
 import browser_support as bs
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 CHAPTER7 = "notebooks/07_inference.ipynb"

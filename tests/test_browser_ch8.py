@@ -10,9 +10,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import pytest
-
 import browser_support as bs
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 CHAPTER8 = "notebooks/08_applied_inference.ipynb"
@@ -27,9 +26,7 @@ def test_chapter8_disaggregation_decode_length(repo_server, page):
 
     assert (REPO / CHAPTER8).exists(), f"{CHAPTER8} is missing"
     t0 = time.monotonic()
-    before, after = bs.run_notebook_and_drive_slider(
-        page, repo_server, CHAPTER8, A.DISAGG_PREFIX, "decode", name="ch8"
-    )
+    before, after = bs.run_notebook_and_drive_slider(page, repo_server, CHAPTER8, A.DISAGG_PREFIX, "decode", name="ch8")
     # What the kernel prints is the readout of the pure function for the same inputs.
     assert before == A.disaggregation_readout(8192, 512, 32, "4x4", "4x4", "bf16", 0.4), before
     assert bs.marker_value(after, "decode") == "4096", after

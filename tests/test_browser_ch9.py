@@ -36,7 +36,9 @@ pytestmark = [
     pytest.mark.browser,
     pytest.mark.slow,
     pytest.mark.skipif(not os.path.exists(bs.CHROMIUM), reason="needs /usr/bin/chromium"),
-    pytest.mark.skipif(xprof_server.find_xprof_python() is None, reason='xprof is not installed (pip install -e ".[profile]")'),
+    pytest.mark.skipif(
+        xprof_server.find_xprof_python() is None, reason='xprof is not installed (pip install -e ".[profile]")'
+    ),
 ]
 
 
@@ -47,7 +49,7 @@ def _run_notebook_until_trace(workdir: Path, monkeypatch) -> Path:
 
     nb = nbformat.read(NOTEBOOK, as_version=4)
     cut = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "with jax.profiler.trace(" in c.source)
-    nb.cells = nb.cells[:cut + 1]
+    nb.cells = nb.cells[: cut + 1]
     # the kernel imports this checkout's scalebook_utils
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}).execute()
@@ -62,17 +64,19 @@ def test_xprof_trace_viewer_lists_an_op_of_the_notebooks_trace(tmp_path, page, m
     trace_dir = _run_notebook_until_trace(tmp_path, monkeypatch)
     trace = prof.load_trace(trace_dir)
     longest = max(trace.xla_ops(module=""), key=lambda e: e.duration_s)
-    op = longest.hlo_op                            # the op with the longest single execution, by our parser
+    op = longest.hlo_op  # the op with the longest single execution, by our parser
     runs = sum(1 for e in trace.xla_ops(module="") if e.hlo_op == op)
     xp = xprof_server.start(trace_dir)
     try:
         assert xp.ok, xp.message
         run = xp.runs()[-1]
         host = (xp._get("hosts", run=run, tag="trace_viewer@") or [{}])[0].get("hostname", "")
-        page.goto(f"{xp.url}data/plugin/profile/trace_viewer@?run={run}&tag=trace_viewer%40&host={host}&hosts={host}",
-                  timeout=120_000)
+        page.goto(
+            f"{xp.url}data/plugin/profile/trace_viewer@?run={run}&tag=trace_viewer%40&host={host}&hosts={host}",
+            timeout=120_000,
+        )
         frame = None
-        for _ in range(240):                       # the viewer runs in an iframe and streams the trace in
+        for _ in range(240):  # the viewer runs in an iframe and streams the trace in
             frame = next((f for f in page.frames if "trace_viewer_index.html" in f.url), None)
             if frame is not None and "python" in frame.inner_text("body"):  # the lane of the step annotations
                 break
@@ -81,7 +85,7 @@ def test_xprof_trace_viewer_lists_an_op_of_the_notebooks_trace(tmp_path, page, m
         page.wait_for_timeout(2000)
         box = frame.get_by_placeholder("Find Events...")
         box.click()
-        box.type(op, delay=50)                     # as a reader types it (the box searches as you type)
+        box.type(op, delay=50)  # as a reader types it (the box searches as you type)
         box.press("Enter")
         found = None
         for _ in range(60):
@@ -92,7 +96,7 @@ def test_xprof_trace_viewer_lists_an_op_of_the_notebooks_trace(tmp_path, page, m
             page.wait_for_timeout(500)
         bs.screenshot(page, "ch9-xprof-trace-viewer")
         assert found is not None and found >= runs, f"trace viewer found {found} events named {op!r}, want ≥ {runs}"
-        frame.get_by_text("→", exact=True).first.click()   # select the first match: its details name it
+        frame.get_by_text("→", exact=True).first.click()  # select the first match: its details name it
         page.wait_for_timeout(1500)
         details = frame.inner_text("body")
         assert op in details, details[-600:]

@@ -5,12 +5,12 @@ import math
 
 import pytest
 from pytest import approx
+from scalebook_utils.hardware import get_chip
 
 from scalebook_utils import capstone as C
 from scalebook_utils import gpu_training as GT
 from scalebook_utils import training as T
 from scalebook_utils import transformer as tf
-from scalebook_utils.hardware import get_chip
 
 DAY = 86_400
 
@@ -110,8 +110,9 @@ def test_deadline_and_money_verdicts():
     # 44.7 / 30 = 1.49: "need ≈ 1.5× the chips" (8960 × 1.49 = 13,344 > a pod) or 40% × 1.49 = 60% MFU
     more = math.ceil(8960 * late.days / 30)
     assert more == 13_344
-    assert ("over the 30-day deadline: need ≈ 1.5× the chips (≈ 13,344 — more than a pod: slices over DCN) "
-            "or 60% MFU") in text
+    assert (
+        "over the 30-day deadline: need ≈ 1.5× the chips (≈ 13,344 — more than a pod: slices over DCN) or 60% MFU"
+    ) in text
     assert "over the $10M cap by 4×" in text
     ok = C.plan_training(budget=C.Budget(max_days=60, max_usd=5e7))
     assert ok.meets_deadline is True and ok.meets_money is True
@@ -190,21 +191,24 @@ def test_custom_model_end_to_end():
     assert gpu.training.feasible and gpu.serving.feasible
 
 
-@pytest.mark.parametrize("kwargs,needle", [
-    (dict(train_tokens=0), "train_tokens must be a positive number"),
-    (dict(batch_tokens=-1), "batch_tokens must be a positive number"),
-    (dict(train_chips=0), "train_chips must be a positive integer"),
-    (dict(train_chips=2.5), "train_chips must be a positive integer"),
-    (dict(seq_len=0), "seq_len must be a positive integer"),
-    (dict(batch_tokens=1024, seq_len=4096), "at least one sequence"),
-    (dict(mfu=1.5), "0 < mfu ≤ 1"),
-    (dict(mfu=0), "0 < mfu ≤ 1"),
-    (dict(max_days=0), "max_days"),
-    (dict(max_usd=-5), "max_usd"),
-    (dict(serve_precision="int3"), "unknown serve_precision 'int3'; allowed: bf16"),
-    (dict(serve_context=0), "serve_context"),
-    (dict(max_latency=0), "max_latency"),
-])
+@pytest.mark.parametrize(
+    "kwargs,needle",
+    [
+        (dict(train_tokens=0), "train_tokens must be a positive number"),
+        (dict(batch_tokens=-1), "batch_tokens must be a positive number"),
+        (dict(train_chips=0), "train_chips must be a positive integer"),
+        (dict(train_chips=2.5), "train_chips must be a positive integer"),
+        (dict(seq_len=0), "seq_len must be a positive integer"),
+        (dict(batch_tokens=1024, seq_len=4096), "at least one sequence"),
+        (dict(mfu=1.5), "0 < mfu ≤ 1"),
+        (dict(mfu=0), "0 < mfu ≤ 1"),
+        (dict(max_days=0), "max_days"),
+        (dict(max_usd=-5), "max_usd"),
+        (dict(serve_precision="int3"), "unknown serve_precision 'int3'; allowed: bf16"),
+        (dict(serve_context=0), "serve_context"),
+        (dict(max_latency=0), "max_latency"),
+    ],
+)
 def test_bad_budget(kwargs, needle):
     with pytest.raises(ValueError) as info:
         C.Budget(**kwargs)
@@ -252,8 +256,9 @@ def test_report_text(default):
 
 
 def test_headlines(default):
-    assert default.training.headline() == ("train tpu-v5p×8960: FSDP 2240 × TP 4, 44.7 days at 40% MFU, $40.3M, "
-                                           "compute-bound")
+    assert default.training.headline() == (
+        "train tpu-v5p×8960: FSDP 2240 × TP 4, 44.7 days at 40% MFU, $40.3M, compute-bound"
+    )
     h = default.serving.headline()
     assert h.startswith("serve tpu-v5e int8 (int8 weights + KV, int8 math): 4x2 (8 chips), B≤42, best ≤ 20 ms: B=")
     assert math.isclose(default.params, tf.param_count("llama3-70b").total)
@@ -270,11 +275,10 @@ def test_durations_read_as_words_not_exponents():
 
 def test_equal_steps_read_as_a_tie_not_one_times_slower():
     mine = tf.TransformerConfig(name="my-24b", L=60, D=6144, F=16384, N=48, K=8, H=128, V=64_000)
-    side = C.plan_training(mine, "tpu-v6e", C.Budget(train_chips=256, train_tokens=2e12,
-                                                                    batch_tokens=2**21))
+    side = C.plan_training(mine, "tpu-v6e", C.Budget(train_chips=256, train_tokens=2e12, batch_tokens=2**21))
     alt = next(r for r in side.reasons if r.startswith("Alternatives"))
     assert "1.00× slower" not in alt and "ties with it" in alt, alt
-    for row in side.layouts[1:]:   # each alternative is named by the same kind as its row of the layouts table
+    for row in side.layouts[1:]:  # each alternative is named by the same kind as its row of the layouts table
         if f"({row.layout})" in alt:
             assert f"{row.kind} ({row.layout})" in alt, (row, alt)
     ties = [r for r in side.layouts if r.verdict == "tie"]

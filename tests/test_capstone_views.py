@@ -1,19 +1,20 @@
 """Chapter 11 capstone views: the readout line, the figure and the one-widget app (controls driven in Python)."""
 
-
 import pytest
 
 pytest.importorskip("ipywidgets")
 
 import ipywidgets as W  # noqa: E402
+from figure_support import _draw, _labelled  # noqa: E402
 from IPython.display import Image  # noqa: E402
 
 from scalebook_utils import capstone as C  # noqa: E402
 from scalebook_utils import capstone_views as V  # noqa: E402
-from figure_support import _draw, _labelled, _legend  # noqa: E402
 
-DEFAULT = ("capstone: llama3-70b | train tpu-v5p×8960: FSDP 2240 × TP 4, 44.7 days at 40% MFU, $40.3M, compute-bound"
-           " | serve tpu-v5e int8 (int8 weights + KV, int8 math): 4x2 (8 chips), B≤42, best ≤ 20 ms: B=256 on 128 chips, 501 tokens/s/chip")
+DEFAULT = (
+    "capstone: llama3-70b | train tpu-v5p×8960: FSDP 2240 × TP 4, 44.7 days at 40% MFU, $40.3M, compute-bound"
+    " | serve tpu-v5e int8 (int8 weights + KV, int8 math): 4x2 (8 chips), B≤42, best ≤ 20 ms: B=256 on 128 chips, 501 tokens/s/chip"
+)
 
 
 # --- the readout --------------------------------------------------------------------------------------------------
@@ -31,21 +32,29 @@ def test_default_readout():
 def test_gpu_readout():
     line = V.capstone_readout(train_chip="h100", train_chips=4096, mfu=0.45, serve_chip="h100")
     # ch12.q22d: 15T tokens at 45% MFU on 4096 H100s ≈ 40 days; compute-bound with TP 8
-    assert line.startswith("capstone: llama3-70b | train h100×4096: DP+ZeRO-1 256 × TP 8 × PP 2, 40.3 days at 45% MFU"), line
-    assert "compute-bound" in line and "| serve h100 int8 (int8 weights + KV, int8 math): 1 GPU, B≤7, best ≤ 20 ms: B=" in line
+    assert line.startswith(
+        "capstone: llama3-70b | train h100×4096: DP+ZeRO-1 256 × TP 8 × PP 2, 40.3 days at 45% MFU"
+    ), line
+    assert (
+        "compute-bound" in line
+        and "| serve h100 int8 (int8 weights + KV, int8 math): 1 GPU, B≤7, best ≤ 20 ms: B=" in line
+    )
     assert "train h100×1024: " in V.capstone_readout(train_chip="h100")  # the default: a 4-SU SuperPod
 
 
-@pytest.mark.parametrize("kwargs,needle", [
-    (dict(model="nope"), "capstone: nope → cannot plan: unknown model 'nope'"),
-    (dict(mfu=1.5), "capstone: llama3-70b → cannot plan: mfu is the fraction"),
-    (dict(train_tokens=-1), "cannot plan: train_tokens must be a positive number"),
-    (dict(budget="cheap"), "cannot plan: budget must be a capstone.Budget"),
-    (dict(train_chip="tpu-v9"), "| train tpu-v9: error — unknown chip 'tpu-v9'"),
-    (dict(train_chip="v100"), "| train v100: error — book ch. 12 gives no node egress"),
-    (dict(train_chips=9000), "| train tpu-v5p: error — a tpu-v5p pod has 8,960 chips"),
-    (dict(serve_chip="v100"), "| serve v100: error — v100 has no int8 matmul peak"),
-])
+@pytest.mark.parametrize(
+    "kwargs,needle",
+    [
+        (dict(model="nope"), "capstone: nope → cannot plan: unknown model 'nope'"),
+        (dict(mfu=1.5), "capstone: llama3-70b → cannot plan: mfu is the fraction"),
+        (dict(train_tokens=-1), "cannot plan: train_tokens must be a positive number"),
+        (dict(budget="cheap"), "cannot plan: budget must be a capstone.Budget"),
+        (dict(train_chip="tpu-v9"), "| train tpu-v9: error — unknown chip 'tpu-v9'"),
+        (dict(train_chip="v100"), "| train v100: error — book ch. 12 gives no node egress"),
+        (dict(train_chips=9000), "| train tpu-v5p: error — a tpu-v5p pod has 8,960 chips"),
+        (dict(serve_chip="v100"), "| serve v100: error — v100 has no int8 matmul peak"),
+    ],
+)
 def test_bad_input_gives_an_error_line(kwargs, needle):
     line = V.capstone_readout(**kwargs)
     assert line.startswith(V.CAPSTONE_PREFIX) and needle in line, line

@@ -19,14 +19,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-VENV = (ROOT / os.environ.get("SCALEBOOK_COLAB_VENV", ".venv-colab")).absolute()   # relative: to the repository root
+VENV = (ROOT / os.environ.get("SCALEBOOK_COLAB_VENV", ".venv-colab")).absolute()  # relative: to the repository root
 BASE_PY = VENV / "bin" / "python"
 _CH = os.environ.get("SCALEBOOK_COLAB_CHAPTERS", "01 03 10").split()
 NOTEBOOKS = [p for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) if _CH == ["all"] or p.name[:2] in _CH]
 RESULTS = Path(os.environ.get("SCALEBOOK_COLAB_RESULTS", ROOT / "benchmarks" / "out" / "colab_like.jsonl"))
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not BASE_PY.exists(),
-                                                   reason=f"no Colab-like venv at {VENV}: run `make test-colab`")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not BASE_PY.exists(), reason=f"no Colab-like venv at {VENV}: run `make test-colab`"),
+]
 
 
 def _clean_env() -> dict:
@@ -35,8 +37,14 @@ def _clean_env() -> dict:
 
 
 def _freeze(python: Path) -> list[str]:
-    out = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze", "--disable-pip-version-check"],
-                         capture_output=True, text=True, check=True, env=_clean_env(), cwd="/").stdout
+    out = subprocess.run(
+        [str(python), "-m", "pip", "list", "--format=freeze", "--disable-pip-version-check"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=_clean_env(),
+        cwd="/",
+    ).stdout
     return sorted(line for line in out.splitlines() if line and not line.startswith("WARNING"))
 
 
@@ -58,8 +66,9 @@ def source(tmp_path_factory):
     """git+file:// URL of a clone of HEAD (the commit under test), pinned to its commit."""
     clone = tmp_path_factory.mktemp("clone") / "scalebook"
     subprocess.run(["git", "clone", "-q", "--no-local", str(ROOT), str(clone)], check=True)
-    sha = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    sha = subprocess.run(
+        ["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     return f"git+file://{clone}@{sha}"
 
 
@@ -67,10 +76,17 @@ def _overlay(tmp: Path) -> Path:
     """A fresh venv (no packages of its own) that sees the Colab-like venv's packages; returns its python."""
     subprocess.run([str(BASE_PY), "-m", "venv", "--without-pip", str(tmp / "venv")], check=True)
     py = tmp / "venv" / "bin" / "python"
-    base_site, = json.loads(subprocess.run([str(BASE_PY), "-c", "import json, site; print(json.dumps(site.getsitepackages()))"],
-                                           capture_output=True, text=True, check=True).stdout)[:1]
-    own_site = subprocess.run([str(py), "-c", "import site; print(site.getsitepackages()[0])"],
-                              capture_output=True, text=True, check=True).stdout.strip()
+    (base_site,) = json.loads(
+        subprocess.run(
+            [str(BASE_PY), "-c", "import json, site; print(json.dumps(site.getsitepackages()))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )[:1]
+    own_site = subprocess.run(
+        [str(py), "-c", "import site; print(site.getsitepackages()[0])"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     Path(own_site, "_colab_base.pth").write_text(base_site + "\n")
     return py
 
@@ -82,13 +98,23 @@ def _run(tmp: Path, notebook: Path, env_source: str | None) -> tuple[dict, Path]
     shutil.copy(notebook, folder / notebook.name)
     py = _overlay(tmp)
     env = _clean_env()
-    env.update(PATH=f"{py.parent}:{env.get('PATH', '')}", JUPYTER_DATA_DIR=str(tmp / "jupyter"),
-               PIP_DISABLE_PIP_VERSION_CHECK="1", MPLBACKEND="agg")
+    env.update(
+        PATH=f"{py.parent}:{env.get('PATH', '')}",
+        JUPYTER_DATA_DIR=str(tmp / "jupyter"),
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        MPLBACKEND="agg",
+    )
     if env_source:
         env["SCALEBOOK_SOURCE"] = env_source
-    p = subprocess.run([str(py), str(ROOT / "tests" / "colab_like_run.py"), str(folder / notebook.name),
-                        str(tmp / "executed.ipynb")], cwd=folder, env=env, capture_output=True, text=True,
-                       timeout=900, check=False)
+    p = subprocess.run(
+        [str(py), str(ROOT / "tests" / "colab_like_run.py"), str(folder / notebook.name), str(tmp / "executed.ipynb")],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(p.stdout.strip().splitlines()[-1]), py
 
@@ -111,18 +137,37 @@ def test_notebook_installs_and_runs_in_a_colab_like_runtime(notebook, tmp_path, 
     assert "restart" not in text.lower(), text
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     with RESULTS.open("a") as f:
-        f.write(json.dumps({"notebook": notebook.name, "setup_s": result["setup_s"], "total_s": result["total_s"],
-                            "cells_s": result["cells_s"], "max_reply_wait_s": result["max_reply_wait_s"],
-                            "added": added}) + "\n")
+        f.write(
+            json.dumps(
+                {
+                    "notebook": notebook.name,
+                    "setup_s": result["setup_s"],
+                    "total_s": result["total_s"],
+                    "cells_s": result["cells_s"],
+                    "max_reply_wait_s": result["max_reply_wait_s"],
+                    "added": added,
+                }
+            )
+            + "\n"
+        )
     slowest = max(result["cells_s"].items(), key=lambda kv: kv[1], default=("-", 0.0))
-    print(f"{notebook.name}: setup cell (install + imports) {result['setup_s']:.1f} s, whole notebook "
-          f"{result['total_s']:.1f} s (slowest cell #{slowest[0]}: {slowest[1]:.1f} s); installed only {added[0]}")
+    print(
+        f"{notebook.name}: setup cell (install + imports) {result['setup_s']:.1f} s, whole notebook "
+        f"{result['total_s']:.1f} s (slowest cell #{slowest[0]}: {slowest[1]:.1f} s); installed only {added[0]}"
+    )
 
 
-@pytest.mark.parametrize("bad, says", [
-    (None, "this notebook names no source: set the SCALEBOOK_SOURCE environment variable"),
-    ("git+file:///nonexistent/scalebook@v0", "pip could not install scalebook from git+file:///nonexistent/scalebook@v0"),
-], ids=["no-source", "missing-source"])
+@pytest.mark.parametrize(
+    "bad, says",
+    [
+        (None, "this notebook names no source: set the SCALEBOOK_SOURCE environment variable"),
+        (
+            "git+file:///nonexistent/scalebook@v0",
+            "pip could not install scalebook from git+file:///nonexistent/scalebook@v0",
+        ),
+    ],
+    ids=["no-source", "missing-source"],
+)
 def test_bad_source_stops_the_setup_cell_with_one_sentence(bad, says, tmp_path, base_freeze):
     """The committed notebooks stamp no source (no GitHub remote here): without SCALEBOOK_SOURCE they say what to set."""
     import nbformat

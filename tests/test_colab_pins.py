@@ -1,13 +1,12 @@
 """Offline: Colab's (and Kaggle's) preinstalled versions satisfy every runtime requirement of scalebook, so
 `pip install scalebook` there installs only scalebook itself (no upgrade, no restart prompt)."""
 
-import tomllib
 from pathlib import Path
 
 import pytest
-from packaging.requirements import Requirement
-
+import tomllib
 from colab_pins import COLAB_JAX, COLAB_PINS, COLAB_VENV, KAGGLE_PINS
+from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNTIME = [Requirement(r) for r in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]]

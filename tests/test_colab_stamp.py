@@ -14,7 +14,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import stamp_colab as S  # noqa: E402
-
 from scalebook_utils.colab_install import function_source, install_scalebook  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -40,8 +39,9 @@ def test_setup_cell_holds_the_stamped_source_and_the_installer(path):
     meta = _stamp(nb)
     lines = S.setup_cell(nb).source.split("\n")
     start, end = S._block_span(lines)
-    assert lines[start:end] == S.install_block(meta, S.runtime_requirements()), \
+    assert lines[start:end] == S.install_block(meta, S.runtime_requirements()), (
         f"{path.name}: the setup cell's install block is stale (source, requirements or installer): run tools/stamp_colab.py"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -88,21 +88,37 @@ def test_stamping_is_idempotent_and_reversible(tmp_path):
         # everything but the link cell, the install block and the metadata is untouched
         old = nbformat.reads(original[name], as_version=4)
         setup_new, setup_old = S.setup_cell(nb), S.setup_cell(old)
-        assert [c.source for c in nb.cells[1:] if c is not setup_new] == \
-            [c.source for c in old.cells if c is not setup_old]
-        (a, b), (c, d) = S._block_span(new := setup_new.source.split("\n")), S._block_span(was := setup_old.source.split("\n"))
+        assert [c.source for c in nb.cells[1:] if c is not setup_new] == [
+            c.source for c in old.cells if c is not setup_old
+        ]
+        (a, b), (c, d) = (
+            S._block_span(new := setup_new.source.split("\n")),
+            S._block_span(was := setup_old.source.split("\n")),
+        )
         assert new[:a] + new[b:] == was[:c] + was[d:]
     assert "someone/scalebook/blob/v0.1.0/notebooks/" in (tmp_path / "README.md").read_text()
     assert S.main([src, "--root", str(tmp_path)]) == 0
     assert {p.name: p.read_text() for p in (tmp_path / "notebooks").iterdir()} == stamped
-    current = S.parse_source("none") if _stamp(nbformat.read(str(NOTEBOOKS[0]), 4))["source"] is None \
+    current = (
+        S.parse_source("none")
+        if _stamp(nbformat.read(str(NOTEBOOKS[0]), 4))["source"] is None
         else _stamp(nbformat.read(str(NOTEBOOKS[0]), 4))
+    )
     assert S.main([current["source"] or "none", "--root", str(tmp_path)]) == 0
     assert {p.name: p.read_text() for p in (tmp_path / "notebooks").iterdir()} == original
 
 
-@pytest.mark.parametrize("bad", ["git+https://github.com/YOUR-ORG/scalebook", "git+https://github.com/YOUR-ORG/scalebook@main", "git+https://github.com/ORG/REPO@TAG", "https://github.com/a/b@v1",
-                                 "git+https://gitlab.com/a/b@v1", "scalebook"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "git+https://github.com/YOUR-ORG/scalebook",
+        "git+https://github.com/YOUR-ORG/scalebook@main",
+        "git+https://github.com/ORG/REPO@TAG",
+        "https://github.com/a/b@v1",
+        "git+https://gitlab.com/a/b@v1",
+        "scalebook",
+    ],
+)
 def test_stamp_refuses_sources_it_cannot_link(bad):
     with pytest.raises(S.StampError, match="SOURCE=git\\+https://github.com/ORG/REPO@TAG"):
         S.parse_source(bad)
@@ -113,9 +129,26 @@ def test_default_source_without_a_github_remote_says_what_to_pass(tmp_path):
     with pytest.raises(S.StampError, match="is not a GitHub repository: pass the source"):
         S.source_from_git(tmp_path)
     subprocess.run(["git", "-C", str(tmp_path), "remote", "add", "origin", "git@github.com:org/repo.git"], check=True)
-    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
-                    "--allow-empty", "-m", "x"], check=True)
-    sha = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(tmp_path),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ],
+        check=True,
+    )
+    sha = subprocess.run(
+        ["git", "-C", str(tmp_path), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
     assert S.source_from_git(tmp_path) == f"git+https://github.com/org/repo@{sha}"
 
 
@@ -135,7 +168,11 @@ def test_installer_without_source_says_what_to_set(monkeypatch):
     monkeypatch.delenv("SCALEBOOK_SOURCE", raising=False)
     pip = FakePip()
     msg = install_scalebook(None, ("numpy>=1.0",), run=pip)
-    assert pip.calls == [] and "set the SCALEBOOK_SOURCE environment variable" in msg and msg.replace("e.g. ", "").count(". ") == 0
+    assert (
+        pip.calls == []
+        and "set the SCALEBOOK_SOURCE environment variable" in msg
+        and msg.replace("e.g. ", "").count(". ") == 0
+    )
 
 
 def test_installer_uses_no_deps_when_requirements_are_met_and_env_overrides(monkeypatch):
@@ -155,16 +192,22 @@ def test_installer_lets_pip_resolve_when_a_requirement_is_missing_or_too_old(mon
 
 def test_installer_names_the_fix_for_an_offline_runtime(monkeypatch):
     monkeypatch.delenv("SCALEBOOK_SOURCE", raising=False)
-    pip = FakePip(1, stderr="fatal: unable to access 'https://github.com/a/b/': Could not resolve host: github.com\n"
-                            "error: subprocess-exited-with-error\n")
+    pip = FakePip(
+        1,
+        stderr="fatal: unable to access 'https://github.com/a/b/': Could not resolve host: github.com\n"
+        "error: subprocess-exited-with-error\n",
+    )
     msg = install_scalebook("git+https://github.com/a/b@v1", (), run=pip)
     assert "could not reach the network" in msg and "internet" in msg and "Traceback" not in msg
 
 
 def test_installer_names_the_fix_for_a_source_that_does_not_exist(monkeypatch):
     monkeypatch.delenv("SCALEBOOK_SOURCE", raising=False)
-    pip = FakePip(1, stderr="  fatal: repository 'https://github.com/a/nope/' not found\n"
-                            "error: subprocess-exited-with-error\n\n× git clone did not run successfully.\n")
+    pip = FakePip(
+        1,
+        stderr="  fatal: repository 'https://github.com/a/nope/' not found\n"
+        "error: subprocess-exited-with-error\n\n× git clone did not run successfully.\n",
+    )
     msg = install_scalebook("git+https://github.com/a/nope@v1", (), run=pip)
     assert msg.startswith("pip could not install scalebook from git+https://github.com/a/nope@v1")
     assert "check that this repository and tag exist" in msg and "\n" not in msg

@@ -8,11 +8,11 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from scalebook_utils import collectives as C
 from scalebook_utils.errors import UnknownNameError
 from scalebook_utils.hardware import chip_names
 from scalebook_utils.topology import make_slice
+
+from scalebook_utils import collectives as C
 
 BF16 = 2
 
@@ -23,10 +23,11 @@ def in_range(value, lo, hi):
 
 # --- ch3 pop quiz 3 (book ch. 3, "A Deeper Dive…", AllGather time on v5e {X: 8, Y: 4}) --------------
 
+
 def test_ch3_pq3a_bandwidth_bound_no_wraparound():
-    V = BF16 * 2048 * 8192                      # the gathered [E, F]
+    V = BF16 * 2048 * 8192  # the gathered [E, F]
     c = C.all_gather(V, 4, "tpu-v5e", wraparound=False)
-    assert in_range(c.seconds, 5.432e-4, 5.768e-4)          # ch3.pq3a: 560 µs (3 one-way hops); 559 µs here
+    assert in_range(c.seconds, 5.432e-4, 5.768e-4)  # ch3.pq3a: 560 µs (3 one-way hops); 559 µs here
     assert c.regime == "bandwidth"
     ideal = C.all_gather(V, 4, "tpu-v5e", wraparound=True)
     assert ideal.seconds == pytest.approx(373e-6, rel=0.01)  # the book's "ideal" bidirectional ≈377 µs
@@ -35,10 +36,10 @@ def test_ch3_pq3a_bandwidth_bound_no_wraparound():
 
 
 def test_ch3_pq3b_latency_bound():
-    V = BF16 * 256 * 256                        # 32 kB per shard (< 45 kB): latency-bound
+    V = BF16 * 256 * 256  # 32 kB per shard (< 45 kB): latency-bound
     c = C.all_gather(V, 4, "tpu-v5e", wraparound=False)
     assert c.regime == "latency"
-    assert c.seconds == pytest.approx(3e-6)                  # ch3.pq3b: 3 hops × 1 µs (book: measured ≈8 µs)
+    assert c.seconds == pytest.approx(3e-6)  # ch3.pq3b: 3 hops × 1 µs (book: measured ≈8 µs)
     assert c.bandwidth_s < c.latency_s
 
 
@@ -48,32 +49,32 @@ B, D = 1024, 4096
 
 
 def test_ch3_q2a_allgather_x():
-    c = C.all_gather(BF16 * B * D / 4, 4, "tpu-v4p")        # [B_X, D_Y] → [B, D_Y]
-    assert in_range(c.seconds, 2.231e-5, 2.369e-5)           # ch3.q2a: 23 µs
+    c = C.all_gather(BF16 * B * D / 4, 4, "tpu-v4p")  # [B_X, D_Y] → [B, D_Y]
+    assert in_range(c.seconds, 2.231e-5, 2.369e-5)  # ch3.q2a: 23 µs
     assert c.regime == "bandwidth"
 
 
 def test_ch3_q2b_allgather_xy():
-    c = C.all_gather(BF16 * B * D, (4, 4), "tpu-v4p")       # [B_X, D_Y] → [B, D], two axes' links
-    assert in_range(c.seconds, 4.462e-5, 4.738e-5)           # ch3.q2b: 46 µs
+    c = C.all_gather(BF16 * B * D, (4, 4), "tpu-v4p")  # [B_X, D_Y] → [B, D], two axes' links
+    assert in_range(c.seconds, 4.462e-5, 4.738e-5)  # ch3.q2b: 46 µs
 
 
 def test_ch3_q2c_allreduce_z():
-    c = C.all_reduce(BF16 * B * D / 16, 4, "tpu-v4p")       # [B_X, D_Y]{U_Z}: 2·V/W_bidi
-    assert c.seconds == pytest.approx(11.65e-6, rel=1e-3)    # ch3.q2c: 2 × 524288 B / 9e10 ≈ 11.7 µs
+    c = C.all_reduce(BF16 * B * D / 16, 4, "tpu-v4p")  # [B_X, D_Y]{U_Z}: 2·V/W_bidi
+    assert c.seconds == pytest.approx(11.65e-6, rel=1e-3)  # ch3.q2c: 2 × 524288 B / 9e10 ≈ 11.7 µs
 
 
 def test_ch3_q2d_q2e_fun_facts():
-    xz = C.all_gather(BF16 * B * D / 4, (4, 4), "tpu-v4p")   # [B_XZ, D_Y] → [B, D_Y]
-    assert in_range(xz.seconds, 1.115e-5, 1.185e-5)          # ch3.q2d: book 11.5 µs
-    xyz = C.all_gather(BF16 * B * D, (4, 4, 4), "tpu-v4p")   # [B_XZ, D_Y] → [B, D]
-    assert in_range(xyz.seconds, 3.007e-5, 3.193e-5)         # ch3.q2e: book 31 µs
+    xz = C.all_gather(BF16 * B * D / 4, (4, 4), "tpu-v4p")  # [B_XZ, D_Y] → [B, D_Y]
+    assert in_range(xz.seconds, 1.115e-5, 1.185e-5)  # ch3.q2d: book 11.5 µs
+    xyz = C.all_gather(BF16 * B * D, (4, 4, 4), "tpu-v4p")  # [B_XZ, D_Y] → [B, D]
+    assert in_range(xyz.seconds, 3.007e-5, 3.193e-5)  # ch3.q2e: book 31 µs
 
 
 def test_ch3_q3_latency_bound():
-    c = C.all_gather(BF16 * 128, 4, "tpu-v4p")              # 256 bytes
+    c = C.all_gather(BF16 * 128, 4, "tpu-v4p")  # 256 bytes
     assert c.regime == "latency"
-    assert c.seconds == pytest.approx(2e-6)                  # ch3.q3: ⌊4/2⌋ = 2 hops × 1 µs
+    assert c.seconds == pytest.approx(2e-6)  # ch3.q3: ⌊4/2⌋ = 2 hops × 1 µs
     assert C.all_gather(BF16 * 128, 4, "tpu-v4p", latency=False).seconds == pytest.approx(256 / 9e10)
 
 
@@ -87,23 +88,26 @@ def test_latency_threshold_about_45kB_per_shard_on_v5e():
 
 # --- ch3.q10 (ring counting) and the AllToAll rule ---------------------------------------------------
 
+
 def test_ch3_q10_ring_counts():
     N, Dv = 64, 8
     ag_uni = C.ring_scalars_per_link("all_gather", N, Dv)
     a2a_uni = C.ring_scalars_per_link("all_to_all", N, Dv)
-    assert ag_uni == pytest.approx(N**2 * (1 - 1 / Dv))                   # ch3.q10a
+    assert ag_uni == pytest.approx(N**2 * (1 - 1 / Dv))  # ch3.q10a
     assert C.ring_scalars_per_link("reduce_scatter", N, Dv) == ag_uni
-    assert a2a_uni == pytest.approx(N**2 / 2 * (1 - 1 / Dv))              # ch3.q10b
-    assert in_range(a2a_uni / ag_uni, 0.485, 0.515)                       # ch3.q10c: 1/2
+    assert a2a_uni == pytest.approx(N**2 / 2 * (1 - 1 / Dv))  # ch3.q10b
+    assert in_range(a2a_uni / ag_uni, 0.485, 0.515)  # ch3.q10c: 1/2
     ag_bi = C.ring_scalars_per_link("all_gather", N, Dv, bidirectional=True)
-    assert in_range(ag_uni / ag_bi, 1.94, 2.06)                           # ch3.q10d: 2
+    assert in_range(ag_uni / ag_bi, 1.94, 2.06)  # ch3.q10d: 2
     inf = math.inf
-    a2a_speedup = (C.ring_scalars_per_link("all_to_all", N, inf)
-                   / C.ring_scalars_per_link("all_to_all", N, inf, bidirectional=True))
-    assert in_range(a2a_speedup, 3.88, 4.12)                              # ch3.q10e: 4 (large D)
-    ratio_bi = (C.ring_scalars_per_link("all_to_all", N, inf, bidirectional=True)
-                / C.ring_scalars_per_link("all_gather", N, inf, bidirectional=True))
-    assert in_range(ratio_bi, 0.2425, 0.2575)                             # ch3.q10f: 1/4
+    a2a_speedup = C.ring_scalars_per_link("all_to_all", N, inf) / C.ring_scalars_per_link(
+        "all_to_all", N, inf, bidirectional=True
+    )
+    assert in_range(a2a_speedup, 3.88, 4.12)  # ch3.q10e: 4 (large D)
+    ratio_bi = C.ring_scalars_per_link("all_to_all", N, inf, bidirectional=True) / C.ring_scalars_per_link(
+        "all_gather", N, inf, bidirectional=True
+    )
+    assert in_range(ratio_bi, 0.2425, 0.2575)  # ch3.q10f: 1/4
     # exact finite-D counts approach the limits
     a2a_bi_8 = C.ring_scalars_per_link("all_to_all", N, 8, bidirectional=True)
     assert a2a_bi_8 == pytest.approx(N**2 / 8)
@@ -114,14 +118,14 @@ def test_all_to_all_quarter_of_all_gather_on_a_ring():
     # ch. 3 summary table: AllToAll = AllGather / 4 on a bidirectional ring
     V = 1e9
     for X in (4, 8, 16):
-        assert (C.all_to_all(V, X, "tpu-v5p").seconds
-                == pytest.approx(C.all_gather(V, X, "tpu-v5p").seconds / 4))
+        assert C.all_to_all(V, X, "tpu-v5p").seconds == pytest.approx(C.all_gather(V, X, "tpu-v5p").seconds / 4)
     # N-D: V·max(A, B)/(4·N·W_bidi)
     c = C.all_to_all(V, (4, 8), "tpu-v5p")
     assert c.seconds == pytest.approx(V * 8 / (4 * 32 * 1.8e11))
     # without wraparound: twice the ring; one-way ring: V(X−1)/(2·X·W_one)
     assert C.all_to_all(V, 8, "tpu-v5p", wraparound=False).seconds == pytest.approx(
-        2 * C.all_to_all(V, 8, "tpu-v5p").seconds)
+        2 * C.all_to_all(V, 8, "tpu-v5p").seconds
+    )
     assert C.all_to_all(V, 8, "tpu-v5p", bidirectional=False).seconds == pytest.approx(V * 7 / (16 * 9e10))
     # each device sends ≈ V/4 on a bidirectional ring (ch. 3 derivation)
     assert C.all_to_all(V, 16, "tpu-v5p").bytes_per_device == pytest.approx(V / 4)
@@ -130,7 +134,7 @@ def test_all_to_all_quarter_of_all_gather_on_a_ring():
 def test_summary_table_relations():
     V = 3e8
     ag = C.all_gather(V, 8, "tpu-v6e")
-    assert ag.seconds == pytest.approx(V / 1.8e11)                        # bytes / bidirectional ICI BW
+    assert ag.seconds == pytest.approx(V / 1.8e11)  # bytes / bidirectional ICI BW
     assert C.all_gather(V, (8, 8), "tpu-v6e").seconds == pytest.approx(V / (2 * 1.8e11))
     assert C.reduce_scatter(V, 8, "tpu-v6e").seconds == ag.seconds
     assert C.all_reduce(V, 8, "tpu-v6e").seconds == pytest.approx(2 * ag.seconds)
@@ -146,11 +150,17 @@ def test_ppermute_and_dispatch():
     assert p.seconds == pytest.approx(1e-4) and p.regime == "bandwidth"
     assert C.ppermute(100, "tpu-v5p", hops=3).seconds == pytest.approx(3e-6)
     assert C.collective("ppermute", 9e6, None, "tpu-v5p").seconds == p.seconds
-    for name, fn in [("AllGather", C.all_gather), ("all-gather", C.all_gather), ("psum", C.all_reduce),
-                     ("psum_scatter", C.reduce_scatter), ("all_to_all", C.all_to_all),
-                     ("reduce_scatter", C.reduce_scatter)]:
-        assert C.collective(name, 1e6, (4, 2), "tpu-v5e", wraparound=False) == fn(1e6, (4, 2), "tpu-v5e",
-                                                                                 wraparound=False)
+    for name, fn in [
+        ("AllGather", C.all_gather),
+        ("all-gather", C.all_gather),
+        ("psum", C.all_reduce),
+        ("psum_scatter", C.reduce_scatter),
+        ("all_to_all", C.all_to_all),
+        ("reduce_scatter", C.reduce_scatter),
+    ]:
+        assert C.collective(name, 1e6, (4, 2), "tpu-v5e", wraparound=False) == fn(
+            1e6, (4, 2), "tpu-v5e", wraparound=False
+        )
     assert set(C.KINDS) == {"all_gather", "reduce_scatter", "all_reduce", "all_to_all", "ppermute"}
 
 
@@ -159,6 +169,7 @@ def test_slice_is_accepted_for_chip():
 
 
 # --- errors ------------------------------------------------------------------------------------------
+
 
 def test_clear_errors():
     with pytest.raises(ValueError, match="axis_sizes"):
@@ -192,11 +203,12 @@ tpus = st.sampled_from(chip_names("tpu"))
 def chip_axes(draw):
     """A TPU chip and axis sizes that fit it (≤ its torus dims of axes longer than 1, ≤ one pod of devices)."""
     from scalebook_utils.hardware import get_chip
+
     chip = draw(tpus)
     spec = get_chip(chip)
     axes = draw(st.lists(st.integers(1, 32), min_size=1, max_size=3))
     while sum(x > 1 for x in axes) > spec.ici_torus_dims or math.prod(axes) > spec.pod_chips:
-        axes[axes.index(max(axes))] = 1      # shrink the longest axis until the shape fits
+        axes[axes.index(max(axes))] = 1  # shrink the longest axis until the shape fits
     return chip, tuple(axes)
 
 

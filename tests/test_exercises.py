@@ -15,12 +15,18 @@ import sys
 import warnings
 from pathlib import Path
 
+import nbfixtures as F
 import nbformat
 import pytest
 
-import nbfixtures as F
-from scalebook_utils.grading import (ANSWER_PLACEHOLDER, cell_qid, cell_role, exercise_differences,
-                                     make_exercise, strip_solution)
+from scalebook_utils.grading import (
+    ANSWER_PLACEHOLDER,
+    cell_qid,
+    cell_role,
+    exercise_differences,
+    make_exercise,
+    strip_solution,
+)
 from scalebook_utils.questions import question_ids
 
 ROOT = F.ROOT
@@ -147,8 +153,9 @@ def test_make_exercises_tool_writes_and_checks(tmp_path, capsys):
 
 
 def test_make_exercises_tool_runs_as_a_script(tmp_path):
-    r = subprocess.run([sys.executable, str(TOOL), "--root", str(tmp_path), "--check"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, str(TOOL), "--root", str(tmp_path), "--check"], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 1 and "no solutions" in r.stderr
 
 
@@ -161,8 +168,10 @@ def test_exercise_matches_its_solution(name):
     assert sol.exists(), f"solutions/{name} is missing"
     assert ex.exists(), f"exercises/{name} is missing: run `python tools/make_exercises.py`"
     diffs = exercise_differences(_read(ex), make_exercise(_read(sol)))
-    assert not diffs, (f"exercises/{name} drifted from solutions/{name} (never edit exercises by hand; "
-                       "run `python tools/make_exercises.py`):\n" + "\n".join(diffs[:10]))
+    assert not diffs, (
+        f"exercises/{name} drifted from solutions/{name} (never edit exercises by hand; "
+        "run `python tools/make_exercises.py`):\n" + "\n".join(diffs[:10])
+    )
 
 
 def test_chapter_1_exercise_asks_every_chapter_1_question():
@@ -181,10 +190,16 @@ def test_exercise_runs_and_every_check_says_not_answered_yet(name):
 
     path = ROOT / "exercises" / name
     nb = _read(path)
-    NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
-    errors = [(i, o.get("ename"), o.get("evalue")) for i, c in enumerate(nb.cells) if c.cell_type == "code"
-              for o in c.outputs if o.get("output_type") == "error"]
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
+    errors = [
+        (i, o.get("ename"), o.get("evalue"))
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code"
+        for o in c.outputs
+        if o.get("output_type") == "error"
+    ]
     assert not errors
     for c in nb.cells:
         if cell_role(c) == "check":
@@ -201,18 +216,34 @@ def test_execute_notebooks_tool(tmp_path):
 
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "exercises").mkdir()
-    good = new_notebook(cells=[new_code_cell("import os\nprint(os.environ['SCALEBOOK_EXECUTING'], os.getcwd())",
-                                             id="env", metadata={"execution": {"iopub.status.busy": "2020"}}),
-                               new_code_cell("2 + 2", id="sum")])
+    good = new_notebook(
+        cells=[
+            new_code_cell(
+                "import os\nprint(os.environ['SCALEBOOK_EXECUTING'], os.getcwd())",
+                id="env",
+                metadata={"execution": {"iopub.status.busy": "2020"}},
+            ),
+            new_code_cell("2 + 2", id="sum"),
+        ]
+    )
     F.write(good, tmp_path / "notebooks" / "01_good.ipynb")
     bad = new_notebook(cells=[new_code_cell("1 / 0", id="boom")])
     bad_path = F.write(bad, tmp_path / "notebooks" / "02_bad.ipynb")
     ex_path = F.write(F.exercise_notebook(), tmp_path / "exercises" / "01_fixture.ipynb")
     before = {p: p.read_bytes() for p in (bad_path, ex_path)}
 
-    r = subprocess.run([sys.executable, str(ROOT / "tools" / "execute_notebooks.py"),
-                        str(tmp_path / "notebooks" / "01_good.ipynb"), str(bad_path), str(ex_path)],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tools" / "execute_notebooks.py"),
+            str(tmp_path / "notebooks" / "01_good.ipynb"),
+            str(bad_path),
+            str(ex_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 1, r.stdout + r.stderr
     rows = {ln.split()[0]: ln for ln in r.stdout.splitlines()[1:]}
     assert rows[str(tmp_path / "notebooks" / "01_good.ipynb")].endswith("OK")

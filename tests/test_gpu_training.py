@@ -3,7 +3,6 @@
 Golden numbers from ch. 12 Quiz 5 Q2 (ch12.q22*, LLaMA-3 70B on 4096 H100s, a batch of 4·2^20 tokens).
 """
 
-
 import pytest
 from pytest import approx
 
@@ -13,8 +12,8 @@ from scalebook_utils import training as T
 from scalebook_utils import training_layouts as TL
 from scalebook_utils import transformer as tf
 
-B = 4 * 2**20   # ch12.q22: "a batch of about 4M tokens"
-N = 4096        # ch12.q22: 4096 H100s
+B = 4 * 2**20  # ch12.q22: "a batch of about 4M tokens"
+N = 4096  # ch12.q22: 4096 H100s
 
 
 def _q22(**kw):
@@ -54,11 +53,11 @@ def test_training_cluster_sizes():
     assert [lv.name for lv in one.levels] == ["node"] and one.total_gpus == 8
     pod = G.training_cluster("h100", 1024)
     assert pod == gpus.superpod("h100", 4) and pod.level("spine").degree == 4
-    assert G.training_cluster("h100", 300).total_gpus == 512          # rounded up to whole SUs
+    assert G.training_cluster("h100", 300).total_gpus == 512  # rounded up to whole SUs
     big = G.training_cluster("h100", 4096)
     assert big.total_gpus == 4096 and big.levels[:2] == gpus.superpod("h100", 1).levels
     top = big.levels[-1]
-    assert top.degree == 16 and top.child_bytes_per_s == approx(32 * 400e9)   # each SU at full uplink: 12.8 TB/s
+    assert top.degree == 16 and top.child_bytes_per_s == approx(32 * 400e9)  # each SU at full uplink: 12.8 TB/s
     assert top.switches_per_unit == 128 + 64 and big.level("leaf").degree == 32
     gb = G.training_cluster("gb200", 576)
     assert gb.gpus_per_node == 72 and gb.total_gpus == 576
@@ -158,7 +157,7 @@ def _assert_sorted(p):
 def test_plan_on_1024_h100s_is_sorted_with_tp_in_a_node():
     p = G.plan("llama3-8b", B, "h100")
     assert p.n_chips == 1024 and p.chip == "h100"
-    assert max(e.config.Y for e in p.estimates) == 8          # max_tp defaults to one NVLink node
+    assert max(e.config.Y for e in p.estimates) == 8  # max_tp defaults to one NVLink node
     _assert_sorted(p)
     b = p.best
     assert b.mfu == approx(b.model_flops / (1024 * 989e12 * b.step_time), rel=0.01)
@@ -177,7 +176,7 @@ def test_explain_quotes_chapter_12_rules_for_gpus():
     """ch. 12 "Data Parallelism": DP/ZeRO needs > C/W_node ≈ 2475 tokens per GPU across H100 nodes; "Tensor
     Parallelism": TP stays compute-bound up to F/2200 ways in a node (LLaMA-3 8B, F = 14,336: ≈ 6.5)."""
     p = G.plan("llama3-8b", B, "h100")
-    assert p.best.config.Y * p.best.config.Z <= 8     # one-node model parallelism
+    assert p.best.config.Y * p.best.config.Z <= 8  # one-node model parallelism
     text = p.explain()
     dp = gpus.dp_critical_batch("h100")
     assert dp == approx(2475, rel=0.01) and f"{dp:.0f}" in text
@@ -199,8 +198,8 @@ def test_expert_parallelism_adds_alltoalls():
     """EP = gcd(X, E) ways over the data axis; the 4 AllToAlls per MoE layer move 2·k·(T_s/Y)·D·(ep−1)/ep bytes
     per GPU, over NVLink when the EP group fits in a node, else at a GPU's NIC share (ch. 12 "Expert Parallelism")."""
     cfg = tf.get_model("book-ch7-moe")
-    across = G.evaluate(cfg, B, T.Config(X=256, Y=4), "h100", n_gpus=1024)      # ep = 16 → 64 GPUs, 8 nodes
-    inside = G.evaluate(cfg, B, T.Config(X=2, Y=4), "h100", n_gpus=8)           # ep = 2 → 8 GPUs, one node
+    across = G.evaluate(cfg, B, T.Config(X=256, Y=4), "h100", n_gpus=1024)  # ep = 16 → 64 GPUs, 8 nodes
+    inside = G.evaluate(cfg, B, T.Config(X=2, Y=4), "h100", n_gpus=8)  # ep = 2 → 8 GPUs, one node
     assert across.t_ep > 0 and inside.t_ep > 0
     Ts = B / 256
     assert across.t_ep == approx(cfg.moe_layers * 4 * 2 * cfg.k * Ts / 4 * cfg.D * 15 / 16 / 50e9, rel=1e-9)

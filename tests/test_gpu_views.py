@@ -4,10 +4,10 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
+from figure_support import _draw, _is_message, _labelled, _legend  # noqa: E402
 from IPython.display import Image  # noqa: E402
 
 from scalebook_utils import gpu_views as V  # noqa: E402
-from figure_support import _draw, _labelled, _legend, _is_message  # noqa: E402
 
 
 def test_topology_readout_book_numbers():
@@ -71,7 +71,7 @@ def test_gpu_collective_readout():
     assert "(SHARP on)" in sharp and "400 GB/s" in sharp and "bottleneck leaf" in sharp
     off = V.gpu_collective_readout("all_reduce", 1e9, 8)
     assert "(SHARP off)" in off and "3.89 ms, 257 GB/s of bytes per second = bus bandwidth 450 GB/s" in off, off
-    assert "bus bandwidth" not in line   # only an AllReduce has NCCL's bus bandwidth
+    assert "bus bandwidth" not in line  # only an AllReduce has NCCL's bus bandwidth
     assert "cannot evaluate" in V.gpu_collective_readout("all_gather", 1e9, 4096)
     assert "cannot evaluate: unknown collective" in V.gpu_collective_readout("gossip", 1e9, 8)
     assert "cannot evaluate: SHARP" in V.gpu_collective_readout("all_gather", 1e9, 8, sharp=True)
@@ -97,10 +97,10 @@ def test_gpu_collective_widget_updates():
     assert "(SHARP on)" in w.last_readout
     w.controls["n_gpus"].value = 64
     assert "over 64 h100 GPUs" in w.last_readout and "bottleneck leaf" in w.last_readout
-    w.controls["kind"].value = "all_gather"   # SHARP is ignored for kinds other than AllReduce
+    w.controls["kind"].value = "all_gather"  # SHARP is ignored for kinds other than AllReduce
     assert w.last_readout.startswith("gpu collective: all_gather") and "cannot" not in w.last_readout
     assert w.readout() == w.last_readout
-    w.controls["chip"].value = "gb200"       # a 72-GPU NVLink node: 64 GPUs stay inside it
+    w.controls["chip"].value = "gb200"  # a 72-GPU NVLink node: 64 GPUs stay inside it
     assert "over 64 gb200 GPUs" in w.last_readout and "bottleneck node" in w.last_readout
 
 
@@ -116,6 +116,7 @@ def test_roofline_figures():
 
 def test_gpu_roofline_readout_matches_the_pure_function():
     from scalebook_utils import gpus
+
     r = gpus.mlp_roofline("dp", 4e6, 8192, 28_672, 1024, "h100")
     line = V.gpu_roofline_readout("dp", "h100", 4e6, 8192, 28_672, 1024, True)
     assert line.startswith("gpu roofline: dp 1024-way on h100 across nodes, B=4M tokens, D=8192, F=28672 → ")
@@ -132,7 +133,7 @@ def test_gpu_roofline_figure_and_widget():
     ax = fig.axes[0]
     _labelled(ax)
     _legend(ax)
-    assert len(ax.lines) == 3          # T_math, T_comms, the current point
+    assert len(ax.lines) == 3  # T_math, T_comms, the current point
     assert _is_message(V.render_gpu_roofline("dp", "nope"))
     w = V.gpu_roofline_widget()
     assert w.last_readout == V.gpu_roofline_readout("dp", "h100", 4e6, 8192, 28_672, 1024, True, 8) == w.readout()
@@ -150,4 +151,4 @@ def test_pipeline_schedules_figure():
     assert titles[0].startswith("GPipe: bubble 27.3% (formula 27.3%)") and "holds 8 microbatches" in titles[0]
     assert titles[1].startswith("1F1B: bubble 27.3%") and "holds 4 microbatches" in titles[1]
     assert titles[2].startswith("interleaved 1F1B, v = 2: bubble 15.8% (formula 15.8%)")
-    assert _is_message(V.render_pipeline_schedules(4, 6, 4))     # m not a multiple of p
+    assert _is_message(V.render_pipeline_schedules(4, 6, 4))  # m not a multiple of p

@@ -4,9 +4,9 @@ import math
 
 import pytest
 from pytest import approx
+from scalebook_utils.errors import UnknownNameError
 
 from scalebook_utils import gpus as G
-from scalebook_utils.errors import UnknownNameError
 
 
 def test_sm_counts_scale_with_sms():
@@ -129,7 +129,7 @@ def test_collectives_in_a_node():
 def test_cross_node_collectives_are_bounded_by_the_leaf():
     ag = G.all_gather(1e9, 256)
     assert ag.bottleneck == "leaf" and ag.bandwidth == approx(32 * 400e9 / 31)
-    assert G.all_gather(1e9, 1024).bandwidth == approx(ag.bandwidth)   # full bisection: flat across the spine
+    assert G.all_gather(1e9, 1024).bandwidth == approx(ag.bandwidth)  # full bisection: flat across the spine
     assert G.all_gather(1e9, 256, exact=False).bandwidth == approx(400e9)
     assert G.all_reduce(1e9, 1024, sharp=True).bandwidth == approx(400e9)
 
@@ -160,8 +160,8 @@ def test_sharp_only_for_all_reduce_and_unknown_kinds():
 def test_sharded_collectives_shrink_with_the_inner_axis():
     su = G.superpod("h100", 1)
     base = G.sharded_all_gather(1e9, 1, 256, su)
-    assert G.sharded_all_gather(1e9, 8, 256, su) == approx(base)          # Y inside a node: leaf unchanged
-    assert G.sharded_all_gather(1e9, 16, 256, su) == approx(base / 2)     # Y spans 2 nodes: half
+    assert G.sharded_all_gather(1e9, 8, 256, su) == approx(base)  # Y inside a node: leaf unchanged
+    assert G.sharded_all_gather(1e9, 16, 256, su) == approx(base / 2)  # Y spans 2 nodes: half
     t, where = G.sharp_sharded_all_reduce(1e9, 4, 8, G.single_node("h100"))
     assert where == "node" and t == approx(1e9 / (4 * 450e9))
     assert G.sharded_all_reduce_simple(1e9, 16, "h100") == approx(1e9 / 400e9 * 8 / 16)
@@ -228,7 +228,7 @@ def test_default_clusters_fit_two_tiers():
     assert G.max_sus("h100") == 8 and G.max_sus("gb200") == 3
     assert G.as_cluster("h100").total_gpus == 1024
     assert G.as_cluster("gb200").total_gpus == 3 * 576
-    assert G.all_gather(1e9, 144, "gb200").bottleneck == "node"   # 3.6 TB/s per rack: NVLink is the limit
+    assert G.all_gather(1e9, 144, "gb200").bottleneck == "node"  # 3.6 TB/s per rack: NVLink is the limit
 
 
 def test_gb200_nvl72_node():
@@ -242,7 +242,10 @@ def test_v100_tensor_cores_and_fp16():
     v = G.sm_counts("v100")
     assert v.tensor_cores == 640 == 8 * v.sms and v.warp_schedulers == 4 * v.sms
     assert G.matmul_dtype("v100") == "fp16" and G.matmul_dtype("h100") == "bf16"
-    per_tc, per_sub = G.tensor_core_flops_per_cycle("v100"), G.tensor_core_flops_per_cycle("v100", per_subpartition=True)
+    per_tc, per_sub = (
+        G.tensor_core_flops_per_cycle("v100"),
+        G.tensor_core_flops_per_cycle("v100", per_subpartition=True),
+    )
     assert per_sub == approx(2 * per_tc) and per_tc == approx(125e12 / (640 * 1.38e9))
     # from Ampere on one Tensor Core per subpartition: the two counts agree
     assert G.tensor_core_flops_per_cycle("h100") == G.tensor_core_flops_per_cycle("h100", per_subpartition=True)

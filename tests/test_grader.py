@@ -15,14 +15,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbfixtures as F
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-import nbfixtures as F
 from scalebook_utils import cli, grading
-from scalebook_utils.grading import (QuestionResult, SubmissionResult, build_graded_copy, cell_qid, cell_role,
-                                     load_reference)
+from scalebook_utils.grading import (
+    QuestionResult,
+    SubmissionResult,
+    build_graded_copy,
+    cell_qid,
+    cell_role,
+    load_reference,
+)
 from scalebook_utils.questions import question_ids
 
 ROOT = F.ROOT
@@ -48,10 +54,19 @@ def _moved(ex):
     nb = F.with_answers(ex, F.ANSWERS)
     q3c = [c for c in nb.cells if cell_qid(c) == "ch1.q3c" and cell_role(c) in ("answer", "check")]
     rest = [c for c in nb.cells if c not in q3c]
-    nb.cells = rest[:2] + [new_markdown_cell("my notes"), new_code_cell(
-        "import subprocess\n"  # left running in the background, in its own session (escapes the kernel's killpg)
-        "scratch = subprocess.Popen(['sleep', '600'], start_new_session=True)")] \
-        + q3c + rest[2:] + [new_code_cell("print('the end')")]
+    nb.cells = (
+        rest[:2]
+        + [
+            new_markdown_cell("my notes"),
+            new_code_cell(
+                "import subprocess\n"  # left running in the background, in its own session (escapes the kernel's killpg)
+                "scratch = subprocess.Popen(['sleep', '600'], start_new_session=True)"
+            ),
+        ]
+        + q3c
+        + rest[2:]
+        + [new_code_cell("print('the end')")]
+    )
     return nb
 
 
@@ -62,11 +77,22 @@ SUBMISSIONS = {
     "tampered": _tampered,
     "moved": _moved,
     # q2 loops; q3c asks for 8 GiB (np.empty touches none of it), over the 4 GiB memory limit
-    "loop": lambda ex: F.with_answers(ex, {**F.ANSWERS, "ch1.q2": "while True:\n    pass", "ch1.q3c": (
-        "import numpy as np\nbig = np.empty(2**30)\n" + F.ANSWERS["ch1.q3c"])}),
+    "loop": lambda ex: F.with_answers(
+        ex,
+        {
+            **F.ANSWERS,
+            "ch1.q2": "while True:\n    pass",
+            "ch1.q3c": ("import numpy as np\nbig = np.empty(2**30)\n" + F.ANSWERS["ch1.q3c"]),
+        },
+    ),
     # SIGINT ignored: nbval cannot interrupt the cell and stops the kernel
-    "hardloop": lambda ex: F.with_answers(ex, {**F.ANSWERS, "ch1.q1c": (
-        "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass")}),
+    "hardloop": lambda ex: F.with_answers(
+        ex,
+        {
+            **F.ANSWERS,
+            "ch1.q1c": ("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"),
+        },
+    ),
 }
 
 
@@ -87,8 +113,7 @@ def graded(fixture_dir, tmp_path_factory):
     before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in paths}
     listing = sorted(os.listdir(fixture_dir))
     work = tmp_path_factory.mktemp("work")
-    results = grading.grade(paths, fixture_dir / "exercise.ipynb", timeout_per_cell=TIMEOUT, jobs=2,
-                            tmp_root=str(work))
+    results = grading.grade(paths, fixture_dir / "exercise.ipynb", timeout_per_cell=TIMEOUT, jobs=2, tmp_root=str(work))
     return {Path(r.submission).stem: r for r in results}, before, listing, work
 
 
@@ -165,8 +190,13 @@ def test_added_and_moved_cells_do_not_matter(graded):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, qid, others_passed", [("loop", "ch1.q2", ["ch1.q1c"]),  # q3c: MemoryError
-                                                      ("hardloop", "ch1.q1c", ["ch1.q2", "ch1.q3c"])])
+@pytest.mark.parametrize(
+    "name, qid, others_passed",
+    [
+        ("loop", "ch1.q2", ["ch1.q1c"]),  # q3c: MemoryError
+        ("hardloop", "ch1.q1c", ["ch1.q2", "ch1.q3c"]),
+    ],
+)
 def test_an_infinite_loop_times_out_and_the_rest_is_graded(graded, name, qid, others_passed):
     r = graded[0][name]
     q = _by_qid(r)
@@ -179,8 +209,9 @@ def test_an_infinite_loop_times_out_and_the_rest_is_graded(graded, name, qid, ot
 @pytest.mark.slow
 def test_a_run_over_its_whole_time_limit_keeps_the_results_so_far(fixture_dir, tmp_path):
     nb = F.with_answers(F.exercise_notebook(), {**F.ANSWERS, "ch1.q3c": "import time\ntime.sleep(600)"})
-    [r] = grading.grade([F.write(nb, tmp_path / "slow.ipynb")], fixture_dir / "exercise.ipynb",
-                        timeout_per_cell=900, run_timeout=20)
+    [r] = grading.grade(
+        [F.write(nb, tmp_path / "slow.ipynb")], fixture_dir / "exercise.ipynb", timeout_per_cell=900, run_timeout=20
+    )
     q = _by_qid(r)
     assert q["ch1.q2"].passed and q["ch1.q1c"].passed
     assert not q["ch1.q3c"].passed and q["ch1.q3c"].detail == "not graded: the whole run went over 20 s"
@@ -223,11 +254,22 @@ def test_nothing_is_left_behind(graded):
 # --- output formats --------------------------------------------------------------------------------
 
 
-RESULTS = [SubmissionResult("alice.ipynb", [
-               QuestionResult("ch1.q2", True, "correct"),
-               QuestionResult("ch1.q3c", False, "ch1.q3c: incorrect — not that option")]),
-           SubmissionResult("bob.ipynb", [QuestionResult("ch1.q2", False, "timed out after 10 s"),
-                                           QuestionResult("ch1.q3c", False, "ch1.q3c: not answered yet")])]
+RESULTS = [
+    SubmissionResult(
+        "alice.ipynb",
+        [
+            QuestionResult("ch1.q2", True, "correct"),
+            QuestionResult("ch1.q3c", False, "ch1.q3c: incorrect — not that option"),
+        ],
+    ),
+    SubmissionResult(
+        "bob.ipynb",
+        [
+            QuestionResult("ch1.q2", False, "timed out after 10 s"),
+            QuestionResult("ch1.q3c", False, "ch1.q3c: not answered yet"),
+        ],
+    ),
+]
 
 
 def test_table_has_a_row_per_question_and_a_summary_line():
@@ -240,15 +282,23 @@ def test_table_has_a_row_per_question_and_a_summary_line():
 
 def test_json_and_csv_shapes():
     data = json.loads(grading.results_to_json(RESULTS))
-    assert data[0] == {"submission": "alice.ipynb", "passed": 1, "total": 2, "questions": [
-        {"qid": "ch1.q2", "passed": True, "detail": "correct"},
-        {"qid": "ch1.q3c", "passed": False, "detail": "ch1.q3c: incorrect — not that option"}]}
+    assert data[0] == {
+        "submission": "alice.ipynb",
+        "passed": 1,
+        "total": 2,
+        "questions": [
+            {"qid": "ch1.q2", "passed": True, "detail": "correct"},
+            {"qid": "ch1.q3c", "passed": False, "detail": "ch1.q3c: incorrect — not that option"},
+        ],
+    }
     rows = list(csv.reader(io.StringIO(grading.results_to_csv(RESULTS))))
     assert rows[0] == ["submission", "qid", "passed", "detail"]
-    assert rows[1:] == [["alice.ipynb", "ch1.q2", "1", "correct"],
-                        ["alice.ipynb", "ch1.q3c", "0", "ch1.q3c: incorrect — not that option"],
-                        ["bob.ipynb", "ch1.q2", "0", "timed out after 10 s"],
-                        ["bob.ipynb", "ch1.q3c", "0", "ch1.q3c: not answered yet"]]
+    assert rows[1:] == [
+        ["alice.ipynb", "ch1.q2", "1", "correct"],
+        ["alice.ipynb", "ch1.q3c", "0", "ch1.q3c: incorrect — not that option"],
+        ["bob.ipynb", "ch1.q2", "0", "timed out after 10 s"],
+        ["bob.ipynb", "ch1.q3c", "0", "ch1.q3c: not answered yet"],
+    ]
 
 
 # --- the command line ------------------------------------------------------------------------------
@@ -262,8 +312,16 @@ def _cli(capsys, *argv):
 
 @pytest.mark.slow
 def test_cli_json(fixture_dir, capsys):
-    code, out, err = _cli(capsys, "grade", fixture_dir / "wrong.ipynb", "--against", fixture_dir / "exercise.ipynb",
-                          "--json", "--timeout", 60)
+    code, out, err = _cli(
+        capsys,
+        "grade",
+        fixture_dir / "wrong.ipynb",
+        "--against",
+        fixture_dir / "exercise.ipynb",
+        "--json",
+        "--timeout",
+        60,
+    )
     assert code == 0, err
     data = json.loads(out)
     assert [d["submission"] for d in data] == [str(fixture_dir / "wrong.ipynb")]
@@ -276,8 +334,18 @@ def test_cli_json(fixture_dir, capsys):
 
 @pytest.mark.slow
 def test_cli_csv(fixture_dir, capsys):
-    code, out, err = _cli(capsys, "grade", fixture_dir / "wrong.ipynb", "--against", fixture_dir / "exercise.ipynb",
-                          "--csv", "--timeout", 60, "--memory-limit", 2)
+    code, out, err = _cli(
+        capsys,
+        "grade",
+        fixture_dir / "wrong.ipynb",
+        "--against",
+        fixture_dir / "exercise.ipynb",
+        "--csv",
+        "--timeout",
+        60,
+        "--memory-limit",
+        2,
+    )
     assert code == 0, err
     rows = list(csv.DictReader(io.StringIO(out)))
     assert [(r["qid"], r["passed"]) for r in rows] == [("ch1.q2", "0"), ("ch1.q1c", "1"), ("ch1.q3c", "1")]
@@ -285,7 +353,8 @@ def test_cli_csv(fixture_dir, capsys):
 
 
 def test_cli_default_output_is_the_table(monkeypatch, capsys, fixture_dir):
-    from scalebook_utils.grading import runner   # patch the defining module: the CLI calls runner.grade
+    from scalebook_utils.grading import runner  # patch the defining module: the CLI calls runner.grade
+
     monkeypatch.setattr(runner, "grade", lambda *a, **k: RESULTS)
     code, out, err = _cli(capsys, "grade", "alice.ipynb", "bob.ipynb", "--against", fixture_dir / "exercise.ipynb")
     assert code == 0
@@ -305,14 +374,17 @@ def test_cli_corrupt_notebook(tmp_path, fixture_dir, capsys):
     bad.write_text('{"cells": [ {"cell_type": "code", ')
     msg = _error(capsys, "grade", bad, "--against", fixture_dir / "exercise.ipynb")
     assert "alice.ipynb" in msg and "not a readable Jupyter notebook" in msg
-    bad.write_text('{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"cell_type": "code", '
-                   '"id": "a", "metadata": {}, "source": "x", "outputs": [], "execution_count": "seven"}]}')
+    bad.write_text(
+        '{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"cell_type": "code", '
+        '"id": "a", "metadata": {}, "source": "x", "outputs": [], "execution_count": "seven"}]}'
+    )
     assert "not a valid Jupyter notebook" in _error(capsys, "grade", bad, "--against", fixture_dir / "exercise.ipynb")
     bad.write_text('{"nbformat": 4, "nbformat_minor": 5, "cells": "nope", "metadata": {}}')
     assert "Jupyter notebook" in _error(capsys, "grade", bad, "--against", fixture_dir / "exercise.ipynb")
     bad.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
-    assert "not a readable Jupyter notebook" in _error(capsys, "grade", bad, "--against",
-                                                       fixture_dir / "exercise.ipynb")
+    assert "not a readable Jupyter notebook" in _error(
+        capsys, "grade", bad, "--against", fixture_dir / "exercise.ipynb"
+    )
 
 
 def test_cli_missing_files(tmp_path, fixture_dir, capsys):
@@ -323,15 +395,19 @@ def test_cli_missing_files(tmp_path, fixture_dir, capsys):
 
 
 def test_cli_submission_for_another_exercise(tmp_path, fixture_dir, capsys):
-    other = new_notebook(cells=[new_code_cell("ch1_q5 = 295",
-                                              metadata={"scalebook": {"qid": "ch1.q5", "role": "answer"}}),
-                                new_code_cell('check("ch1.q5", ch1_q5)')])
+    other = new_notebook(
+        cells=[
+            new_code_cell("ch1_q5 = 295", metadata={"scalebook": {"qid": "ch1.q5", "role": "answer"}}),
+            new_code_cell('check("ch1.q5", ch1_q5)'),
+        ]
+    )
     F.write(other, tmp_path / "other.ipynb")
     msg = _error(capsys, "grade", tmp_path / "other.ipynb", "--against", fixture_dir / "exercise.ipynb")
     assert msg.endswith(")") and f"does not look like a submission for {fixture_dir / 'exercise.ipynb'}" in msg
     F.write(new_notebook(cells=[new_code_cell("print(1)")]), tmp_path / "plain.ipynb")
-    assert "does not look like a submission" in _error(capsys, "grade", tmp_path / "plain.ipynb", "--against",
-                                                       fixture_dir / "exercise.ipynb")
+    assert "does not look like a submission" in _error(
+        capsys, "grade", tmp_path / "plain.ipynb", "--against", fixture_dir / "exercise.ipynb"
+    )
 
 
 def test_cli_against_must_be_an_exercise(tmp_path, fixture_dir, capsys):
@@ -347,7 +423,6 @@ def test_cli_help():
     assert r.returncode == 0 and "grade" in r.stdout
 
 
-
 def test_cli_grade_help_and_usage_errors(capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["grade", "--help"])
@@ -359,9 +434,20 @@ def test_cli_grade_help_and_usage_errors(capsys):
     assert exc.value.code == 2 and "--against" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("flag,value", [("--timeout", "nan"), ("--timeout", "inf"), ("--timeout", "0"),
-                                        ("--timeout", "-1"), ("--memory-limit", "nan"), ("--memory-limit", "inf"),
-                                        ("--memory-limit", "0"), ("--memory-limit", "-1"), ("--timeout", "abc")])
+@pytest.mark.parametrize(
+    "flag,value",
+    [
+        ("--timeout", "nan"),
+        ("--timeout", "inf"),
+        ("--timeout", "0"),
+        ("--timeout", "-1"),
+        ("--memory-limit", "nan"),
+        ("--memory-limit", "inf"),
+        ("--memory-limit", "0"),
+        ("--memory-limit", "-1"),
+        ("--timeout", "abc"),
+    ],
+)
 def test_cli_rejects_non_finite_and_non_positive_limits(flag, value, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["grade", "x.ipynb", "--against", "y.ipynb", flag, value])
@@ -370,8 +456,13 @@ def test_cli_rejects_non_finite_and_non_positive_limits(flag, value, capsys):
 
 
 def test_api_rejects_bad_limits(fixture_dir):
-    for kw in ({"timeout_per_cell": float("nan")}, {"timeout_per_cell": 0}, {"memory_limit_bytes": -1},
-               {"memory_limit_bytes": float("inf")}, {"jobs": 0}):
+    for kw in (
+        {"timeout_per_cell": float("nan")},
+        {"timeout_per_cell": 0},
+        {"memory_limit_bytes": -1},
+        {"memory_limit_bytes": float("inf")},
+        {"jobs": 0},
+    ):
         with pytest.raises(grading.GradingError, match="must be"):
             grading.grade([fixture_dir / "solution.ipynb"], fixture_dir / "exercise.ipynb", **kw)
 
@@ -420,8 +511,12 @@ def test_every_chapter_solution_scores_full_marks_in_the_sandbox():
     pairs = [(ROOT / "solutions" / p.name, p) for p in sorted((ROOT / "exercises").glob("*.ipynb"))]
     assert len(pairs) >= 11
     import concurrent.futures as cf
+
     with cf.ThreadPoolExecutor(max_workers=2) as pool:
         results = list(pool.map(lambda sp: grading.grade([sp[0]], sp[1], timeout_per_cell=300)[0], pairs))
-    bad = {Path(r.submission).name: [(q.qid, q.detail) for q in r.questions if not q.passed]
-           for r in results if r.passed != r.total}
+    bad = {
+        Path(r.submission).name: [(q.qid, q.detail) for q in r.questions if not q.passed]
+        for r in results
+        if r.passed != r.total
+    }
     assert not bad, bad

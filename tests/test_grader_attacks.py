@@ -16,18 +16,21 @@ import os
 import textwrap
 from pathlib import Path
 
+import nbfixtures as F
 import pytest
 from nbformat.v4 import new_code_cell
 
-import nbfixtures as F
 from scalebook_utils import grading, sandbox
 
 # Skipped only outside CI where bubblewrap cannot run; CI installs it (.ci/run), so there a missing sandbox fails.
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not sandbox.available() and not os.environ.get("CI"),
-                                 reason=f"no sandbox here: {sandbox.unavailable_reason()}")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not sandbox.available() and not os.environ.get("CI"), reason=f"no sandbox here: {sandbox.unavailable_reason()}"
+    ),
+]
 
-PKG = Path(grading.__file__).resolve().parents[1]   # scalebook_utils (grading is its grading/ folder)
+PKG = Path(grading.__file__).resolve().parents[1]  # scalebook_utils (grading is its grading/ folder)
 TIMEOUT = 10
 #: A number no other process on the machine uses as its sleep time (W5 looks for it after grading).
 STRAY_SLEEP = "613.25"
@@ -42,8 +45,11 @@ def _attack(ex, code: str, answers: dict | None = None):
 
 def _attacks(d: Path) -> dict[str, str]:
     victim, exercise = d / "victim.ipynb", d / "exercise.ipynb"
-    forged_report = ('<?xml version="1.0"?><testsuites><testsuite>'
-                     + "".join(f'<testcase name="Cell {i}"/>' for i in range(30)) + "</testsuite></testsuites>")
+    forged_report = (
+        '<?xml version="1.0"?><testsuites><testsuite>'
+        + "".join(f'<testcase name="Cell {i}"/>' for i in range(30))
+        + "</testsuite></testsuites>"
+    )
     return {
         # --- F2–F9: forging the verdict inside the kernel -------------------------------------------------
         "f2_package_attr": """
@@ -188,7 +194,9 @@ def _digest(paths) -> dict[str, str]:
     out = {}
     for root in paths:
         root = Path(root)
-        files = [root] if root.is_file() else [p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+        files = (
+            [root] if root.is_file() else [p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+        )
         for p in files:
             out[str(p)] = hashlib.sha256(p.read_bytes()).hexdigest()
     return out
@@ -196,6 +204,7 @@ def _digest(paths) -> dict[str, str]:
 
 def _stray_sleepers() -> list[int]:
     import psutil
+
     found = []
     for p in psutil.process_iter(["cmdline"]):
         try:
@@ -221,8 +230,14 @@ def attacked(tmp_path_factory):
     work = tmp_path_factory.mktemp("attack-work")
     # the honest solution first and last, so that it runs beside attackers with --jobs 2
     order = ["solution", *attacks, "victim"]
-    results = grading.grade([d / f"{n}.ipynb" for n in order], d / "exercise.ipynb", timeout_per_cell=TIMEOUT,
-                            jobs=2, tmp_root=str(work), sandboxed=True)
+    results = grading.grade(
+        [d / f"{n}.ipynb" for n in order],
+        d / "exercise.ipynb",
+        timeout_per_cell=TIMEOUT,
+        jobs=2,
+        tmp_root=str(work),
+        sandboxed=True,
+    )
     after = _digest(watched)
     return {Path(r.submission).stem: r for r in results}, before, after, _stray_sleepers()
 

@@ -1,12 +1,24 @@
 import dataclasses
 
 import pytest
-
-from scalebook_utils import hardware
 from scalebook_utils.hardware import CHIPS, ChipSpec, get_chip
 
-DESIGN_NAMES = ["tpu-v3", "tpu-v4p", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu7x",
-                "v100", "a100", "h100", "h200", "b200", "gb200"]
+from scalebook_utils import hardware
+
+DESIGN_NAMES = [
+    "tpu-v3",
+    "tpu-v4p",
+    "tpu-v5e",
+    "tpu-v5p",
+    "tpu-v6e",
+    "tpu7x",
+    "v100",
+    "a100",
+    "h100",
+    "h200",
+    "b200",
+    "gb200",
+]
 
 
 def test_registry_has_every_chip_of_the_design():
@@ -84,18 +96,20 @@ def test_a_chip_spec_cannot_be_changed_and_is_hashable(name):
 
     spec = hardware.get_chip(name)
     before = spec.peak_flops("bf16") if "bf16" in spec.supported_dtypes else None
-    attempts = [lambda: spec.peak_flops_per_s.__setitem__("bf16", 1.0),   # spec.peak_flops_per_s["bf16"] = 1
-                lambda: spec.sources.__setitem__("hbm_bytes", "mine"),
-                lambda: spec.peak_flops_per_s.update(bf16=1.0),
-                lambda: setattr(spec, "hbm_bytes", 1.0),
-                lambda: spec.peak_flops_per_s.__delitem__("bf16")]
+    attempts = [
+        lambda: spec.peak_flops_per_s.__setitem__("bf16", 1.0),  # spec.peak_flops_per_s["bf16"] = 1
+        lambda: spec.sources.__setitem__("hbm_bytes", "mine"),
+        lambda: spec.peak_flops_per_s.update(bf16=1.0),
+        lambda: setattr(spec, "hbm_bytes", 1.0),
+        lambda: spec.peak_flops_per_s.__delitem__("bf16"),
+    ]
     for attempt in attempts:
         with pytest.raises((TypeError, AttributeError, dataclasses.FrozenInstanceError)):
             attempt()
-    assert hardware.get_chip(name) == spec and {spec: 1}[hardware.get_chip(name)] == 1   # hashable, stable
+    assert hardware.get_chip(name) == spec and {spec: 1}[hardware.get_chip(name)] == 1  # hashable, stable
     if before is not None:
         assert hardware.get_chip(name).peak_flops("bf16") == before
-    variant = dataclasses.replace(spec, peak_flops_per_s={"bf16": 1.0})      # the way to derive a variant
+    variant = dataclasses.replace(spec, peak_flops_per_s={"bf16": 1.0})  # the way to derive a variant
     assert variant.peak_flops("bf16") == 1.0 and variant != spec and hash(variant) != hash(spec)
 
 
@@ -118,7 +132,7 @@ def test_bandwidth_channels_fastest_first_and_named_by_kind(chip):
 
 def test_bandwidth_channels_numbers():
     v5e = {n: (bw, note) for n, bw, note in hardware.bandwidth_channels("tpu-v5e")}
-    assert v5e["VMEM"] == (pytest.approx(22 * 8.2e11), "≈22× HBM")    # ch. 2: VMEM ≈ 22 × HBM on v5e
+    assert v5e["VMEM"] == (pytest.approx(22 * 8.2e11), "≈22× HBM")  # ch. 2: VMEM ≈ 22 × HBM on v5e
     assert v5e["ICI"][0] == get_chip("tpu-v5e").ici_link_bandwidth_oneway_bytes_per_s
     h100 = get_chip("h100")
     gpu = {n: bw for n, bw, _ in hardware.bandwidth_channels(h100)}
@@ -126,5 +140,6 @@ def test_bandwidth_channels_numbers():
     assert gpu["node egress"] == pytest.approx(h100.node_egress_bytes_per_s / h100.gpus_per_node)
     # topology's TPU-only table uses the same ratio
     from scalebook_utils import topology
+
     assert topology.VMEM_TO_HBM_BANDWIDTH_RATIO == hardware.VMEM_TO_HBM_RATIO
     assert topology.bandwidth_hierarchy("tpu-v5e")["vmem"] == v5e["VMEM"][0]

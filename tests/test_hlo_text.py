@@ -71,15 +71,24 @@ def test_parse_module_reads_the_header_and_every_computation():
     assert [str(s) for s in m.entry.result] == ["f32[8,16]"]
     assert [str(s) for s in m.computations["body"].result] == ["s32[]", "f32[8,16]"]
     assert len(m.instructions) == 3 + 4 + 7 + 9 == sum(len(c.instructions) for c in m.computations.values())
-    assert m.entry.opcodes == ("parameter", "parameter", "all-gather-start", "all-gather-done", "fusion",
-                               "constant", "tuple", "while", "get-tuple-element")
+    assert m.entry.opcodes == (
+        "parameter",
+        "parameter",
+        "all-gather-start",
+        "all-gather-done",
+        "fusion",
+        "constant",
+        "tuple",
+        "while",
+        "get-tuple-element",
+    )
 
 
 def test_instructions_name_their_operands_calls_and_root():
     m = text.parse_module(HLO)
     fusion = m.ops["fusion"]
     assert (fusion.fusion_kind, fusion.calls, fusion.computation) == ("kOutput", "fused_dot", "main.9")
-    assert fusion.inner == ("parameter", "parameter", "dot")                 # the fusion wraps a dot
+    assert fusion.inner == ("parameter", "parameter", "dot")  # the fusion wraps a dot
     assert fusion.operand_names == ("all-gather-done", "Arg_1.2")
     assert [str(s) for s in fusion.operands] == ["f32[8,16]", "f32[16,16]"]
     assert fusion.op_name == "jit(f)/dot_general"
@@ -95,20 +104,26 @@ def test_async_halves_issue_one_collective():
     start, done = m.ops["all-gather-start"], m.ops["all-gather-done"]
     assert (start.base_opcode, start.async_half, start.collective) == ("all-gather", "start", "all-gather")
     assert (done.base_opcode, done.async_half, done.collective) == ("all-gather", "done", "")
-    assert [str(s) for s in start.outputs] == ["f32[2,16]", "f32[8,16]"]     # (operand, gathered output)
+    assert [str(s) for s in start.outputs] == ["f32[2,16]", "f32[8,16]"]  # (operand, gathered output)
     assert collectives.count_hlo_collectives(HLO) == {"all-gather": 1}
     (c,) = collectives.parse_hlo_collectives(HLO, (4,), ("x",))
-    assert (c.kind, c.shape, c.nbytes, c.axes, c.group_size, c.dimension) == \
-        ("all-gather", (8, 16), 8 * 16 * 4, ("x",), 4, 0)
+    assert (c.kind, c.shape, c.nbytes, c.axes, c.group_size, c.dimension) == (
+        "all-gather",
+        (8, 16),
+        8 * 16 * 4,
+        ("x",),
+        4,
+        0,
+    )
 
 
 def test_the_module_is_read_only_and_text_without_instructions_reads_empty():
     m = text.parse_module(HLO)
     with pytest.raises(TypeError):
-        m.computations["extra"] = m.entry                                     # a read-only mapping
+        m.computations["extra"] = m.entry  # a read-only mapping
     with pytest.raises(AttributeError):
-        m.entry.name = "other"                                                # frozen dataclasses
-    assert text.parse_module(HLO) is m                                        # one parse per text
+        m.entry.name = "other"  # frozen dataclasses
+    assert text.parse_module(HLO) is m  # one parse per text
     empty = text.parse_module("not hlo at all")
     assert empty.instructions == () and empty.entry is None and collectives.count_hlo_collectives("x") == {}
     with pytest.raises(ValueError, match="no HLO instructions"):
@@ -122,7 +137,7 @@ def test_item_sizes_come_from_one_table_with_four_bit_types():
     assert text.parse_hlo_shape("s4[3,5]{1,0}").nbytes == 7.5
     line = "  %ar = s4[3,5]{1,0} all-reduce(s4[3,5]{1,0} %x), replica_groups={{0,1}}, to_apply=%add"
     (c,) = collectives.parse_hlo_collectives(line, (2,), ("x",))
-    assert (c.dtype, c.nbytes) == ("s4", 8)                                   # 15 half-bytes, rounded up
+    assert (c.dtype, c.nbytes) == ("s4", 8)  # 15 half-bytes, rounded up
     assert collectives.count_hlo_collectives(line) == {"all-reduce": 1}
 
 
@@ -131,22 +146,31 @@ def test_item_sizes_come_from_one_table_with_four_bit_types():
 
 def test_schedule_of_the_hand_written_module():
     assert schedule.hlo_schedule(HLO) == ["all-gather", "dot"]
-    assert schedule.hlo_dependencies(HLO) == [1]                             # the dot waits for the gather
-    assert schedule.overlap_summary(HLO) == {"schedule": ["all-gather", "dot"], "waits": [1], "collectives": 1,
-                                             "dots": 1, "dots_between": 0, "free_dots": 0}
+    assert schedule.hlo_dependencies(HLO) == [1]  # the dot waits for the gather
+    assert schedule.overlap_summary(HLO) == {
+        "schedule": ["all-gather", "dot"],
+        "waits": [1],
+        "collectives": 1,
+        "dots": 1,
+        "dots_between": 0,
+        "free_dots": 0,
+    }
 
 
 def test_a_matmul_that_needs_no_collective_waits_for_none():
-    free = HLO.replace("  %zero = s32[] constant(0)\n",
-                       "  %dot.9 = f32[16,16]{1,0} dot(f32[16,16]{1,0} %Arg_1.2, f32[16,16]{1,0} %Arg_1.2), "
-                       "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n  %zero = s32[] constant(0)\n")
+    free = HLO.replace(
+        "  %zero = s32[] constant(0)\n",
+        "  %dot.9 = f32[16,16]{1,0} dot(f32[16,16]{1,0} %Arg_1.2, f32[16,16]{1,0} %Arg_1.2), "
+        "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n  %zero = s32[] constant(0)\n",
+    )
     assert schedule.hlo_schedule(free) == ["all-gather", "dot", "dot"]
     assert schedule.hlo_dependencies(free) == [0, 1]
     assert schedule.overlap_summary(free)["free_dots"] == 1
     # a control predecessor is waited for too
-    ordered = free.replace("lhs_contracting_dims={1}, rhs_contracting_dims={0}\n  %zero",
-                           "lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
-                           "control-predecessors={%all-gather-done}\n  %zero")
+    ordered = free.replace(
+        "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n  %zero",
+        "lhs_contracting_dims={1}, rhs_contracting_dims={0}, control-predecessors={%all-gather-done}\n  %zero",
+    )
     assert text.parse_module(ordered).ops["dot.9"].control_predecessors == ("all-gather-done",)
     assert schedule.hlo_dependencies(ordered) == [1, 1]
 
@@ -154,23 +178,37 @@ def test_a_matmul_that_needs_no_collective_waits_for_none():
 def test_categories_and_memory_from_the_module():
     hlo_ops = text.parse_hlo_ops(HLO)
     got = {n: ops.categorize(n, hlo_ops) for n in ("fusion", "all-gather-start", "all-gather-done", "while", "t")}
-    assert got == {"fusion": "matmul", "all-gather-start": "collective", "all-gather-done": "collective",
-                   "while": "other", "t": "other"}
-    assert [ops.categorize(n) for n in ("ncclAllToAllKernel", "all-gather.2", "fusion.1")] == \
-        ["collective", "collective", "fusion"]
+    assert got == {
+        "fusion": "matmul",
+        "all-gather-start": "collective",
+        "all-gather-done": "collective",
+        "while": "other",
+        "t": "other",
+    }
+    assert [ops.categorize(n) for n in ("ncclAllToAllKernel", "all-gather.2", "fusion.1")] == [
+        "collective",
+        "collective",
+        "fusion",
+    ]
 
-    class OnlyText:                                  # a compiled program without a memory analysis
+    class OnlyText:  # a compiled program without a memory analysis
         def as_text(self):
             return HLO
+
     r = ops.memory_report(OnlyText())
-    assert (r.argument_bytes, r.output_bytes, r.temp_bytes, r.source) == ((2 * 16 + 16 * 16) * 4, 8 * 16 * 4, 0.0,
-                                                                         "shapes")
+    assert (r.argument_bytes, r.output_bytes, r.temp_bytes, r.source) == (
+        (2 * 16 + 16 * 16) * 4,
+        8 * 16 * 4,
+        0.0,
+        "shapes",
+    )
 
 
 def test_the_graders_rules_read_the_same_module():
     from scalebook_utils.grading.check import compiled_problem
+
     assert compiled_problem(Compiled("w", no_gather_of=(8, 16)), (), HLO) == "it all-gathers the whole [8, 16] array"
-    assert compiled_problem(Compiled("w", no_gather_of=(2, 16)), (), HLO) is None     # the operand, not gathered
+    assert compiled_problem(Compiled("w", no_gather_of=(2, 16)), (), HLO) is None  # the operand, not gathered
     assert compiled_problem(Compiled("w", partitions=4), (), HLO) is None
     assert "compiled for 4 device(s)" in compiled_problem(Compiled("w", partitions=8), (), HLO)
     assert "1 dot" in compiled_problem(Compiled("w", min_dots=2), (), HLO)
@@ -186,10 +224,11 @@ def _sources():
 
 
 def test_one_list_of_collective_opcodes():
-    assert set(text.HLO_NAME) == set(book_collectives.KINDS)       # the two vocabularies, joined in one table
+    assert set(text.HLO_NAME) == set(book_collectives.KINDS)  # the two vocabularies, joined in one table
     assert collectives.HLO_COLLECTIVES is text.COLLECTIVE_OPS
     assert set(text.ASYNC_COLLECTIVE_OPS) == {f"{k}-{h}" for k in text.COLLECTIVE_OPS for h in ("start", "done")}
     from scalebook_utils.core import sharding
+
     assert sharding.HLO_NAME is text.HLO_NAME
     # no other module spells out three or more collective opcodes in one literal tuple, list, set or dict (keys
     # or values: sharding's and ch03's kind → opcode tables were such copies)
@@ -211,8 +250,13 @@ def _regexes(src: str) -> list[tuple[int, str]]:
     """(line, pattern) of every literal regular expression passed to re.compile/search/match/findall/… ."""
     out = []
     for node in ast.walk(ast.parse(src)):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                getattr(node.func.value, "id", "") == "re" and node.args and isinstance(node.args[0], ast.Constant):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and getattr(node.func.value, "id", "") == "re"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
             out.append((node.lineno, str(node.args[0].value)))
     return out
 
@@ -222,18 +266,27 @@ def test_one_reader_of_hlo_lines():
     # (core/hlo/collectives.py reads a collective's own attributes: replica groups, source-target pairs)
     words = (r"ROOT\s", r"ENTRY\s", "HloModule", "source_target_pairs=", "num_partitions=", "calls=", r"=\s*")
     allowed = {"core/hlo/text.py", "core/hlo/collectives.py"}
-    found = [f"{path}:{ln} {rx!r}" for path, src in _sources().items() if path not in allowed
-             for ln, rx in _regexes(src) if any(w in rx for w in words)]
+    found = [
+        f"{path}:{ln} {rx!r}"
+        for path, src in _sources().items()
+        if path not in allowed
+        for ln, rx in _regexes(src)
+        if any(w in rx for w in words)
+    ]
     assert not found, found
-    assert _regexes("import re\nre.match(r'^ENTRY\\s', x)\n") == [(2, r"^ENTRY\s")]      # the scan can fail
+    assert _regexes("import re\nre.match(r'^ENTRY\\s', x)\n") == [(2, r"^ENTRY\s")]  # the scan can fail
 
 
 def _version_branches(src: str) -> list[int]:
     """Lines that branch on what this JAX has: hasattr(jax…/lax…, …), jax.__version__ in a comparison."""
     lines = []
     for node in ast.walk(ast.parse(src)):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "hasattr" and node.args \
-                and ast.unparse(node.args[0]).split(".")[0] in ("jax", "lax", "jnp"):
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", "") == "hasattr"
+            and node.args
+            and ast.unparse(node.args[0]).split(".")[0] in ("jax", "lax", "jnp")
+        ):
             lines.append(node.lineno)
         if isinstance(node, ast.Compare) and "__version__" in ast.unparse(node):
             lines.append(node.lineno)
@@ -241,8 +294,9 @@ def _version_branches(src: str) -> list[int]:
 
 
 def test_compat_is_the_only_module_that_branches_on_the_jax_version():
-    found = {path: ln for path, src in _sources().items()
-             if path != "lab/_compat.py" and (ln := _version_branches(src))}
+    found = {
+        path: ln for path, src in _sources().items() if path != "lab/_compat.py" and (ln := _version_branches(src))
+    }
     assert not found, found
-    assert _version_branches("import jax\nif hasattr(jax, 'typeof'):\n    pass\n") == [2]   # the scan can fail
-    assert _version_branches((PKG / "lab/_compat.py").read_text())              # … and finds _compat's branches
+    assert _version_branches("import jax\nif hasattr(jax, 'typeof'):\n    pass\n") == [2]  # the scan can fail
+    assert _version_branches((PKG / "lab/_compat.py").read_text())  # … and finds _compat's branches

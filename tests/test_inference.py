@@ -4,15 +4,16 @@ from dataclasses import replace
 
 import pytest
 from pytest import approx
+from scalebook_utils.errors import UnknownNameError
 
 from scalebook_utils import inference as I
 from scalebook_utils import transformer as tf
-from scalebook_utils.errors import UnknownNameError
 
 M70 = "llama3-70b"
 
 
 # --- precision and the critical batch -----------------------------------------------------------------
+
 
 def test_int8_weights_halve_weight_bytes_and_critical_batch():
     m = I.served_model(M70)
@@ -43,6 +44,7 @@ def test_precision_without_fast_path_on_chip_is_refused():
 
 # --- decode step --------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("precision", ["bf16", "int8-weights", "int8"])
 def test_step_time_monotone_in_batch_and_context(precision):
     kw = dict(chip="v5e", n_chips=16, precision=precision, check_memory=False)
@@ -53,8 +55,10 @@ def test_step_time_monotone_in_batch_and_context(precision):
 
 
 def test_throughput_grows_with_batch():
-    tps = [I.decode_step(M70, B, 2048, "v5e", 16, "int8-weights", check_memory=False).tokens_per_s_per_chip
-           for B in (1, 8, 32, 128, 512)]
+    tps = [
+        I.decode_step(M70, B, 2048, "v5e", 16, "int8-weights", check_memory=False).tokens_per_s_per_chip
+        for B in (1, 8, 32, 128, 512)
+    ]
     assert tps == sorted(tps)
 
 
@@ -88,8 +92,9 @@ def test_ici_term_appears_only_with_model_parallelism():
     assert I.decode_step("llama3-8b", 4, 1024, "v5e", 1, "int8").t_ici == 0
     # an int8 activation halves the bandwidth part of the collectives
     big_b = dict(B=512, S=1, chip="v5e", n_chips=8, check_memory=False)
-    assert (I.decode_step(M70, precision="int8", **big_b).t_ici
-            == approx(I.decode_step(M70, precision="bf16", **big_b).t_ici / 2))
+    assert I.decode_step(M70, precision="int8", **big_b).t_ici == approx(
+        I.decode_step(M70, precision="bf16", **big_b).t_ici / 2
+    )
 
 
 @pytest.mark.parametrize("B", [0, -1, 0.5, True])
@@ -114,6 +119,7 @@ def test_model_that_does_not_fit_raises_with_hint():
 
 
 # --- memory -------------------------------------------------------------------------------------------
+
 
 def test_max_batch_is_the_last_batch_that_fits():
     for precision in ("bf16", "int8-weights", "int4-weights"):
@@ -144,6 +150,7 @@ def test_kv_bytes_follow_kv_heads():
 
 # --- prefill ------------------------------------------------------------------------------------------
 
+
 def test_prefill_is_compute_bound_and_linear_in_tokens():
     book = dict(conventions="book")  # 2·P·T alone (the default adds attention FLOPs and the TP collectives)
     a, b = I.prefill_time(M70, 4096, "v5e", 16, **book), I.prefill_time(M70, 8192, "v5e", 16, **book)
@@ -158,6 +165,7 @@ def test_prefill_is_compute_bound_and_linear_in_tokens():
 
 
 # --- TP limits, 2D weight-stationary, latency-bound collectives -----------------------------------------
+
 
 def test_small_batch_tp_limit_is_where_ici_overtakes_hbm():
     F, D, B = 28_672, 8192, 64
@@ -196,6 +204,7 @@ def test_collective_time_has_a_latency_floor():
 
 # --- serving ------------------------------------------------------------------------------------------
 
+
 def test_disaggregation_ratio_and_evictions():
     assert I.prefill_servers_per_generate_server(1.0, 0.01, 32, 512) == approx(1.0 * 32 / (0.01 * 512))
     e = I.kv_eviction_rate(32, 8192, 4096, kv_bytes_per_token=1000, step_time=0.02)
@@ -219,7 +228,7 @@ def test_speculative_tokens_per_step():
     vals = [I.speculative_tokens_per_step(a, 4) for a in (0.2, 0.5, 0.8, 0.95)]
     assert vals == sorted(vals)
     # the geometric series it sums
-    assert I.speculative_tokens_per_step(0.7, 3) == approx(sum(0.7 ** i for i in range(4)))
+    assert I.speculative_tokens_per_step(0.7, 3) == approx(sum(0.7**i for i in range(4)))
     with pytest.raises(ValueError, match="acceptance \\(a probability\\) must be a finite number in \\[0, 1\\]"):
         I.speculative_tokens_per_step(1.2, 3)
     with pytest.raises(ValueError, match="draft_len must be an integer ≥ 0"):
@@ -276,14 +285,19 @@ def test_speculative_step_cost():
 
 # --- the front door ---------------------------------------------------------------------------------------------
 
+
 def test_the_front_door_re_exports_every_part():
     """`inference` (core/inference/costs.py) holds every public name of memory, decode, model_parallel and
     economics, as the same objects: a function added to a part without its re-export fails here."""
     import importlib
+
     for part in ("memory", "decode", "model_parallel", "economics"):
         mod = importlib.import_module(f"scalebook_utils.core.inference.{part}")
-        public = {n for n, v in vars(mod).items() if not n.startswith("_") and getattr(v, "__module__", None)
-                  == mod.__name__ or n in mod.__all__}
+        public = {
+            n
+            for n, v in vars(mod).items()
+            if not n.startswith("_") and getattr(v, "__module__", None) == mod.__name__ or n in mod.__all__
+        }
         assert public <= set(mod.__all__), f"{part}: not in its __all__: {sorted(public - set(mod.__all__))}"
         missing = [n for n in mod.__all__ if getattr(I, n, None) is not getattr(mod, n)]
         assert not missing and set(mod.__all__) <= set(I.__all__), f"inference lacks {part}.{missing}"

@@ -3,12 +3,12 @@ GPU groups past one node — each term against a hand-computed small case, and t
 
 import pytest
 from pytest import approx
+from scalebook_utils.errors import UnknownNameError
 
 from scalebook_utils import gpu_collectives as gc
 from scalebook_utils import gpus
 from scalebook_utils import inference as I
 from scalebook_utils import inference_comms as ic
-from scalebook_utils.errors import UnknownNameError
 
 # LLaMA 3-8B (HF): P = 8,030,261,248 of which the untied input table V·D = 128,256 · 4096 = 525,336,576
 P8, VD8, D8 = 8_030_261_248, 128_256 * 4096, 4096
@@ -16,6 +16,7 @@ H100_W, H100_NVLINK, H100_C = 3.35e12, 4.5e11, 9.89e14
 
 
 # --- the embedding is a gather ----------------------------------------------------------------------------
+
 
 def test_untied_table_is_gathered_not_streamed_or_multiplied():
     m = I.served_model("llama3-8b")
@@ -33,7 +34,7 @@ def test_untied_table_is_gathered_not_streamed_or_multiplied():
 
 
 def test_tied_table_is_read_by_the_unembedding_anyway():
-    m = I.served_model("gemma2-9b")   # tied, no learned positions: nothing is only gathered
+    m = I.served_model("gemma2-9b")  # tied, no learned positions: nothing is only gathered
     assert m.gather_params == 0
     a = I.decode_step("gemma2-9b", 8, 1024, "h100", 1, "bf16")
     b = I.decode_step("gemma2-9b", 8, 1024, "h100", 1, "bf16", conventions="book")
@@ -52,10 +53,11 @@ def test_prefill_flops_without_the_lookup_and_with_causal_attention():
 
 # --- NCCL's latency ---------------------------------------------------------------------------------------
 
+
 def test_nccl_latency_hand_values():
     # base 6.6 µs + steps × 0.6 µs over NVLink; across nodes in-node steps cost max(0.6, 1.0) and net steps 2.7
-    assert gc.nccl_latency("all_reduce", 8) == approx(6.6e-6 + 14 * 0.6e-6)      # 15.0 µs
-    assert gc.nccl_latency("all_gather", 8) == approx(6.6e-6 + 7 * 0.6e-6)       # 10.8 µs
+    assert gc.nccl_latency("all_reduce", 8) == approx(6.6e-6 + 14 * 0.6e-6)  # 15.0 µs
+    assert gc.nccl_latency("all_gather", 8) == approx(6.6e-6 + 7 * 0.6e-6)  # 10.8 µs
     assert gc.nccl_latency("reduce_scatter", 4) == approx(6.6e-6 + 3 * 0.6e-6)
     assert gc.nccl_latency("all_reduce", 16) == approx(6.6e-6 + 26 * 1.0e-6 + 4 * 2.7e-6)  # 43.4 µs
     assert gc.nccl_latency("all_gather", 16) == approx(6.6e-6 + 14 * 1.0e-6 + 1 * 2.7e-6)
@@ -83,6 +85,7 @@ def test_nccl_latency_bad_input():
 
 
 # --- GPU decode: NCCL AllReduces, serial ------------------------------------------------------------------
+
 
 def test_gpu_decode_comm_is_two_allreduces_per_layer_after_the_matmuls():
     # LLaMA 3-70B, B = 1 on 8 H100: 2·80 AllReduces of 1·8192·2 B, each 15 µs + 2·16384·7/(8·450e9)
@@ -115,7 +118,7 @@ def test_gpu_decode_past_one_node_uses_the_fat_tree_and_net_latency():
 
 
 def test_gpu_groups_that_cannot_be_costed_are_refused_with_the_reason():
-    fp16 = I.Precision("fp16", 2, 2, "fp16", 2)   # V100 has no bf16 peak
+    fp16 = I.Precision("fp16", 2, 2, "fp16", 2)  # V100 has no bf16 peak
     with pytest.raises(ValueError, match="v100 has no node egress figure.*n_chips ≤ 8"):
         I.decode_step("llama3-8b", 1, 128, "v100", 16, fp16)
     with pytest.raises(ValueError, match="span 2 NVLink domains of 2 GPUs"):
@@ -127,6 +130,7 @@ def test_gpu_groups_that_cannot_be_costed_are_refused_with_the_reason():
 
 
 # --- prefill's communication term --------------------------------------------------------------------------
+
 
 def test_gpu_prefill_adds_the_allreduces_of_the_prompt():
     # LLaMA 3-70B, T = 2048 on 8 H100: 160 × (15 µs + 2·(2048·8192·2)·7/(8·450e9))
@@ -144,13 +148,14 @@ def test_tpu_prefill_comm_is_the_decode_rule_at_T_tokens_overlapped():
     pf = I.prefill_time("llama3-70b", 8192, "tpu-v5e", 16, "bf16")
     assert pf.t_ici == approx(320 * 8192 * 8192 * 2 / 9e10)
     assert pf.overlap_comms and pf.time == approx(max(pf.t_math, pf.t_hbm_weights, pf.t_ici))
-    assert pf.bottleneck == "comms"   # ch. 7's prefill limit: Y = 16 > F·M_Y/α_ici ≈ 13 on one axis
+    assert pf.bottleneck == "comms"  # ch. 7's prefill limit: Y = 16 > F·M_Y/α_ici ≈ 13 on one axis
     # on a 4x4 the collectives use both axes (M_Y = 2): half the time, and compute sets the prefill again
     sq = I.prefill_time("llama3-70b", 8192, "tpu-v5e", 16, "bf16", shape=(4, 4))
     assert sq.t_ici == approx(pf.t_ici / 2) and sq.bottleneck == "compute"
     # the book's ch. 8 answer (0.91 s at 40% MFU, no comms) is unchanged by the overlapped term
-    assert I.prefill_time("llama3-70b", 8192, "tpu-v5e", 16, "bf16", mfu=0.4, shape=(4, 4),
-                          conventions="book").time == approx(0.91, rel=0.02)
+    assert I.prefill_time(
+        "llama3-70b", 8192, "tpu-v5e", 16, "bf16", mfu=0.4, shape=(4, 4), conventions="book"
+    ).time == approx(0.91, rel=0.02)
 
 
 def test_speculative_verify_adds_serial_gpu_comms():
@@ -162,6 +167,7 @@ def test_speculative_verify_adds_serial_gpu_comms():
 
 
 # --- bad input ------------------------------------------------------------------------------------------------
+
 
 def test_unknown_conventions_list_the_allowed_ones():
     with pytest.raises(UnknownNameError, match="unknown conventions 'paper'; allowed: practice, book"):

@@ -11,14 +11,14 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
+from figure_support import _draw, _is_message, _labelled  # noqa: E402
 from IPython.display import Image  # noqa: E402
 
 from scalebook_utils import inference as inf  # noqa: E402
-from scalebook_utils import inference_views as V  # noqa: E402
 from scalebook_utils import inference_figures as IF  # noqa: E402
+from scalebook_utils import inference_views as V  # noqa: E402
 from scalebook_utils import serving as sv  # noqa: E402
 from scalebook_utils import transformer as tf  # noqa: E402
-from figure_support import _draw, _labelled, _is_message  # noqa: E402
 
 W_HBM, C_BF16, HBM = 8.2e11, 1.97e14, 16e9  # TPU v5e (book ch. 7 §2)
 P70 = tf.param_count(tf.get_model("llama3-70b")).total
@@ -49,14 +49,16 @@ def test_step_time_readout_book_roofline():
     assert f"{step * 1e3:.3g}" == "8.65" and f"{tps:.0f}" == "231"
     assert V.step_time_readout() == (
         f"decode step: B=32 → 8.65 ms/step, 231 tokens/s/chip (${cost:.3g}/1M tokens), weights-bound "
-        "(B_crit=120, B_max=138) | llama3-70b int8-weights (int8 weights + KV, bf16 math) on tpu-v5e 4x4, S=8192")
+        "(B_crit=120, B_max=138) | llama3-70b int8-weights (int8 weights + KV, bf16 math) on tpu-v5e 4x4, S=8192"
+    )
 
 
 def test_step_time_readout_kv_bound_and_gpu():
     d = inf.decode_step("llama3-70b", 138, 8192, "tpu-v5e", 16, "int8-weights", shape=(4, 4), conventions="book")
     line = V.step_time_readout(B=138)
-    assert line.startswith(f"decode step: B=138 → {d.step_time * 1e3:.3g} ms/step, {d.tokens_per_s_per_chip:.0f} "
-                           "tokens/s/chip"), line
+    assert line.startswith(
+        f"decode step: B=138 → {d.step_time * 1e3:.3g} ms/step, {d.tokens_per_s_per_chip:.0f} tokens/s/chip"
+    ), line
     assert "KV-bound (B_crit=120, B_max=138)" in line
     # on 64 chips the ICI is the largest single term but KV + FLOPs (4.7 ms) set the step
     d64 = inf.decode_step("llama3-70b", 128, 8192, "tpu-v5e", 64, "int8-weights", shape=(8, 8), conventions="book")
@@ -64,20 +66,25 @@ def test_step_time_readout_kv_bound_and_gpu():
     assert "4.71 ms/step, 425 tokens/s/chip ($0.784/1M tokens), KV-bound" in V.step_time_readout(slice_="8x8", B=128)
     assert "ICI-bound" in V.step_time_readout(slice_="16x16", B=4)  # 16 hops × 1 µs × 4 collectives × 80 layers
     h = V.step_time_readout("llama3-70b", "h100", 8, "fp8", 8192, 32)
-    assert h.endswith("| llama3-70b fp8 (fp8 weights + KV, fp8 math) on 8 × h100, S=8192") and "B_crit=295" in h  # 1.979e15 / 3.35e12 / 2
+    assert (
+        h.endswith("| llama3-70b fp8 (fp8 weights + KV, fp8 math) on 8 × h100, S=8192") and "B_crit=295" in h
+    )  # 1.979e15 / 3.35e12 / 2
 
 
-@pytest.mark.parametrize("kwargs,needle", [
-    (dict(B=0), "B (batch) must be a finite number ≥ 1, got 0"),
-    (dict(B=139), "B=139 does not fit: at most 138 sequences of 8192 tokens"),
-    (dict(model="nope"), "unknown model 'nope'"),
-    (dict(chip="tpu-v9"), "unknown chip 'tpu-v9'"),
-    (dict(precision="int3"), "unknown precision 'int3'"),
-    (dict(slice_="2x1"), "does not fit 2 × tpu-v5e"),
-    (dict(S=2_000_000), "does not fit 16 × tpu-v5e"),
-    (dict(S=16384, max_context=8192), "longer than the model's maximum context"),
-    (dict(precision="fp8"), "tpu-v5e has no fp8 matmul peak"),
-])
+@pytest.mark.parametrize(
+    "kwargs,needle",
+    [
+        (dict(B=0), "B (batch) must be a finite number ≥ 1, got 0"),
+        (dict(B=139), "B=139 does not fit: at most 138 sequences of 8192 tokens"),
+        (dict(model="nope"), "unknown model 'nope'"),
+        (dict(chip="tpu-v9"), "unknown chip 'tpu-v9'"),
+        (dict(precision="int3"), "unknown precision 'int3'"),
+        (dict(slice_="2x1"), "does not fit 2 × tpu-v5e"),
+        (dict(S=2_000_000), "does not fit 16 × tpu-v5e"),
+        (dict(S=16384, max_context=8192), "longer than the model's maximum context"),
+        (dict(precision="fp8"), "tpu-v5e has no fp8 matmul peak"),
+    ],
+)
 def test_step_time_bad_input_gives_a_line_and_a_message(kwargs, needle):
     line = V.step_time_readout(**kwargs)
     assert line.startswith("decode step: B=") and "→ cannot evaluate: " in line and needle in line, line
@@ -115,7 +122,8 @@ def test_step_time_widget_updates():
     assert w.controls["B"].max == 552 and "S=2048" in w.last_readout
     w.controls["chip"].value = "h100"  # 16 chips is more than an 8-GPU node: the largest node slice
     assert w.controls["slice_"].value == "8" and w.last_readout == V.step_time_readout(
-        "llama3-70b", "h100", "8", "int8-weights", 2048, 64)
+        "llama3-70b", "h100", "8", "int8-weights", 2048, 64
+    )
     assert isinstance(w.snapshot(), Image)
     served = inf.served_model("llama3-70b", params=70e9)  # book ch. 8 rounds the parameters to 70e9
     s = V.step_time_widget(model=served)
@@ -131,7 +139,8 @@ def test_kv_readout_llama2_13b_tables():
     per_token = 2 * 40 * 40 * 128 * 2  # 2·L·K·H·bytes: 819,200
     assert V.kv_readout(n_chips=8) == (
         f"KV cache: llama2-13b MHA (K=40 of N=40), bf16 (bf16 weights + KV, bf16 math), S=8192 → 819 kB/token, 6.71 GB per sequence | "
-        f"weights 26 GB on 8 × tpu-v5e (128 GB HBM): max batch {math.floor((128e9 - 2 * P13) / (8192 * per_token))}")
+        f"weights 26 GB on 8 × tpu-v5e (128 GB HBM): max batch {math.floor((128e9 - 2 * P13) / (8192 * per_token))}"
+    )
     gqa = V.kv_readout(K=8, n_chips=8, B=64)
     assert "GQA (K=8 of N=40)" in gqa and "164 kB/token, 1.34 GB per sequence" in gqa
     assert "max batch 75" in gqa  # the book: the 1:5 GMQA variant fits batch 64
@@ -141,8 +150,15 @@ def test_kv_readout_llama2_13b_tables():
     assert "MQA (K=1 of N=40)" in V.kv_readout(K=1, n_chips=8)
 
 
-@pytest.mark.parametrize("kwargs,needle", [(dict(K=3), "must divide N = 40"), (dict(K=0), "K (KV heads)"),
-                                           (dict(model="gpt-9"), "unknown model"), (dict(precision="q2"), "unknown")])
+@pytest.mark.parametrize(
+    "kwargs,needle",
+    [
+        (dict(K=3), "must divide N = 40"),
+        (dict(K=0), "K (KV heads)"),
+        (dict(model="gpt-9"), "unknown model"),
+        (dict(precision="q2"), "unknown"),
+    ],
+)
 def test_kv_bad_input(kwargs, needle):
     line = V.kv_readout(**kwargs)
     assert line.startswith("KV cache: ") and "cannot evaluate" in line and needle in line, line
@@ -171,8 +187,10 @@ def test_frontier_readout():
     f = sv.frontier("llama3-70b", "tpu-v5e", "int8-weights", 8192)
     top = max(f.pareto, key=lambda p: (round(p.tokens_per_s_per_chip, 6), -p.latency))
     line = V.frontier_readout()
-    assert line.startswith(f"frontier: llama3-70b int8-weights (int8 weights + KV, bf16 math) on tpu-v5e, S=8192, 8–256 chips → max "
-                           f"{top.tokens_per_s_per_chip:.0f} tokens/s/chip (B={top.B} on {top.n_chips} chips"), line
+    assert line.startswith(
+        f"frontier: llama3-70b int8-weights (int8 weights + KV, bf16 math) on tpu-v5e, S=8192, 8–256 chips → max "
+        f"{top.tokens_per_s_per_chip:.0f} tokens/s/chip (B={top.B} on {top.n_chips} chips"
+    ), line
     fast = f.pareto[0]
     assert f"min latency {fast.latency * 1e3:.3g} ms/step (B={fast.B} on {fast.n_chips} chips)" in line
     ok = [p for p in f.points if p.latency <= 3e-3]
@@ -187,7 +205,10 @@ def test_frontier_figure_and_widget():
     ax = fig.axes[0]
     _units(ax)
     labels = ax.get_legend_handles_labels()[1]
-    assert "Pareto frontier, int8-weights (int8 weights + KV, bf16 math)" in labels and "Pareto frontier, bf16 (bf16 weights + KV, bf16 math)" in labels
+    assert (
+        "Pareto frontier, int8-weights (int8 weights + KV, bf16 math)" in labels
+        and "Pareto frontier, bf16 (bf16 weights + KV, bf16 math)" in labels
+    )
     assert any(lbl.startswith("best under the cap") for lbl in labels) and ax.get_xscale() == "log"
     assert _is_message(V.render_frontier(precision="int3"))
     w = V.frontier_widget()
@@ -200,7 +221,9 @@ def test_context_pareto():
     plan = sv.plan_serving("llama3-70b", "tpu-v5e", "4x4", "int8-weights", 2048)
     line = V.context_pareto_readout(S=2048)
     assert line.startswith(f"pareto: S=2048 → B=1…{plan.B_max}: {plan.points[0].latency * 1e3:.3g}–"), line
-    assert plan.B_max == 552 and line.endswith("| llama3-70b int8-weights (int8 weights + KV, bf16 math) on tpu-v5e 4x4")
+    assert plan.B_max == 552 and line.endswith(
+        "| llama3-70b int8-weights (int8 weights + KV, bf16 math) on tpu-v5e 4x4"
+    )
     # the book: at 2k context throughput plateaus near 1 token/ms/chip
     assert 800 < max(p.tokens_per_s_per_chip for p in plan.points) < 1100
     assert "cannot evaluate" in V.context_pareto_readout(S=10**7)
@@ -215,8 +238,16 @@ def test_context_pareto():
 # --- (5) static figures --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("render", [IF.render_intensity, IF.render_critical_batch, IF.render_weight_stationary,
-                                    IF.render_allgather_latency, IF.render_speculative])
+@pytest.mark.parametrize(
+    "render",
+    [
+        IF.render_intensity,
+        IF.render_critical_batch,
+        IF.render_weight_stationary,
+        IF.render_allgather_latency,
+        IF.render_speculative,
+    ],
+)
 def test_static_figures_have_units(render):
     _units(render().axes[0])
 

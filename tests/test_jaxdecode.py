@@ -14,11 +14,11 @@ import pytest
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
+from scalebook_utils.jaxlab import Calibration  # noqa: E402
 
 from scalebook_utils import jaxdecode as jd  # noqa: E402
 from scalebook_utils import tinymodel as tm  # noqa: E402
 from scalebook_utils import transformer as tr  # noqa: E402
-from scalebook_utils.jaxlab import Calibration  # noqa: E402
 
 MICRO = tm.MICRO  # L=2, D=64, F=192, N=4, K=2, H=16, V=128: GQA
 # MQA also varies the rest of the architecture: tied embeddings, a plain (ungated) MLP, one norm per layer
@@ -59,20 +59,26 @@ def test_generate_accepts_serving_params(micro):
     prompt = tm.sample_tokens(MICRO, B, 5, 2)
     sp = jd.serving_params(micro, MICRO)
     assert jd.serving_params(sp, MICRO) is sp
-    np.testing.assert_array_equal(np.asarray(jd.generate(sp, prompt, MICRO, 6)),
-                                  np.asarray(jd.generate(micro, prompt, MICRO, 6)))
+    np.testing.assert_array_equal(
+        np.asarray(jd.generate(sp, prompt, MICRO, 6)), np.asarray(jd.generate(micro, prompt, MICRO, 6))
+    )
 
 
 def test_serving_params_hold_the_same_numbers(micro):
     sp = jd.serving_params(micro, MICRO)
     a, m = micro["layers"][1]["attn"], micro["layers"][1]["mlp"]
     wq = np.asarray(a["wq"]).reshape(MICRO.D, -1)
-    np.testing.assert_array_equal(np.asarray(sp["layers"][1]["w_qkv"])[:MICRO.N * MICRO.H], wq.T)
+    np.testing.assert_array_equal(np.asarray(sp["layers"][1]["w_qkv"])[: MICRO.N * MICRO.H], wq.T)
     np.testing.assert_array_equal(np.asarray(sp["layers"][1]["w_down"]), np.asarray(m["w_down"]).T)
     np.testing.assert_array_equal(np.asarray(sp["unembedding_t"]), np.asarray(micro["unembedding"]).T)
     tied = jd.serving_params(tm.init_params(MQA), MQA)
-    assert tied["unembedding_t"] is tied["embedding"] and set(tied["layers"][0]) == {"w_qkv", "wo", "w_in", "w_out",
-                                                                                       "attn_norm"}
+    assert tied["unembedding_t"] is tied["embedding"] and set(tied["layers"][0]) == {
+        "w_qkv",
+        "wo",
+        "w_in",
+        "w_out",
+        "attn_norm",
+    }
 
 
 # --- the cache ---------------------------------------------------------------------------------------
@@ -137,13 +143,17 @@ def test_decode_roofline_against_hand_numbers():
     # MICRO: P_matmul = L·(2·D·(N+K)·H + 3·D·F) + D·V = 2·(12,288 + 36,864) + 8,192 = 106,496 (tinymodel doc);
     # norms 2·2·64 + 64 = 320 → 106,816 parameters read, 4 bytes each; KV 2·L·K·H·4 = 512 bytes per token.
     B, S = 4, 16
-    t_math = 2 * 4 * 106_496 / 1e11              # 8.51968e-6 s
-    t_attn = 4 * 4 * 16 * 4 * 16 * 2 / 1e11      # 4·B·S·N·H·L = 32,768 FLOPs → 3.2768e-7 s
-    t_weights = 106_816 * 4 / 1e10               # 4.27264e-5 s
-    t_kv = 4 * 16 * 512 / 1e10                   # 3.2768e-6 s
+    t_math = 2 * 4 * 106_496 / 1e11  # 8.51968e-6 s
+    t_attn = 4 * 4 * 16 * 4 * 16 * 2 / 1e11  # 4·B·S·N·H·L = 32,768 FLOPs → 3.2768e-7 s
+    t_weights = 106_816 * 4 / 1e10  # 4.27264e-5 s
+    t_kv = 4 * 16 * 512 / 1e10  # 3.2768e-6 s
     st = jd.decode_bounds(MICRO, B, S, FAKE)
-    for got, want in ((st.t_math, t_math), (st.t_math_attention, t_attn), (st.t_hbm_weights, t_weights),
-                      (st.t_hbm_kv, t_kv)):
+    for got, want in (
+        (st.t_math, t_math),
+        (st.t_math_attention, t_attn),
+        (st.t_hbm_weights, t_weights),
+        (st.t_hbm_kv, t_kv),
+    ):
         assert got == pytest.approx(want, rel=1e-12)
     assert jd.decode_roofline(MICRO, B, S, FAKE) == pytest.approx(t_math + t_attn + t_weights + t_kv)
     assert jd.decode_roofline(MICRO, B, S, FAKE, form="upper") == pytest.approx(5.485056e-5, rel=1e-9)
@@ -151,27 +161,31 @@ def test_decode_roofline_against_hand_numbers():
     assert jd.decode_roofline(MICRO, B, S, FAKE, form="book") == pytest.approx(t_kv + t_weights)
     # a separate read bandwidth replaces W in both bytes terms
     assert jd.decode_roofline(MICRO, B, S, FAKE, read_bytes_per_s=5e9) == pytest.approx(
-        t_math + t_attn + 2 * (t_weights + t_kv))
+        t_math + t_attn + 2 * (t_weights + t_kv)
+    )
     # far above B_crit = 2·C/(W·4) = 5 the matmuls are compute-bound in every form
     big = jd.decode_bounds(MICRO, 4096, 1, FAKE)
     assert big.t_math > big.t_hbm_weights
     assert jd.decode_roofline(MICRO, 4096, 1, FAKE, form="book") == pytest.approx(
-        max(big.t_hbm_kv, big.t_math_attention) + big.t_math)
+        max(big.t_hbm_kv, big.t_math_attention) + big.t_math
+    )
 
 
 def test_measure_decode_returns_sane_rows():
     # S = 9: the cache has MAX_LEN = 10 slots, as in the tests above (no new compilation). Without a
     # calibration C and W are measured alongside; with one, C is the calibration's.
     rows = jd.measure_decode(MICRO, batches=(B,), S=MAX_LEN - 1, rounds=1)
-    fixed = jd.measure_decode(MICRO, batches=(1, B), S=MAX_LEN - 1, calibration=FAKE, rounds=1, form="lower",
-                              read_bytes_per_s=2e10)
+    fixed = jd.measure_decode(
+        MICRO, batches=(1, B), S=MAX_LEN - 1, calibration=FAKE, rounds=1, form="lower", read_bytes_per_s=2e10
+    )
     assert [r.B for r in rows] == [B] and [r.B for r in fixed] == [1, B]
     for r in rows + fixed:
         assert r.measured_s > 0 and math.isfinite(r.measured_s) and r.flops_per_s > 0 and r.bytes_per_s > 0
         assert r.ratio == pytest.approx(r.predicted_s / r.measured_s) and r.ratio > 0 and math.isfinite(r.ratio)
         assert r.bound == "memory"
-    assert fixed[1].predicted_s == pytest.approx(jd.decode_roofline(MICRO, B, MAX_LEN, FAKE, form="lower",
-                                                                    read_bytes_per_s=2e10))
+    assert fixed[1].predicted_s == pytest.approx(
+        jd.decode_roofline(MICRO, B, MAX_LEN, FAKE, form="lower", read_bytes_per_s=2e10)
+    )
     assert fixed[0].flops_per_s == FAKE.flops_per_s and fixed[0].bytes_per_s == 2e10
     table = jd.format_decode_rows(fixed)
     assert "pred/meas" in table and "C = 100 GFLOP/s, W = 20.0 GB/s" in table and len(table.splitlines()) == 4
@@ -206,19 +220,25 @@ def test_bad_input_raises_clear_errors(micro):
         (lambda: jd.decode_step(micro, tokens, cache, 6, MICRO), r"token must be \[B\] = \[3\]"),
         (lambda: jd.decode_step(micro, token[:1], cache, 6, MICRO), r"token must be \[B\] = \[3\]"),
         (lambda: jd.decode_step(micro, token * 0 - 1, cache, 6, MICRO), r"token ids must lie in \[0, V=128\)"),
-        (lambda: jd.decode_step(micro, token, jd.init_cache(MQA, B, 6), 4, MICRO),
-         r"cache arrays must be \[L, B, K, max_len, H\]"),
+        (
+            lambda: jd.decode_step(micro, token, jd.init_cache(MQA, B, 6), 4, MICRO),
+            r"cache arrays must be \[L, B, K, max_len, H\]",
+        ),
         (lambda: jd.decode_step(micro, token, {"k": cache["k"]}, 4, MICRO), "cache must be the dict"),
         (lambda: jd.generate(micro, tokens, MICRO, 0), "steps must be a positive integer, got 0"),
-        (lambda: jd.generate(jd.serving_params(micro, MICRO), tokens, MICRO, 2, use_cache=False),
-         "needs tinymodel parameters"),
+        (
+            lambda: jd.generate(jd.serving_params(micro, MICRO), tokens, MICRO, 2, use_cache=False),
+            "needs tinymodel parameters",
+        ),
         (lambda: jd.decode_roofline(MICRO, 0, 8, FAKE), "B must be a positive number"),
         (lambda: jd.decode_roofline(MICRO, 1, 8, FAKE, form="max"), "form must be one of upper, book, lower"),
         (lambda: jd.decode_roofline(MICRO, 1, 8, FAKE, read_bytes_per_s=0), "read_bytes_per_s must be a positive"),
         (lambda: jd.measure_decode(MICRO, batches=(4, 0), calibration=FAKE), r"B \(batch\) must be a positive"),
         (lambda: jd.prefill_vs_decode(MICRO, B=1, T=0), r"T \(prompt\) must be a positive integer"),
-        (lambda: jd.measure_decode(MICRO, calibration=dataclasses.replace(FAKE, dtype="bfloat16")),
-         "pass a float32 calibration"),
+        (
+            lambda: jd.measure_decode(MICRO, calibration=dataclasses.replace(FAKE, dtype="bfloat16")),
+            "pass a float32 calibration",
+        ),
     ]
     for call, message in cases:
         with pytest.raises(ValueError, match=message):

@@ -18,10 +18,10 @@ import pytest
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
-
-from scalebook_utils import _compat, jaxlab  # noqa: E402
 from scalebook_utils.hardware import ChipSpec  # noqa: E402
 from scalebook_utils.roofline import matmul_roofline  # noqa: E402
+
+from scalebook_utils import _compat, jaxlab  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -29,8 +29,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _run_python(code: str, timeout: float = 120) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
     env["JAX_PLATFORMS"] = "cpu"
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env=env)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=env,
+    )
 
 
 # --- runtime ---------------------------------------------------------------------------------------
@@ -49,7 +55,7 @@ def test_runtime_on_cpu():
 
 def test_runtime_is_frozen():
     r = jaxlab.runtime()
-    with pytest.raises(AttributeError):   # a frozen dataclass raises FrozenInstanceError, an AttributeError
+    with pytest.raises(AttributeError):  # a frozen dataclass raises FrozenInstanceError, an AttributeError
         r.backend = "tpu"  # type: ignore[misc]
 
 
@@ -62,36 +68,40 @@ def test_colab_detection(monkeypatch):
     assert "Colab" in jaxlab.describe_runtime()
 
 
-@pytest.mark.parametrize("kind, chip", [
-    ("TPU v5 lite", "tpu-v5e"),
-    ("TPU v5e", "tpu-v5e"),
-    ("TPU v5p", "tpu-v5p"),
-    ("TPU v5", "tpu-v5p"),
-    ("TPU v6 lite", "tpu-v6e"),
-    ("TPU v6e", "tpu-v6e"),
-    ("TPU v4", "tpu-v4p"),
-    ("TPU v4 lite", None),
-    ("TPU v3", "tpu-v3"),
-    ("TPU7x", "tpu7x"),
-    ("TPU v2", None),
-    ("NVIDIA H100 80GB HBM3", "h100"),
-    ("NVIDIA H100 PCIe", "h100"),
-    ("NVIDIA H200", "h200"),
-    ("NVIDIA H20", None),
-    ("NVIDIA A100-SXM4-40GB", "a100"),
-    ("NVIDIA A100 80GB PCIe", "a100"),
-    ("NVIDIA B200", "b200"),
-    ("NVIDIA GB200", "gb200"),
-    ("Tesla V100-SXM2-16GB", "v100"),
-    ("Tesla T4", None),
-    ("cpu", None),
-])
+@pytest.mark.parametrize(
+    "kind, chip",
+    [
+        ("TPU v5 lite", "tpu-v5e"),
+        ("TPU v5e", "tpu-v5e"),
+        ("TPU v5p", "tpu-v5p"),
+        ("TPU v5", "tpu-v5p"),
+        ("TPU v6 lite", "tpu-v6e"),
+        ("TPU v6e", "tpu-v6e"),
+        ("TPU v4", "tpu-v4p"),
+        ("TPU v4 lite", None),
+        ("TPU v3", "tpu-v3"),
+        ("TPU7x", "tpu7x"),
+        ("TPU v2", None),
+        ("NVIDIA H100 80GB HBM3", "h100"),
+        ("NVIDIA H100 PCIe", "h100"),
+        ("NVIDIA H200", "h200"),
+        ("NVIDIA H20", None),
+        ("NVIDIA A100-SXM4-40GB", "a100"),
+        ("NVIDIA A100 80GB PCIe", "a100"),
+        ("NVIDIA B200", "b200"),
+        ("NVIDIA GB200", "gb200"),
+        ("Tesla V100-SXM2-16GB", "v100"),
+        ("Tesla T4", None),
+        ("cpu", None),
+    ],
+)
 def test_chip_from_device_kind(kind, chip):
     assert jaxlab.chip_from_device_kind(kind) == chip
 
 
 def test_every_mapped_chip_exists():
     from scalebook_utils.hardware import get_chip
+
     for _, name in jaxlab.DEVICE_KIND_PATTERNS:
         if name is not None:
             assert get_chip(name).name == name
@@ -243,14 +253,17 @@ def test_calibrate_quick_is_plausible():
 
 
 def _fake_cal():
-    return jaxlab.Calibration(flops_per_s=1e11, bytes_per_s=1e10, dtype="float32", backend="cpu",
-                              details={"device_kind": "cpu"})
+    return jaxlab.Calibration(
+        flops_per_s=1e11, bytes_per_s=1e10, dtype="float32", backend="cpu", details={"device_kind": "cpu"}
+    )
 
 
 def test_predict_vs_measure_arithmetic_with_given_measurements():
     cal = _fake_cal()
-    meas = [jaxlab.MatmulMeasurement(B=1024, D=1024, F=1024, seconds=0.04, flops=2 * 1024**3, bytes=12 * 1024**2),
-            jaxlab.MatmulMeasurement(B=1, D=1000, F=1000, seconds=0.002, flops=2e6, bytes=4 * (1000 + 1e6 + 1000))]
+    meas = [
+        jaxlab.MatmulMeasurement(B=1024, D=1024, F=1024, seconds=0.04, flops=2 * 1024**3, bytes=12 * 1024**2),
+        jaxlab.MatmulMeasurement(B=1, D=1000, F=1000, seconds=0.002, flops=2e6, bytes=4 * (1000 + 1e6 + 1000)),
+    ]
     rows = jaxlab.predict_vs_measure(cal, [], measurements=meas)
     # 1024³: compute-bound, 2·1024³ / 1e11 = 21.47 ms; B=1: memory-bound, 4.008e6 B / 1e10 = 0.4008 ms
     assert rows[0].predicted_s == pytest.approx(2 * 1024**3 / 1e11)
@@ -321,6 +334,7 @@ def test_cost_analysis_dict_both_shapes():
     class FakeCompiled:
         def cost_analysis(self):
             return old
+
     assert _compat.cost_analysis_dict(FakeCompiled())["flops"] == 10.0
 
 
@@ -342,15 +356,18 @@ def test_xla_flag_rewrite(monkeypatch):
 
 
 def test_make_mesh_auto_shard_map_and_use_mesh_on_one_device():
-    from jax.sharding import NamedSharding, PartitionSpec as P
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
     mesh = _compat.make_mesh_auto((1,), ("x",), devices=jax.devices("cpu")[:1])
     assert dict(mesh.shape) == {"x": 1}
     if _compat.has_axis_types():
         assert all(t == jax.sharding.AxisType.Auto for t in mesh.axis_types)
     f = _compat.shard_map(lambda a: a * 2, mesh=mesh, in_specs=P("x"), out_specs=P("x"))
     assert (jax.jit(f)(jnp.arange(4.0)) == jnp.arange(4.0) * 2).all()
-    f_nocheck = _compat.shard_map(lambda a: jax.lax.psum(a, "x"), mesh=mesh, in_specs=P("x"), out_specs=P(),
-                                  check=False)
+    f_nocheck = _compat.shard_map(
+        lambda a: jax.lax.psum(a, "x"), mesh=mesh, in_specs=P("x"), out_specs=P(), check=False
+    )
     assert float(jax.jit(f_nocheck)(jnp.ones(1))[0]) == 1.0
     with _compat.use_mesh(mesh) as m:
         assert m is mesh
@@ -377,31 +394,42 @@ def test_count_hlo_collectives_counts_tuple_results_and_async_forms():
 # --- HLO parsing (pure text): replica groups, arrays, mesh axes ------------------------------------
 
 
-@pytest.mark.parametrize("text,groups", [
-    ("replica_groups={}", [list(range(8))]),
-    ("replica_groups={{0,1,2,3},{4,5,6,7}}, x", [[0, 1, 2, 3], [4, 5, 6, 7]]),
-    ("replica_groups=[4,2]<=[2,4]T(1,0), x", [[0, 4], [1, 5], [2, 6], [3, 7]]),
-    ("replica_groups=mesh['axis_0'=2,'axis_1'=4] {'axis_1'}, x", [[0, 1, 2, 3], [4, 5, 6, 7]]),
-    ("replica_groups=mesh['a'=2,'b'=1,'c'=4], device_ids=([2,2,2]T(1,0,2)) {'a'}, x", [[0, 2], [1, 3], [4, 6], [5, 7]]),
-    ("replica_groups=mesh['a'=8] {'a':(2)2}, x", [[0, 2], [1, 3], [4, 6], [5, 7]]),
-])
+@pytest.mark.parametrize(
+    "text,groups",
+    [
+        ("replica_groups={}", [list(range(8))]),
+        ("replica_groups={{0,1,2,3},{4,5,6,7}}, x", [[0, 1, 2, 3], [4, 5, 6, 7]]),
+        ("replica_groups=[4,2]<=[2,4]T(1,0), x", [[0, 4], [1, 5], [2, 6], [3, 7]]),
+        ("replica_groups=mesh['axis_0'=2,'axis_1'=4] {'axis_1'}, x", [[0, 1, 2, 3], [4, 5, 6, 7]]),
+        (
+            "replica_groups=mesh['a'=2,'b'=1,'c'=4], device_ids=([2,2,2]T(1,0,2)) {'a'}, x",
+            [[0, 2], [1, 3], [4, 6], [5, 7]],
+        ),
+        ("replica_groups=mesh['a'=8] {'a':(2)2}, x", [[0, 2], [1, 3], [4, 6], [5, 7]]),
+    ],
+)
 def test_replica_group_formats(text, groups):
     assert jaxlab.replica_groups(text, 8) == groups
 
 
 def test_parse_hlo_collectives():
-    hlo = "\n".join([
-        "  %ag = f32[64,256]{1,0} all-gather(f32[8,256]{1,0} %p), channel_id=1, replica_groups=[1,8]<=[8], "
-        "dimensions={0}, use_global_device_ids=true",
-        "  %ar = (f32[256,64]{1,0}, f32[]) all-reduce(%a, %b), channel_id=2, replica_groups={{0,1},{2,3},{4,5},{6,7}}, "
-        "to_apply=%add",
-        "  ROOT %rs = bf16[4,16]{1,0} reduce-scatter(bf16[16,16]{1,0} %c), replica_groups=[2,4]<=[8], dimensions={0}",
-        "  %ar-done = f32[8]{0} all-reduce-done(%x)",
-    ])
+    hlo = "\n".join(
+        [
+            "  %ag = f32[64,256]{1,0} all-gather(f32[8,256]{1,0} %p), channel_id=1, replica_groups=[1,8]<=[8], "
+            "dimensions={0}, use_global_device_ids=true",
+            "  %ar = (f32[256,64]{1,0}, f32[]) all-reduce(%a, %b), channel_id=2, replica_groups={{0,1},{2,3},{4,5},{6,7}}, "
+            "to_apply=%add",
+            "  ROOT %rs = bf16[4,16]{1,0} reduce-scatter(bf16[16,16]{1,0} %c), replica_groups=[2,4]<=[8], dimensions={0}",
+            "  %ar-done = f32[8]{0} all-reduce-done(%x)",
+        ]
+    )
     c = jaxlab.parse_hlo_collectives(hlo, (4, 2), ("data", "model"))
     assert [(x.kind, x.shape, x.axis, x.combined, x.subgroup) for x in c] == [
-        ("all-gather", (64, 256), "XY", 1, False), ("all-reduce", (256, 64), "Y", 2, False),
-        ("all-reduce", (), "Y", 2, False), ("reduce-scatter", (16, 16), "XY", 1, True)]   # RS: input = 4 × output
+        ("all-gather", (64, 256), "XY", 1, False),
+        ("all-reduce", (256, 64), "Y", 2, False),
+        ("all-reduce", (), "Y", 2, False),
+        ("reduce-scatter", (16, 16), "XY", 1, True),
+    ]  # RS: input = 4 × output
     assert c[0].nbytes == 64 * 256 * 4 and c[3].nbytes == 16 * 16 * 2
     assert c[2].is_scalar and c[3].group_size == 4
     # the same instructions as count_hlo_collectives (one per HLO op, however many arrays it carries)
@@ -411,15 +439,19 @@ def test_parse_hlo_collectives():
 
 
 def test_parse_hlo_collective_permute_axes():
-    hlo = ("  %cp = f32[4,128]{1,0} collective-permute(f32[4,128]{1,0} %y), channel_id=3, "
-           "source_target_pairs={{0,1},{1,2},{2,3}}")
+    hlo = (
+        "  %cp = f32[4,128]{1,0} collective-permute(f32[4,128]{1,0} %y), channel_id=3, "
+        "source_target_pairs={{0,1},{1,2},{2,3}}"
+    )
     (c,) = jaxlab.parse_hlo_collectives(hlo, (4,), ("stage",))
     assert (c.kind, c.axis, c.nbytes, c.group_size) == ("collective-permute", "Z", 4 * 128 * 4, 2)
 
 
 def test_sharding_devices_falls_back_to_cpu_and_rejects_bad_counts():
     import jax
+
     from scalebook_utils import jaxlab
+
     n = len(jax.devices("cpu"))
     devs = jaxlab.sharding_devices(n)
     assert len(devs) == n and all(d.platform == "cpu" for d in devs)

@@ -87,8 +87,13 @@ def test_shard_map_bytes_vs_model(child):
 
 
 def test_shard_map_hlo_kinds(child):
-    want = {"psum": "all-reduce", "all_gather": "all-gather", "psum_scatter": "reduce-scatter",
-            "all_to_all": "all-to-all", "ppermute": "collective-permute"}
+    want = {
+        "psum": "all-reduce",
+        "all_gather": "all-gather",
+        "psum_scatter": "reduce-scatter",
+        "all_to_all": "all-to-all",
+        "ppermute": "collective-permute",
+    }
     for k, op in want.items():
         assert set(child["demos"][f"{k}@(8,)"]["hlo"]) == {op}, (k, child["demos"][f"{k}@(8,)"]["hlo"])
     assert "bogus" in child["bad"]

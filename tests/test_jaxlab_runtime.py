@@ -52,7 +52,9 @@ def test_kaggle_tpu_v5e_8_shards_on_the_real_chips_and_is_detected_before_colab(
     assert jaxlab.sharding_devices(8) == acc and jaxlab.sharding_devices(4) == acc[:4]
     r = jaxlab.runtime()
     assert (r.where, r.on_colab) == ("Kaggle", False)
-    assert "Kaggle" in jaxlab.describe_runtime(r) and "sharding demos on the tpu (8 of 8 TPU v5 lite)" in jaxlab.describe_runtime(r)
+    assert "Kaggle" in jaxlab.describe_runtime(
+        r
+    ) and "sharding demos on the tpu (8 of 8 TPU v5 lite)" in jaxlab.describe_runtime(r)
 
 
 def test_a_16_device_request_on_8_chips_falls_back_to_cpus(monkeypatch):
@@ -67,7 +69,9 @@ def test_one_gpu_and_a_laptop(monkeypatch):
     _, cpus = _fake(monkeypatch, "cpu", "cpu", 0)
     assert jaxlab.sharding_devices(8) == cpus
     r = jaxlab.runtime()
-    assert r.where == "local" and jaxlab.describe_runtime(r).endswith("local · sharding demos on 8 simulated CPU devices")
+    assert r.where == "local" and jaxlab.describe_runtime(r).endswith(
+        "local · sharding demos on 8 simulated CPU devices"
+    )
 
 
 def test_too_few_cpu_devices_says_what_to_call(monkeypatch):
@@ -76,7 +80,9 @@ def test_too_few_cpu_devices_says_what_to_call(monkeypatch):
         jaxlab.sharding_devices(8)
 
 
-@pytest.mark.parametrize("platform, n_acc, n, want", [
-    ("tpu", 1, 8, False), ("tpu", 8, 8, True), ("tpu", 4, 8, False), ("gpu", 8, 8, True), ("cpu", 8, 8, False)])
+@pytest.mark.parametrize(
+    "platform, n_acc, n, want",
+    [("tpu", 1, 8, False), ("tpu", 8, 8, True), ("tpu", 4, 8, False), ("gpu", 8, 8, True), ("cpu", 8, 8, False)],
+)
 def test_the_rule(platform, n_acc, n, want):
     assert jaxlab.shards_on_accelerators(platform, n_acc, n) is want

@@ -22,6 +22,7 @@ def test_expected_results_are_plain_numbers():
 
 def test_free_port_is_bindable():
     import socket
+
     port = jaxmulti.free_port()
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))
@@ -39,7 +40,7 @@ def test_two_processes_four_devices_each():
         assert x["process_count"] == 2 and x["global_devices"] == 8 and x["local_devices"] == 4
         assert x["hlo_all_reduce"]
     ids = [set(x["local_device_ids"]) for x in r.results]
-    assert not (ids[0] & ids[1])                     # each process owns different devices
+    assert not (ids[0] & ids[1])  # each process owns different devices
     assert "2 processes × 4 CPU devices = 8 global devices" in r.summary()
 
 

@@ -67,17 +67,18 @@ print("RESULT" + json.dumps(out))
 def report():
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
     env["JAX_PLATFORMS"] = "cpu"
-    p = subprocess.run([sys.executable, "-c", textwrap.dedent(_CHILD)], capture_output=True, text=True, timeout=300,
-                       cwd=ROOT, env=env)
+    p = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_CHILD)], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env
+    )
     assert p.returncode == 0, p.stderr[-4000:]
     return json.loads(p.stdout.split("RESULT", 1)[1])
 
 
 def test_naive_pipeline_equals_unsharded_step(report):
     n = report["naive"]
-    assert n["n"] == 8 and n["devices"] == list(range(8))   # stage i's new weights live on device i
+    assert n["n"] == 8 and n["devices"] == list(range(8))  # stage i's new weights live on device i
     assert n["loss"] == pytest.approx(n["ref"], rel=1e-6)
-    assert n["wdiff"] <= 1e-6 < n["moved"]                  # the step changed W, exactly as the reference did
+    assert n["wdiff"] <= 1e-6 < n["moved"]  # the step changed W, exactly as the reference did
 
 
 @pytest.mark.parametrize("M", ["1", "4"])
@@ -86,8 +87,8 @@ def test_gpipe_forward_equals_sequential_and_follows_the_schedule(report, M):
     assert g["err"] <= 1e-6 * max(1.0, g["scale"])
     assert g["schedule"] == jp.pipeline_schedule(8, int(M)).tolist()
     assert g["kinds"] == ["collective-permute"]
-    assert g["axes"] == ["Z"]                                # one hop along the 'stage' axis
-    assert g["act_bytes"] == [32 // int(M) * 128 * 4]        # one microbatch of activations per hop
+    assert g["axes"] == ["Z"]  # one hop along the 'stage' axis
+    assert g["act_bytes"] == [32 // int(M) * 128 * 4]  # one microbatch of activations per hop
 
 
 @pytest.mark.parametrize("P,M", [(1, 1), (2, 1), (4, 4), (8, 3), (8, 32), (3, 7)])
@@ -95,7 +96,7 @@ def test_schedule_idle_fraction_is_the_bubble(P, M):
     grid = jp.pipeline_schedule(P, M)
     assert grid.shape == (P, M + P - 1)
     assert jp.idle_fraction(grid) == pytest.approx(training.bubble_fraction(P, M), abs=1e-12)
-    for s in range(P):                                       # every stage runs every microbatch once, in order
+    for s in range(P):  # every stage runs every microbatch once, in order
         row = [m for m in grid[s] if m >= 0]
         assert row == list(range(M))
 

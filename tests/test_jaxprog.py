@@ -17,8 +17,18 @@ pytest.importorskip("jax")
 from scalebook_utils.questions import ch10, question_ids  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CH10_IDS = ["ch10.q1a", "ch10.q1b", "ch10.q2a", "ch10.q2b", "ch10.q2c", "ch10.q2d", "ch10.q3a", "ch10.q3b",
-            "ch10.q3c", "ch10.q4"]
+CH10_IDS = [
+    "ch10.q1a",
+    "ch10.q1b",
+    "ch10.q2a",
+    "ch10.q2b",
+    "ch10.q2c",
+    "ch10.q2d",
+    "ch10.q3a",
+    "ch10.q3b",
+    "ch10.q3c",
+    "ch10.q4",
+]
 
 _CHILD = textwrap.dedent("""
 import json
@@ -109,7 +119,10 @@ def test_code_that_skips_the_technique_fails_with_what_was_found(child):
     assert "1 dot" in child["skipped"]["ch10.q3a"], child["skipped"]["ch10.q3a"]
     assert "all-reduce" in child["skipped"]["ch10.q3b"]
     assert "its result is P('X', 'Y'), not P('X')" in child["wrong_spec"], child["wrong_spec"]
-    assert "one way round the ring" in child["skipped"]["ch10.q4"] or "no collective-permute" in child["skipped"]["ch10.q4"]
+    assert (
+        "one way round the ring" in child["skipped"]["ch10.q4"]
+        or "no collective-permute" in child["skipped"]["ch10.q4"]
+    )
     assert "compiled for 1 device" in child["skipped"]["ch10.q1a"]
 
 
@@ -124,6 +137,7 @@ def test_ch10_ids_registered():
 
 def test_references_are_pure_numpy_and_consistent():
     import numpy as np
+
     x = ch10.Q1A_INPUTS[0][0]
     assert ch10.shard_means(x, 1, 1).item() == x.mean()
     assert np.array_equal(ch10.shard_roll(x, 1, 1, 1), np.roll(x, 1, 0) - x)
@@ -158,8 +172,13 @@ def test_slice_and_average_matches_book(child):
 
 
 def test_each_shard_map_collective(child):
-    want = {"psum": "all-reduce", "all_gather": "all-gather", "psum_scatter": "reduce-scatter",
-            "all_to_all": "all-to-all", "ppermute": "collective-permute"}
+    want = {
+        "psum": "all-reduce",
+        "all_gather": "all-gather",
+        "psum_scatter": "reduce-scatter",
+        "all_to_all": "all-to-all",
+        "ppermute": "collective-permute",
+    }
     for row in child["collectives"]:
         assert row["correct"], row
         assert want[row["jax"]] in row["hlo"], row
@@ -168,14 +187,14 @@ def test_each_shard_map_collective(child):
 def test_collective_matmul_equal_and_overlapped(child):
     cm = child["cm"]
     assert cm["equal"] and cm["exact"]
-    assert cm["hlo"]["collective"] == {"collective-permute": 3}          # Y − 1 = 3 shifts, no all-gather
+    assert cm["hlo"]["collective"] == {"collective-permute": 3}  # Y − 1 = 3 shifts, no all-gather
     assert "all-gather" in cm["hlo"]["plain"]
-    assert cm["overlap"]["collective"]["waits"] == [0, 1, 2, 3]           # block s waits for s shifts only
-    assert cm["overlap"]["plain"]["waits"] == [1]                         # the matmul waits for the gather
-    assert cm["overlap"]["plain"]["dots_between"] == 0                    # gather first, then multiply
-    if child["jax"].startswith("0.4."):                                  # old CPU scheduler: collectives first
+    assert cm["overlap"]["collective"]["waits"] == [0, 1, 2, 3]  # block s waits for s shifts only
+    assert cm["overlap"]["plain"]["waits"] == [1]  # the matmul waits for the gather
+    assert cm["overlap"]["plain"]["dots_between"] == 0  # gather first, then multiply
+    if child["jax"].startswith("0.4."):  # old CPU scheduler: collectives first
         assert cm["overlap"]["collective"]["schedule"][:3] == ["collective-permute"] * 3
-    else:                                                                 # newer XLA interleaves them
+    else:  # newer XLA interleaves them
         assert cm["overlap"]["collective"]["dots_between"] >= 1
 
 
@@ -185,7 +204,7 @@ def test_q1a_needs_no_communication_in_shard_map(child):
 
 def test_reduce_scatter_matmul_uses_only_permutes(child):
     assert child["rs_hlo"]["False"] == {"collective-permute": 3}
-    assert child["rs_hlo"]["True"] == {"collective-permute": 6}            # two rings, one each way
+    assert child["rs_hlo"]["True"] == {"collective-permute": 6}  # two rings, one each way
 
 
 def test_moe_collectives(child):

@@ -26,8 +26,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MLP_CASES = [("dp", (8, 1)), ("fsdp", (8, 1)), ("tp", (1, 8)), ("fsdp+tp", (2, 4)), ("fsdp+tp", (4, 2))]
 #: MICRO (4 query heads) for the data-parallel schemes; 8-way TP needs TINY's 8 query heads.
-TRANSFORMER_CASES = [("dp", (8, 1), "micro"), ("fsdp", (8, 1), "micro"), ("fsdp+tp", (4, 2), "micro"),
-                     ("tp", (1, 8), "tiny")]
+TRANSFORMER_CASES = [
+    ("dp", (8, 1), "micro"),
+    ("fsdp", (8, 1), "micro"),
+    ("fsdp+tp", (4, 2), "micro"),
+    ("tp", (1, 8), "tiny"),
+]
 
 _CHILD = r"""
 import dataclasses, json, sys, time
@@ -112,8 +116,14 @@ print("RESULT" + json.dumps(out))
 def report():
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
     env["JAX_PLATFORMS"] = "cpu"
-    p = subprocess.run([sys.executable, "-c", textwrap.dedent(_CHILD), json.dumps(MLP_CASES),
-                        json.dumps(TRANSFORMER_CASES)], capture_output=True, text=True, timeout=400, cwd=ROOT, env=env)
+    p = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_CHILD), json.dumps(MLP_CASES), json.dumps(TRANSFORMER_CASES)],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        cwd=ROOT,
+        env=env,
+    )
     assert p.returncode == 0, p.stderr[-4000:]
     return json.loads(p.stdout.split("RESULT", 1)[1])
 
@@ -130,13 +140,13 @@ def test_mlp_losses_equal_single_device(report, strategy, mesh):
     r = report["mlp"][_key(strategy, mesh)]
     assert r["rel"] <= jt.LOSS_RTOL, r
     assert r["param_diff"] < 1e-5
-    assert r["losses"][-1] < r["losses"][0]          # SGD on a fixed batch: the loss falls
+    assert r["losses"][-1] < r["losses"][0]  # SGD on a fixed batch: the loss falls
 
 
 @pytest.mark.parametrize("strategy,mesh", MLP_CASES)
 def test_mlp_collectives_agree_with_the_model(report, strategy, mesh):
     r = report["mlp"][_key(strategy, mesh)]
-    assert r["parser_ok"]                             # same instructions as jaxlab.count_hlo_collectives
+    assert r["parser_ok"]  # same instructions as jaxlab.count_hlo_collectives
     assert r["agree"], r["table"]
     assert set(r["kinds"]) <= {"all-gather", "all-reduce", "reduce-scatter"}
 
@@ -148,7 +158,7 @@ def test_dp_moves_exactly_the_gradients(report):
     L, D, F = 4, 64, 256
     assert r["compiled_bytes"] == r["predicted_bytes"][0] == L * 2 * D * F * 4
     assert {w["kind"] for w in r["rows"]} == {"all-reduce"}
-    assert r["scalars"] == 1                          # the loss mean over the sharded batch
+    assert r["scalars"] == 1  # the loss mean over the sharded batch
 
 
 def test_fsdp_gathers_each_weight_once_on_cpu(report):
@@ -158,7 +168,7 @@ def test_fsdp_gathers_each_weight_once_on_cpu(report):
     assert gathers and all(w["n"] == w["lo"] == 4 for w in gathers)
     assert r["compiled_bytes"] == r["predicted_bytes"][0]
     rs = [w for w in r["rows"] if w["kind"] == "reduce-scatter"]
-    assert rs and all(w["as_"] == ["all-reduce"] for w in rs)   # XLA:CPU's form of a reduce-scatter
+    assert rs and all(w["as_"] == ["all-reduce"] for w in rs)  # XLA:CPU's form of a reduce-scatter
 
 
 def test_tp_first_layer_has_no_dIn(report):
@@ -239,13 +249,14 @@ def test_predicted_step_drops_the_first_layers_dIn():
     assert len(step) == 4 * len(full) - 1
     lo = jt.predicted_step("fsdp", B=64, D=64, F=256, L=2, X=8, Y=1, bytes_per_element=4, regather=False)
     hi = jt.predicted_step("fsdp", B=64, D=64, F=256, L=2, X=8, Y=1, bytes_per_element=4, regather=True)
-    assert len(lo) == 8 and len(hi) == 11                  # layer 0 needs no backward W_in gather
-    assert not any(c.axis == "Y" for c in jt.predicted_step("fsdp+tp", B=64, D=64, F=256, L=1, X=8, Y=1,
-                                                              bytes_per_element=4))
+    assert len(lo) == 8 and len(hi) == 11  # layer 0 needs no backward W_in gather
+    assert not any(
+        c.axis == "Y" for c in jt.predicted_step("fsdp+tp", B=64, D=64, F=256, L=1, X=8, Y=1, bytes_per_element=4)
+    )
 
 
 def test_compare_compiled_is_compare_collectives_for_a_step_compiled_elsewhere(report):
     c = report["compiled"]
-    assert c["same"] and c["xy_names"]        # the book's axis names X, Y read like 'data', 'model'
-    assert c["as_dp"] is False                # FSDP's weight gathers are not in DP's algorithm box
-    assert c["short"] == 0                    # table(notes=False) leaves the notes out
+    assert c["same"] and c["xy_names"]  # the book's axis names X, Y read like 'data', 'model'
+    assert c["as_dp"] is False  # FSDP's weight gathers are not in DP's algorithm box
+    assert c["short"] == 0  # table(notes=False) leaves the notes out

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def peers():
     spec = importlib.util.spec_from_file_location("peers_bench", ROOT / "benchmarks" / "peers.py")
     mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod   # its dataclasses resolve their annotations through sys.modules
+    sys.modules[spec.name] = mod  # its dataclasses resolve their annotations through sys.modules
     spec.loader.exec_module(mod)
     return mod
 
@@ -59,8 +59,8 @@ def test_a_refusal_by_a_peer_is_shown_not_raised(peers, sb):
 
 
 def test_missing_peers_skip_with_the_reason(peers, monkeypatch):
-    monkeypatch.setenv("SCALEBOOK_PEERS_PYTHON", sys.executable)   # scalebook's venv: neither peer is in it
-    env = peers.ensure_peers(install=True)                          # a named interpreter is never installed into
+    monkeypatch.setenv("SCALEBOOK_PEERS_PYTHON", sys.executable)  # scalebook's venv: neither peer is in it
+    env = peers.ensure_peers(install=True)  # a named interpreter is never installed into
     assert env.available == {"llm-analysis": False, "genz": False}
     assert any("llm_analysis is not importable" in n for n in env.notes)
     body, notes = peers.report()

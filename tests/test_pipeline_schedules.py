@@ -63,15 +63,16 @@ def test_in_flight_is_the_simulated_peak_on_every_device(kind, v, p, m):
     assert ps.in_flight(kind, p, m, v, None) == [approx(t.peak_activations(d)) for d in range(p)]
 
 
-@pytest.mark.parametrize("durations", [(1, 2, 2, 1), (2, 3, 3, 2), (1, 1, 1, 3), (3, 1, 1, 1), (1, 3, 1, 2),
-                                       (1, 1, 1, 1)])
+@pytest.mark.parametrize(
+    "durations", [(1, 2, 2, 1), (2, 3, 3, 2), (1, 1, 1, 3), (3, 1, 1, 1), (1, 3, 1, 2), (1, 1, 1, 1)]
+)
 @pytest.mark.parametrize("kind,v", [("gpipe", 1), ("1f1b", 1), ("interleaved", 2)])
 def test_step_time_of_unequal_stages_against_a_run(kind, v, durations):
     """GPipe: exact; 1F1B and interleaved: a lower bound (a roofline's side), exact for equal stages and within 5%."""
     p, m = 4, 8
     dur = [durations[s % p] for s in range(p * v)]
     run = ps.simulate(kind, p, m, v, durations=dur).makespan
-    work = [2 * sum(dur[c * p + d] for c in range(v)) for d in range(p)]   # forward + backward of each chunk
+    work = [2 * sum(dur[c * p + d] for c in range(v)) for d in range(p)]  # forward + backward of each chunk
     formula = ps.step_time(kind, work, m, v)
     assert formula <= run + 1e-9 and formula == approx(run, rel=0.05)
     if kind == "gpipe" or len(set(durations)) == 1:
@@ -81,8 +82,8 @@ def test_step_time_of_unequal_stages_against_a_run(kind, v, durations):
 def test_stage_splits():
     assert ps.balanced_stage_layers(126, 16) == (7,) + (8,) * 14 + (7,)
     assert ps.balanced_stage_layers(8, 4) == (2, 2, 2, 2)
-    assert ps.balanced_stage_layers(126, 128) == (0,) + (1,) * 126 + (0,)      # Llama 3: embedding-only first chunk
-    assert ps.split_stages(8, 2, 2, [4, 4]) == ((2, 2, 2, 2), [])              # per device, split into v chunks
+    assert ps.balanced_stage_layers(126, 128) == (0,) + (1,) * 126 + (0,)  # Llama 3: embedding-only first chunk
+    assert ps.split_stages(8, 2, 2, [4, 4]) == ((2, 2, 2, 2), [])  # per device, split into v chunks
     chunks, why = ps.split_stages(8, 2, 1, [3, 4])
     assert chunks is None and "sum to 7 layers" in why[0]
     assert "would hold no layer" in ps.split_stages(4, 2, 2, [0, 2, 0, 2])[1][0]

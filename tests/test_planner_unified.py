@@ -6,12 +6,12 @@ import math
 
 import pytest
 from pytest import approx
+from scalebook_utils.errors import UnknownNameError
 
 from scalebook_utils import gpu_training as G
 from scalebook_utils import published_runs as R
 from scalebook_utils import training as T
 from scalebook_utils import transformer as tf
-from scalebook_utils.errors import UnknownNameError
 
 #: a model small enough to count by hand: attention 2·D·(N+K)·H = 12,288, gated MLP 3·D·F = 49,152, 2 norms of D
 TINY = tf.TransformerConfig("tiny", L=4, D=64, F=256, N=4, K=2, H=16, V=1000)
@@ -20,8 +20,7 @@ FLAT = tf.TransformerConfig("flat", L=8, D=64, F=256, N=4, K=2, H=16, V=8)
 
 
 def _tiny(**kw):
-    args = dict(n_chips=8, batch_tokens=8 * 128, seq_len=128, dp=2, tp=2, pp=2, zero=1, remat="none",
-                microbatches=2)
+    args = dict(n_chips=8, batch_tokens=8 * 128, seq_len=128, dp=2, tp=2, pp=2, zero=1, remat="none", microbatches=2)
     args.update(kw)
     return T.evaluate_layout(TINY, "h100", **args)
 
@@ -42,10 +41,16 @@ def test_memory_of_a_small_model_by_hand():
     assert e.memory.params == 2 * p0 and e.memory.grads == 2 * p0
     assert e.memory.master == 4 * p0 / 2 and e.memory.optimizer == 8 * p0 / 2
     held, tokens, layers = 2, 256, 2
-    assert dict(e.activation_parts) == {"attention": held * tokens * layers * 264, "mlp": held * tokens * layers * 832,
-                                        "norms": held * tokens * layers * 128}
-    assert e.memory_bytes_per_chip == e.memory.total == 2 * p0 + 2 * p0 + 4 * p0 / 2 + 8 * p0 / 2 + \
-        held * tokens * layers * (264 + 832 + 128)
+    assert dict(e.activation_parts) == {
+        "attention": held * tokens * layers * 264,
+        "mlp": held * tokens * layers * 832,
+        "norms": held * tokens * layers * 128,
+    }
+    assert (
+        e.memory_bytes_per_chip
+        == e.memory.total
+        == 2 * p0 + 2 * p0 + 4 * p0 / 2 + 8 * p0 / 2 + held * tokens * layers * (264 + 832 + 128)
+    )
     parts = e.memory_parts
     assert parts["activations: mlp"] == held * tokens * layers * 832 and parts["master"] == e.memory.master
 
@@ -89,7 +94,9 @@ def test_remat_policies_trade_memory_for_flops():
     assert e["none"].model_flops == e["full"].model_flops
     assert e["full"].hardware_flops > e["selective"].hardware_flops > e["none"].hardware_flops
     # the book's names are aliases of the common ones
-    assert _tiny(remat="block").memory == e["full"].memory and _tiny(remat="big_matmuls").memory == e["selective"].memory
+    assert (
+        _tiny(remat="block").memory == e["full"].memory and _tiny(remat="big_matmuls").memory == e["selective"].memory
+    )
 
 
 def test_sequence_parallel_and_flash_attention_options():
@@ -103,8 +110,7 @@ def test_sequence_parallel_and_flash_attention_options():
 
 
 def _flat(**kw):
-    args = dict(n_chips=4, batch_tokens=16 * 128, seq_len=128, dp=1, tp=1, pp=4, zero=0, remat="none",
-                microbatches=8)
+    args = dict(n_chips=4, batch_tokens=16 * 128, seq_len=128, dp=1, tp=1, pp=4, zero=0, remat="none", microbatches=8)
     args.update(kw)
     return T.evaluate_layout(FLAT, "h100", **args)
 
@@ -114,18 +120,20 @@ def test_bubble_is_the_schedules_formula(pipeline, v, formula):
     """p = 4 stages of 2 layers, m = 8: (p − 1)/(m + p − 1) for GPipe and 1F1B, (p − 1)/(v·m + p − 1) interleaved."""
     e = _flat(pipeline=pipeline, virtual_stages=v)
     assert e.bubble_fraction == approx(formula, rel=0.02)
-    assert e.mfu <= 1 - e.bubble_fraction + 1e-12            # a roofline: at most what the bubble leaves
+    assert e.mfu <= 1 - e.bubble_fraction + 1e-12  # a roofline: at most what the bubble leaves
     if e.compute_bound:
         assert e.mfu == approx(1 - e.bubble_fraction, rel=0.02)
 
 
 def test_1f1b_and_interleaved_hold_more_in_flight_than_they_idle():
-    gpipe, f1b, inter = (_flat(pipeline=k, virtual_stages=v) for k, v in (("gpipe", 1), ("1f1b", 1), ("interleaved", 2)))
+    gpipe, f1b, inter = (
+        _flat(pipeline=k, virtual_stages=v) for k, v in (("gpipe", 1), ("1f1b", 1), ("interleaved", 2))
+    )
     mlp = {k: dict(e.activation_parts)["mlp"] for k, e in (("gpipe", gpipe), ("1f1b", f1b), ("inter", inter))}
-    assert mlp["gpipe"] == approx(8 / 4 * mlp["1f1b"])                             # m = 8 vs min(m, p) = 4 held
-    assert mlp["inter"] == approx(((4 - 1) * 2 + 4 + 1) / 2 / 4 * mlp["1f1b"])    # stage 0: 5.5 micro-batches
-    assert inter.t_math < f1b.t_math == approx(gpipe.t_math)     # a smaller bubble …
-    assert inter.t_pp == approx(2 * f1b.t_pp)                     # … for v× the point-to-point transfers
+    assert mlp["gpipe"] == approx(8 / 4 * mlp["1f1b"])  # m = 8 vs min(m, p) = 4 held
+    assert mlp["inter"] == approx(((4 - 1) * 2 + 4 + 1) / 2 / 4 * mlp["1f1b"])  # stage 0: 5.5 micro-batches
+    assert inter.t_math < f1b.t_math == approx(gpipe.t_math)  # a smaller bubble …
+    assert inter.t_pp == approx(2 * f1b.t_pp)  # … for v× the point-to-point transfers
 
 
 def test_uneven_stages_run_at_the_pace_of_the_longest():
@@ -146,25 +154,28 @@ def test_llama3_405b_stage_layers_and_interleaving():
     kw = dict(n_chips=16384, batch_tokens=16 * 2**20, seq_len=8192, dp=128, tp=8, pp=16, zero=1, remat="selective")
     e = T.evaluate_layout("llama3-405b", "h100", **kw, stage_layers=PS.balanced_stage_layers(126, 16))
     assert e.feasible and 0.3 < e.mfu < 1
-    bad = T.evaluate_layout("llama3-405b", "h100", **kw)   # 126 is no multiple of 16
+    bad = T.evaluate_layout("llama3-405b", "h100", **kw)  # 126 is no multiple of 16
     assert not bad.feasible and "do not split evenly" in bad.reason and "7, 8, 8" in bad.reason
 
 
 # --- bad input: infeasible with a reason, never a silent number ------------------------------------------
 
 
-@pytest.mark.parametrize("kw,needle", [
-    (dict(dp=4), "dp × tp × pp = 4 × 2 × 2 = 16 is not the 8 chips"),
-    (dict(n_chips=16, dp=1, tp=8), "beyond them"),                               # TP 8 > N = 4 query heads
-    (dict(stage_layers=[1, 2]), "stage_layers sum to 3 layers, but the model has L=4"),
-    (dict(stage_layers=[4]), "has 1 entries; the layout has 2 stages"),
-    (dict(microbatches=3), "3 micro-batches do not divide the 4 sequences"),
-    (dict(pipeline="interleaved", virtual_stages=1), "needs virtual_stages ≥ 2"),
-    (dict(virtual_stages=2), "needs pipeline='interleaved'"),
-    (dict(pipeline="interleaved", virtual_stages=2, microbatches=1), "a multiple of pp=2"),
-    (dict(batch_tokens=8 * 128 + 5), "not a whole number of 128-token sequences"),
-    (dict(n_chips=32, dp=8, tp=2, pp=2, batch_tokens=4 * 128), "exceed the 4 sequences"),
-])
+@pytest.mark.parametrize(
+    "kw,needle",
+    [
+        (dict(dp=4), "dp × tp × pp = 4 × 2 × 2 = 16 is not the 8 chips"),
+        (dict(n_chips=16, dp=1, tp=8), "beyond them"),  # TP 8 > N = 4 query heads
+        (dict(stage_layers=[1, 2]), "stage_layers sum to 3 layers, but the model has L=4"),
+        (dict(stage_layers=[4]), "has 1 entries; the layout has 2 stages"),
+        (dict(microbatches=3), "3 micro-batches do not divide the 4 sequences"),
+        (dict(pipeline="interleaved", virtual_stages=1), "needs virtual_stages ≥ 2"),
+        (dict(virtual_stages=2), "needs pipeline='interleaved'"),
+        (dict(pipeline="interleaved", virtual_stages=2, microbatches=1), "a multiple of pp=2"),
+        (dict(batch_tokens=8 * 128 + 5), "not a whole number of 128-token sequences"),
+        (dict(n_chips=32, dp=8, tp=2, pp=2, batch_tokens=4 * 128), "exceed the 4 sequences"),
+    ],
+)
 def test_layouts_that_cannot_run_are_infeasible_with_a_reason(kw, needle):
     e = _tiny(**kw)
     assert not e.feasible and any(needle in r for r in e.reasons), e.reasons
@@ -177,7 +188,7 @@ def test_tp_and_kv_heads_must_divide_one_into_the_other():
     e = T.evaluate_layout(cfg, "h100", n_chips=3, batch_tokens=4 * 64, seq_len=64, dp=1, tp=3)
     assert not e.feasible and "K=4 KV heads must divide one into the other" in e.reason
     six = T.evaluate_layout(cfg, "h100", n_chips=6, batch_tokens=4 * 64, seq_len=64, dp=1, tp=6)
-    assert not six.feasible and "K=4 KV heads" in six.reason        # 6 divides N = 12, but 4 does not divide 6
+    assert not six.feasible and "K=4 KV heads" in six.reason  # 6 divides N = 12, but 4 does not divide 6
     assert T.evaluate_layout(cfg, "h100", n_chips=2, batch_tokens=4 * 64, seq_len=64, dp=1, tp=2).feasible
     rep = T.evaluate_layout(cfg, "h100", n_chips=12, batch_tokens=4 * 64, seq_len=64, dp=1, tp=12)
     assert any("replicated 3×" in n for n in rep.notes)
@@ -209,18 +220,47 @@ def test_the_chip_picks_the_network():
     tpu = T.evaluate_layout("llama3-8b", "tpu-v5p", **kw)
     assert gpu.chip == "h100" and tpu.chip == "tpu-v5p" and gpu.feasible and tpu.feasible
     assert gpu.t_dcn == 0 and gpu.t_tp != tpu.t_tp
-    two_pods = T.evaluate_layout("llama3-70b", "tpu-v5p", n_chips=2 * 8960, batch_tokens=8960 * 4096, seq_len=4096,
-                                 dp=4480, tp=4, zero=3, remat="full")
+    two_pods = T.evaluate_layout(
+        "llama3-70b",
+        "tpu-v5p",
+        n_chips=2 * 8960,
+        batch_tokens=8960 * 4096,
+        seq_len=4096,
+        dp=4480,
+        tp=4,
+        zero=3,
+        remat="full",
+    )
     assert two_pods.config.slices == 2 and two_pods.t_dcn > 0
 
 
 def test_book_conventions_are_the_chapters_numbers():
-    book = T.evaluate_layout("llama3-70b", "tpu-v5p", n_chips=8960, batch_tokens=4 * 2**20, seq_len=4096, dp=2240,
-                             tp=4, zero=3, remat="block", conventions="book")
+    book = T.evaluate_layout(
+        "llama3-70b",
+        "tpu-v5p",
+        n_chips=8960,
+        batch_tokens=4 * 2**20,
+        seq_len=4096,
+        dp=2240,
+        tp=4,
+        zero=3,
+        remat="block",
+        conventions="book",
+    )
     old = T.evaluate("llama3-70b", 4 * 2**20, T.Config(X=2240, Y=4), "tpu-v5p")
     assert book.step_s == old.step_time and book.memory == old.memory and book.mfu == old.mfu
-    gbook = T.evaluate_layout("llama3-70b", "h100", n_chips=4096, batch_tokens=4 * 2**20, seq_len=4096, dp=512, tp=8,
-                              zero=3, remat="full", conventions="book")
+    gbook = T.evaluate_layout(
+        "llama3-70b",
+        "h100",
+        n_chips=4096,
+        batch_tokens=4 * 2**20,
+        seq_len=4096,
+        dp=512,
+        tp=8,
+        zero=3,
+        remat="full",
+        conventions="book",
+    )
     gold = G.evaluate("llama3-70b", 4 * 2**20, T.Config(X=512, Y=8, zero=3), "h100", n_gpus=4096)
     assert gbook.step_s == gold.step_time and gbook.memory == gold.memory
     p = T.plan("llama3-70b", "tpu-v5p", n_chips=8960, batch_tokens=4 * 2**20, seq_len=4096, conventions="book")
@@ -233,9 +273,10 @@ def test_practitioner_memory_exceeds_the_books_for_the_same_layout():
     prac = T.evaluate_layout("llama3-70b", "h100", **kw)
     book = T.evaluate_layout("llama3-70b", "h100", **kw, conventions="book")
     P = tf.param_count("llama3-70b").total
-    assert book.memory.params + book.memory.optimizer == approx(10 * P / 8)          # ch12.q22g
-    assert prac.memory.params + prac.memory.master + prac.memory.grads + prac.memory.optimizer == approx(16 * P / 8,
-                                                                                                       rel=0.01)
+    assert book.memory.params + book.memory.optimizer == approx(10 * P / 8)  # ch12.q22g
+    assert prac.memory.params + prac.memory.master + prac.memory.grads + prac.memory.optimizer == approx(
+        16 * P / 8, rel=0.01
+    )
 
 
 def test_plan_searches_microbatches_schedules_and_states_its_defaults():

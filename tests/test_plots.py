@@ -10,9 +10,9 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from matplotlib.figure import Figure  # noqa: E402
+from scalebook_utils.hardware import CHIPS  # noqa: E402
 
 from scalebook_utils import plots, roofline  # noqa: E402
-from scalebook_utils.hardware import CHIPS  # noqa: E402
 
 UNIT = re.compile(r"\((?:[^()]*?)(FLOP|OP|B/s|byte|tokens|s|µs|ms|elements)[^()]*\)")
 
@@ -87,8 +87,15 @@ def test_roofline_figure_needs_a_bandwidth():
         plots.roofline_figure(1e14, {})
 
 
-@pytest.mark.parametrize("chip,mode,D,F", [("tpu-v5e", "bf16", 8192, 8192), ("tpu-v5e", "int8-weights", 1024, 1024),
-                                           ("h100", "int8", 4096, 16384), ("tpu-v6e", "bf16", 4096, 4096)])
+@pytest.mark.parametrize(
+    "chip,mode,D,F",
+    [
+        ("tpu-v5e", "bf16", 8192, 8192),
+        ("tpu-v5e", "int8-weights", 1024, 1024),
+        ("h100", "int8", 4096, 16384),
+        ("tpu-v6e", "bf16", 4096, 4096),
+    ],
+)
 def test_achievable_figure_marks_the_crossover_at_crossover_batch(chip, mode, D, F):
     fig = plots.achievable_flops_figure(D, F, chip, mode, B=100, B_max=4096)
     ax = fig.axes[0]

@@ -8,9 +8,9 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from matplotlib.figure import Figure  # noqa: E402
+from scalebook_utils.hardware import chip_names  # noqa: E402
 
 from scalebook_utils import plots, systolic, topology  # noqa: E402
-from scalebook_utils.hardware import chip_names  # noqa: E402
 
 
 def _png(fig) -> bytes:
@@ -86,10 +86,15 @@ def test_torus_figure_3d_says_which_plane():
     _png(fig)
 
 
-@pytest.mark.parametrize("args,fragment", [(((4, 4), True, (0, 0), (4, 0)), "not a chip"),
-                                           (((4, 4), (True,), (0, 0), (1, 1)), "wraparound has 1"),
-                                           (((4, 4, 4, 4), True, (0,) * 4, (1,) * 4), "1 to 3"),
-                                           (((0, 4), True, (0, 0), (0, 1)), "positive")])
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        (((4, 4), True, (0, 0), (4, 0)), "not a chip"),
+        (((4, 4), (True,), (0, 0), (1, 1)), "wraparound has 1"),
+        (((4, 4, 4, 4), True, (0,) * 4, (1,) * 4), "1 to 3"),
+        (((0, 4), True, (0, 0), (0, 1)), "positive"),
+    ],
+)
 def test_torus_figure_bad_input(args, fragment):
     with pytest.raises(ValueError, match=fragment):
         plots.torus_figure(*args)

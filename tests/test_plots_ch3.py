@@ -7,7 +7,7 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from scalebook_utils import hardware, collectives, plots, sharding
+from scalebook_utils import collectives, hardware, plots, sharding
 
 
 def _draw(fig):
@@ -60,12 +60,12 @@ def test_collective_time_figure_shape():
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     x, y = ax.get_lines()[0].get_data()
     assert np.all(np.diff(y) >= -1e-18)  # monotone in bytes
-    assert math.isclose(y[0], 8e-6)        # flat latency floor: 8 hops × 1 µs
+    assert math.isclose(y[0], 8e-6)  # flat latency floor: 8 hops × 1 µs
     fig2 = plots.collective_time_figure("all_gather", "tpu-v5e", (4,), False, ax=ax)
     texts = [t.get_text() for t in ax.get_legend().get_texts()]
     assert fig2 is fig and len(texts) == 3  # two curves and the starred size
     assert "knee 720 kB" in texts[0] and texts[1].startswith("this size: 1 MB") and "knee 180 kB" in texts[2]
-    assert not ax.texts                     # knees live in the legend: no labels to overlap
+    assert not ax.texts  # knees live in the legend: no labels to overlap
     _draw(plots.collective_time_figure("ppermute", "tpu-v6e", None))
     assert isinstance(plots.collective_time_figure("all_to_all", "tpu-v5p", (4, 4)), Figure)
 
@@ -73,6 +73,7 @@ def test_collective_time_figure_shape():
 def test_allgather_axes_figure_only_real_axes():
     """Review ch3 [16]: no 64-chip axis on v5e/v6e, a v5e/v6e axis of 4 is a line, no duplicate panels."""
     from scalebook_utils import topology
+
     fig = _draw(plots.allgather_axes_figure())
     assert len(fig.axes) == 2
     for rows in plots.ALLGATHER_AXES.values():

@@ -4,10 +4,10 @@ the datasheet chips, and name lookup (aliases, close matches)."""
 import dataclasses
 
 import pytest
+from scalebook_utils.errors import UnknownNameError, name_index, squash_name
 
 from scalebook_utils import gpu_training, gpus, hardware
 from scalebook_utils import transformer as tf
-from scalebook_utils.errors import UnknownNameError, name_index, squash_name
 
 # Hugging Face's total for the checkpoint (the model page's safetensors count, = model.num_parameters()),
 # each reproduced from the config.json dimensions in the preset's `source`.
@@ -71,11 +71,24 @@ def test_each_feature_adds_exactly_its_parameters():
 
 
 def test_features_default_off_for_every_earlier_preset():
-    for name in ("llama3-8b", "llama3-70b", "llama3-405b", "llama2-13b", "book-ch4", "book-ch7", "book-ch7-moe",
-                 "deepseek-v3-like"):
+    for name in (
+        "llama3-8b",
+        "llama3-70b",
+        "llama3-405b",
+        "llama2-13b",
+        "book-ch4",
+        "book-ch7",
+        "book-ch7-moe",
+        "deepseek-v3-like",
+    ):
         cfg = tf.get_model(name)
-        assert (cfg.qkv_bias, cfg.linear_bias, cfg.norm_bias, cfg.max_positions, cfg.router_bias) == \
-            (False, False, False, 0, False)
+        assert (cfg.qkv_bias, cfg.linear_bias, cfg.norm_bias, cfg.max_positions, cfg.router_bias) == (
+            False,
+            False,
+            False,
+            0,
+            False,
+        )
 
 
 def test_deepseek_v3_mtp_module_is_the_documented_difference():
@@ -85,8 +98,9 @@ def test_deepseek_v3_mtp_module_is_the_documented_difference():
     main model only; this recomputes the module from the same config and checks the published split."""
     cfg = tf.get_model("deepseek-v3")
     main = tf.param_count(cfg)
-    per_moe_layer = (tf.param_count(dataclasses.replace(cfg, L=cfg.L + 1, first_dense_layers=3)).total
-                     - main.total)  # one more MoE layer (attention, experts, router, its norms)
+    per_moe_layer = (
+        tf.param_count(dataclasses.replace(cfg, L=cfg.L + 1, first_dense_layers=3)).total - main.total
+    )  # one more MoE layer (attention, experts, router, its norms)
     mtp = per_moe_layer + 2 * cfg.D * cfg.D + 3 * cfg.D + 2 * cfg.V * cfg.D
     assert mtp == 13_463_426_304
     assert abs(mtp - 14e9) < 0.6e9 and abs(main.total + mtp - 685e9) < 0.6e9  # the README's rounded 14B, 685B
@@ -165,19 +179,45 @@ def test_h100_pcie_has_no_cluster_and_says_why():
 # --- names --------------------------------------------------------------------------------------------------
 
 MODEL_SPELLINGS = [
-    ("Llama-3-8B", "llama3-8b"), ("llama3_8b", "llama3-8b"), ("LLAMA 3 8B", "llama3-8b"),
-    ("Meta-Llama-3-70B", "llama3-70b"), ("meta-llama/Meta-Llama-3-8B", "llama3-8b"),
-    ("meta-llama/Llama-3.1-405B", "llama3-405b"), ("Llama-2-7b-hf", "llama2-7b"), ("llama-2-70b", "llama2-70b"),
-    ("Llama-2-13b-hf", "llama2-13b"), ("mistralai/Mistral-7B-v0.1", "mistral-7b"), ("Mixtral-8x7B", "mixtral-8x7b"),
-    ("google/gemma-2-9b", "gemma2-9b"), ("Gemma-2-27B", "gemma2-27b"), ("Qwen/Qwen2.5-72B", "qwen2.5-72b"),
-    ("qwen2_5_72b", "qwen2.5-72b"), ("deepseek-ai/DeepSeek-V3", "deepseek-v3"), ("DeepSeek-V3-Base", "deepseek-v3"),
-    ("GPT-3", "gpt3-175b"), ("gpt3_175b", "gpt3-175b"), ("BOOK-CH7-MOE", "book-ch7-moe"),
+    ("Llama-3-8B", "llama3-8b"),
+    ("llama3_8b", "llama3-8b"),
+    ("LLAMA 3 8B", "llama3-8b"),
+    ("Meta-Llama-3-70B", "llama3-70b"),
+    ("meta-llama/Meta-Llama-3-8B", "llama3-8b"),
+    ("meta-llama/Llama-3.1-405B", "llama3-405b"),
+    ("Llama-2-7b-hf", "llama2-7b"),
+    ("llama-2-70b", "llama2-70b"),
+    ("Llama-2-13b-hf", "llama2-13b"),
+    ("mistralai/Mistral-7B-v0.1", "mistral-7b"),
+    ("Mixtral-8x7B", "mixtral-8x7b"),
+    ("google/gemma-2-9b", "gemma2-9b"),
+    ("Gemma-2-27B", "gemma2-27b"),
+    ("Qwen/Qwen2.5-72B", "qwen2.5-72b"),
+    ("qwen2_5_72b", "qwen2.5-72b"),
+    ("deepseek-ai/DeepSeek-V3", "deepseek-v3"),
+    ("DeepSeek-V3-Base", "deepseek-v3"),
+    ("GPT-3", "gpt3-175b"),
+    ("gpt3_175b", "gpt3-175b"),
+    ("BOOK-CH7-MOE", "book-ch7-moe"),
 ]
 CHIP_SPELLINGS = [
-    ("h100-sxm", "h100"), ("H100 SXM5", "h100"), ("NVIDIA H100", "h100"), ("h100_80gb", "h100"),
-    ("a100-80gb", "a100"), ("A100-SXM4-80GB", "a100"), ("A100 40GB", "a100-40gb"), ("a100-sxm4-40gb", "a100-40gb"),
-    ("H100 PCIe", "h100-pcie"), ("AMD Instinct MI300X", "mi300x"), ("MI300X", "mi300x"), ("TPU v5e", "tpu-v5e"),
-    ("v5e", "tpu-v5e"), ("tpu-v4", "tpu-v4p"), ("Trillium", "tpu-v6e"), ("TPU-v7x", "tpu7x"), ("GB200 NVL72", "gb200"),
+    ("h100-sxm", "h100"),
+    ("H100 SXM5", "h100"),
+    ("NVIDIA H100", "h100"),
+    ("h100_80gb", "h100"),
+    ("a100-80gb", "a100"),
+    ("A100-SXM4-80GB", "a100"),
+    ("A100 40GB", "a100-40gb"),
+    ("a100-sxm4-40gb", "a100-40gb"),
+    ("H100 PCIe", "h100-pcie"),
+    ("AMD Instinct MI300X", "mi300x"),
+    ("MI300X", "mi300x"),
+    ("TPU v5e", "tpu-v5e"),
+    ("v5e", "tpu-v5e"),
+    ("tpu-v4", "tpu-v4p"),
+    ("Trillium", "tpu-v6e"),
+    ("TPU-v7x", "tpu7x"),
+    ("GB200 NVL72", "gb200"),
 ]
 
 
@@ -201,11 +241,17 @@ def test_similar_names_stay_distinct():
     assert squash_name("meta-llama/Meta-Llama-3-8B") == squash_name("llama3-8b") == "llama38b"
 
 
-@pytest.mark.parametrize("lookup,bad,close", [
-    (tf.get_model, "lama3-8b", "llama3-8b"), (tf.get_model, "mixtral", "mixtral-8x7b"),
-    (tf.get_model, "gemma2", "gemma2-9b"), (hardware.get_chip, "h10", "h100"),
-    (hardware.get_chip, "mi300", "mi300x"), (hardware.get_chip, "a100-40", "a100-40gb"),
-])
+@pytest.mark.parametrize(
+    "lookup,bad,close",
+    [
+        (tf.get_model, "lama3-8b", "llama3-8b"),
+        (tf.get_model, "mixtral", "mixtral-8x7b"),
+        (tf.get_model, "gemma2", "gemma2-9b"),
+        (hardware.get_chip, "h10", "h100"),
+        (hardware.get_chip, "mi300", "mi300x"),
+        (hardware.get_chip, "a100-40", "a100-40gb"),
+    ],
+)
 def test_unknown_names_list_close_matches(lookup, bad, close):
     with pytest.raises(UnknownNameError) as info:
         lookup(bad)

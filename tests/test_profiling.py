@@ -22,7 +22,6 @@ import jax.numpy as jnp  # noqa: E402
 
 from scalebook_utils import jaxlab  # noqa: E402
 from scalebook_utils import profiling as P  # noqa: E402
-from scalebook_utils.roofline import matmul_roofline  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPEATS = 3
@@ -34,8 +33,11 @@ def _step(x, w1, w2):
 
 
 def _args():
-    return (jnp.ones((64, 128), jnp.float32), jnp.full((128, 256), 0.01, jnp.float32),
-            jnp.full((256, 128), 0.01, jnp.float32))
+    return (
+        jnp.ones((64, 128), jnp.float32),
+        jnp.full((128, 256), 0.01, jnp.float32),
+        jnp.full((256, 128), 0.01, jnp.float32),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -171,23 +173,33 @@ def test_parse_hlo_ops_and_categories():
     assert [str(s) for s in ops["fusion.32"].operands] == ["bf16[8,1024,8192]", "bf16[8192,4096]"]
     assert ops["fusion.3"].shape.memory_space == 1
     got = {n: P.categorize(n, ops) for n in ("fusion.32", "fusion.3", "copy.1", "dot.7", "tanh.2", "ds")}
-    assert got == {"fusion.32": "matmul", "fusion.3": "collective", "copy.1": "copy", "dot.7": "matmul",
-                   "tanh.2": "other", "ds": "copy"}
+    assert got == {
+        "fusion.32": "matmul",
+        "fusion.3": "collective",
+        "copy.1": "copy",
+        "dot.7": "matmul",
+        "tanh.2": "other",
+        "ds": "copy",
+    }
     assert P.dot_dims(ops["fusion.32"], ops) == (8 * 1024, 8192, 4096)
-    assert P.dot_dims(ops["dot.7"]) == (16, 256, 128)      # contracting dim 0 of the lhs: [256,16]ᵀ·[256,128]
+    assert P.dot_dims(ops["dot.7"]) == (16, 256, 128)  # contracting dim 0 of the lhs: [256,16]ᵀ·[256,128]
     with pytest.raises(ValueError, match="not a matmul"):
         P.dot_dims(ops["tanh.2"])
 
 
 def test_categorize_by_name_without_hlo():
-    assert [P.categorize(n) for n in ("all-reduce.3", "all-gather-start", "dot.8", "copy.2", "transpose.1",
-                                      "fusion.4", "custom-call.1")] == \
-        ["collective", "collective", "matmul", "copy", "copy", "fusion", "other"]
+    assert [
+        P.categorize(n)
+        for n in ("all-reduce.3", "all-gather-start", "dot.8", "copy.2", "transpose.1", "fusion.4", "custom-call.1")
+    ] == ["collective", "collective", "matmul", "copy", "copy", "fusion", "other"]
 
 
 def test_hlo_listing_of_a_hand_written_module():
     listing = P.hlo_listing(_BOOK_LIKE_HLO, (2,), ("model",))
-    assert [(n, k, m) for n, k, _, m in listing.fusions] == [("fusion.32", "kOutput", True), ("fusion.3", "kCustom", False)]
+    assert [(n, k, m) for n, k, _, m in listing.fusions] == [
+        ("fusion.32", "kOutput", True),
+        ("fusion.3", "kCustom", False),
+    ]
     assert ("dot.7", "f32[16,128]") in listing.matmuls
     assert listing.collective_kinds() == {"all-reduce": 1}
     assert listing.collectives[0].axes == ("model",)
@@ -201,12 +213,17 @@ def test_hlo_listing_of_a_hand_written_module():
 
 def test_hlo_shape_layout_tiles_and_padding():
     s = P.parse_hlo_shape("%fusion.3 = bf16[32,32,4096]{2,1,0:T(8,128)(2,1)S(1)} fusion(...)")
-    assert (s.dtype, s.dims, s.minor_to_major, s.tiles, s.memory_space) == \
-        ("bf16", (32, 32, 4096), (2, 1, 0), ((8, 128), (2, 1)), 1)
+    assert (s.dtype, s.dims, s.minor_to_major, s.tiles, s.memory_space) == (
+        "bf16",
+        (32, 32, 4096),
+        (2, 1, 0),
+        ((8, 128), (2, 1)),
+        1,
+    )
     assert s.nbytes == 2 * 32 * 32 * 4096 and str(s) == "bf16[32,32,4096]"
     assert P.parse_hlo_shape("f32[16,128]{1,0}").memory_space == 0
     assert P.tiled_shape((3, 5), (2, 2)) == (4, 6)
-    assert P.padding_overhead((3, 5), (2, 2)) == pytest.approx(1.6)          # ch. 9: 24 / 15
+    assert P.padding_overhead((3, 5), (2, 2)) == pytest.approx(1.6)  # ch. 9: 24 / 15
     assert P.tiled_shape((4, 8), (2, 4)) == (4, 8)
     assert P.tiled_shape((7, 100, 300), (8, 128)) == (7, 104, 384)
     with pytest.raises(ValueError, match="no HLO array type"):
@@ -261,8 +278,9 @@ print(json.dumps({"kinds": listing.collective_kinds(), "matmuls": len(listing.ma
 def test_hlo_listing_of_a_sharded_step_on_8_simulated_devices():
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
     env["JAX_PLATFORMS"] = "cpu"
-    p = subprocess.run([sys.executable, "-c", textwrap.dedent(_CHILD)], capture_output=True, text=True,
-                       timeout=240, cwd=ROOT, env=env)
+    p = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_CHILD)], capture_output=True, text=True, timeout=240, cwd=ROOT, env=env
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     got = json.loads(p.stdout.strip().splitlines()[-1])
     # FSDP+TP: weights gathered over 'data', activations reduced over 'model' (book ch. 5)
@@ -299,9 +317,11 @@ def test_timeline_names_fit_inside_their_bars():
 
     from scalebook_utils import profiling_views as PV
 
-    spans = [P.Span("tf_XLAEigen/1234567", "copy_bitcast_fusion.10", "fusion", 0.000, 0.006),  # 6% of the span
-             P.Span("tf_XLAEigen/1234567", "dot.61", "matmul", 0.006, 0.030),
-             P.Span("tf_XLAEigen/7654321", "ynn_fusion.59", "matmul", 0.040, 0.060)]
+    spans = [
+        P.Span("tf_XLAEigen/1234567", "copy_bitcast_fusion.10", "fusion", 0.000, 0.006),  # 6% of the span
+        P.Span("tf_XLAEigen/1234567", "dot.61", "matmul", 0.006, 0.030),
+        P.Span("tf_XLAEigen/7654321", "ynn_fusion.59", "matmul", 0.040, 0.060),
+    ]
     ax = _draw(PV.render_timeline(spans, label_min_fraction=0.05)).axes[0]
     renderer = ax.figure.canvas.get_renderer()
     drawn = {t.get_text(): t.get_window_extent(renderer) for t in ax.texts}
@@ -322,13 +342,25 @@ def test_chapter_9_answers_check_correct_and_match_the_book(capsys):
     from scalebook_utils.questions import expected, question_ids
 
     ids = question_ids(9)
-    assert ids == ["ch9.e1", "ch9.e2", "ch9.iq1", "ch9.q1a", "ch9.q1b", "ch9.q1c", "ch9.q1d", "ch9.q1e",
-                   "ch9.q2a", "ch9.q2b", "ch9.q2c", "ch9.q2d"]
+    assert ids == [
+        "ch9.e1",
+        "ch9.e2",
+        "ch9.iq1",
+        "ch9.q1a",
+        "ch9.q1b",
+        "ch9.q1c",
+        "ch9.q1d",
+        "ch9.q1e",
+        "ch9.q2a",
+        "ch9.q2b",
+        "ch9.q2c",
+        "ch9.q2d",
+    ]
     for q in ids:
         check(q, expected(q))
     assert capsys.readouterr().out == "".join(f"{q}: correct\n" for q in ids)
-    assert expected("ch9.e1") == pytest.approx(0.0956, rel=1e-3)       # book: 95.6 ms
-    assert expected("ch9.e2") == pytest.approx(1.12e-3, rel=1e-2)      # book: ≈ 1.1 ms (measured 1.13)
+    assert expected("ch9.e1") == pytest.approx(0.0956, rel=1e-3)  # book: 95.6 ms
+    assert expected("ch9.e2") == pytest.approx(1.12e-3, rel=1e-2)  # book: ≈ 1.1 ms (measured 1.13)
     check("ch9.q1a", lambda w1, w2, x: (x @ w1.T) @ w2.T)
     check("ch9.q1a", lambda w1, w2, x: x @ w1.T)
     out = capsys.readouterr().out.splitlines()
@@ -346,7 +378,7 @@ def _scoped(x, w1, w2):
 
 
 def test_step_times_are_wall_clock_per_step(trace):
-    steps = P.step_times(trace, "step")             # capture_trace marks each call with StepTraceAnnotation
+    steps = P.step_times(trace, "step")  # capture_trace marks each call with StepTraceAnnotation
     assert len(steps) == REPEATS and all(s > 0 for s in steps)
     ops_in = trace.xla_ops()
     first = min(e.start_s for e in trace.events if e.name == "step")
@@ -367,7 +399,7 @@ def test_load_trace_with_hlo_names_categories_and_scopes(tmp_path):
     assert math.isclose(sum(scopes.values()), sum(r.total_s for r in rows), rel_tol=1e-9)
     mm = {r.name: again.ops[r.name].op_name for r in rows if r.category == "matmul"}
     assert sorted(n.split("/")[-2] for n in mm.values()) == ["ffw_down", "ffw_up"], mm
-    bare = P.load_trace(tmp_path)                   # without the HLO: no categories from it, calls unknown
+    bare = P.load_trace(tmp_path)  # without the HLO: no categories from it, calls unknown
     assert bare.ops == {} and bare.calls == 0
 
 
@@ -376,6 +408,6 @@ def test_side_by_side_table(trace):
     text = P.format_side_by_side(rows, rows[:1], 3, labels=("A", "B"))
     lines = text.splitlines()
     assert lines[0].startswith("A") and "| B" in lines[0]
-    assert len(lines) == 2 + 3 + 2                  # header, column names, k rows, one total line per side
+    assert len(lines) == 2 + 3 + 2  # header, column names, k rows, one total line per side
     assert rows[0].name[:24] in lines[2] and lines[3].rstrip().endswith("|")  # B has one row only
     assert lines[-1].startswith("B: ") and f"{rows[0].per_call_s * 1e6:.0f} µs" in lines[-1]

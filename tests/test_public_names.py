@@ -31,10 +31,15 @@ def _sources():
             for i, cell in enumerate(json.loads(nb.read_text())["cells"]):
                 if cell["cell_type"] == "code":
                     src = "".join(cell["source"])
-                    yield f"{folder}/{nb.name}[{i}]", "\n".join(
-                        "" if line.lstrip().startswith(("%", "!")) else line for line in src.splitlines())
-    for path in [*sorted((REPO / "tests").glob("*.py")), *sorted((REPO / "tools").glob("*.py")),
-                 *sorted((REPO / "benchmarks").glob("*.py"))]:
+                    yield (
+                        f"{folder}/{nb.name}[{i}]",
+                        "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in src.splitlines()),
+                    )
+    for path in [
+        *sorted((REPO / "tests").glob("*.py")),
+        *sorted((REPO / "tools").glob("*.py")),
+        *sorted((REPO / "benchmarks").glob("*.py")),
+    ]:
         yield str(path.relative_to(REPO)), path.read_text()
     readme = (REPO / "README.md").read_text()
     for j, block in enumerate(re.findall(r"```python\n(.*?)```", readme, re.S)):
@@ -51,11 +56,17 @@ def _uses():
             continue
         aliases = {}
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and (
-                    node.module == ROOT or node.module.startswith(ROOT + ".")):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.level == 0
+                and node.module
+                and (node.module == ROOT or node.module.startswith(ROOT + "."))
+            ):
                 for a in node.names:
                     if node.module == ROOT:
-                        uses.add((f"{ROOT}.{a.name}" if a.name != "check" else ROOT, None if a.name != "check" else "check"))
+                        uses.add(
+                            (f"{ROOT}.{a.name}" if a.name != "check" else ROOT, None if a.name != "check" else "check")
+                        )
                         if a.name != "check":
                             aliases[a.asname or a.name] = f"{ROOT}.{a.name}"
                     else:
@@ -85,12 +96,13 @@ def test_the_scan_finds_the_chapter_imports():
 @pytest.mark.parametrize("module,name", USES, ids=[f"{m}:{n}" for m, n in USES])
 def test_every_name_used_outside_the_package_resolves(module, name):
     if any(heavy in module for heavy in ("jax", "lab.", "profiling", "tinymodel", "views")) or module.endswith(
-            tuple(f".{old}" for old, new in scalebook_utils._HOME.items() if new.startswith(("lab", "views")))):
+        tuple(f".{old}" for old, new in scalebook_utils._HOME.items() if new.startswith(("lab", "views")))
+    ):
         pytest.importorskip("jax")
         pytest.importorskip("matplotlib")
     mod = importlib.import_module(module)
     if name is not None and not (module.endswith(".xprof_server") and name == "xprof"):
-        if not hasattr(mod, name) and hasattr(mod, "__path__"):    # `from package import submodule`
+        if not hasattr(mod, name) and hasattr(mod, "__path__"):  # `from package import submodule`
             importlib.import_module(f"{module}.{name}")
         assert hasattr(mod, name), f"{module} has no {name!r} (used outside the package)"
 
@@ -103,16 +115,18 @@ def test_each_old_name_is_the_same_module_as_its_home(old, new):
     home = importlib.import_module(f"{ROOT}.{new}")
     assert importlib.import_module(f"{ROOT}.{old}") is home
     assert getattr(scalebook_utils, old) is home
-    assert home.__spec__.name == home.__name__ == f"{ROOT}.{new}"     # the module still names its home
+    assert home.__spec__.name == home.__name__ == f"{ROOT}.{new}"  # the module still names its home
 
 
 def test_the_old_names_import_without_warnings_in_a_fresh_interpreter():
-    code = ("import warnings; warnings.simplefilter('error')\n"
-            "import scalebook_utils.hardware, scalebook_utils.units, scalebook_utils.check\n"
-            "from scalebook_utils import training, sharding, questions, grading, check\n"
-            "from scalebook_utils.sharding import plan\n"
-            "assert callable(check) and sharding.plan is plan\n"
-            "import sys; print(sorted(m for m in ('jax', 'matplotlib', 'ipywidgets', 'nbformat') if m in sys.modules))")
+    code = (
+        "import warnings; warnings.simplefilter('error')\n"
+        "import scalebook_utils.hardware, scalebook_utils.units, scalebook_utils.check\n"
+        "from scalebook_utils import training, sharding, questions, grading, check\n"
+        "from scalebook_utils.sharding import plan\n"
+        "assert callable(check) and sharding.plan is plan\n"
+        "import sys; print(sorted(m for m in ('jax', 'matplotlib', 'ipywidgets', 'nbformat') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[]"

@@ -90,17 +90,20 @@ def test_the_table_has_one_row_per_measurement():
 _BASE = PI.MEASUREMENTS[3]
 
 
-@pytest.mark.parametrize("change, match", [
-    (dict(phase="train"), "phase must be one of"),
-    (dict(reported="mfu"), "reported must be one of"),
-    (dict(batch=0), "batch must be an integer"),
-    (dict(n_chips=1.5), "n_chips must be an integer"),
-    (dict(value=-3), "value must be"),
-    (dict(phase="decode", output_len=0), "output_len must be an integer ≥ 1"),
-    (dict(phase="prefill"), "a prefill generates no tokens"),
-    (dict(shape=(2, 2)), "slice shape"),
-    (dict(paper_mfu=1.5), "paper_mfu must be"),
-])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (dict(phase="train"), "phase must be one of"),
+        (dict(reported="mfu"), "reported must be one of"),
+        (dict(batch=0), "batch must be an integer"),
+        (dict(n_chips=1.5), "n_chips must be an integer"),
+        (dict(value=-3), "value must be"),
+        (dict(phase="decode", output_len=0), "output_len must be an integer ≥ 1"),
+        (dict(phase="prefill"), "a prefill generates no tokens"),
+        (dict(shape=(2, 2)), "slice shape"),
+        (dict(paper_mfu=1.5), "paper_mfu must be"),
+    ],
+)
 def test_bad_measurements_are_refused(change, match):
     with pytest.raises(ValueError, match=match):
         dataclasses.replace(_BASE, **change)

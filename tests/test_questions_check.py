@@ -4,64 +4,392 @@ import re
 from pathlib import Path
 
 import pytest
+from scalebook_utils.check import verdict
 
 from scalebook_utils import check
-from scalebook_utils.check import verdict
 from scalebook_utils.questions import QUESTIONS, expected, get_question, question_ids
 
 PROBLEMS = Path(__file__).resolve().parents[2] / "shared" / "book" / "PROBLEMS.md"
 
 # The chapter-1 ids of the book's problem list (../shared/book/PROBLEMS.md), frozen here so the
 # test runs where shared/ is absent; test_ch1_ids_match_problems_md re-reads the file when present.
-CH1_IDS = ["ch1.e1a", "ch1.e1b", "ch1.e2", "ch1.e3", "ch1.e4a", "ch1.e4b", "ch1.q1a", "ch1.q1b", "ch1.q1c",
-           "ch1.q1d", "ch1.q1e", "ch1.q1f", "ch1.q1g", "ch1.q1h", "ch1.q1i", "ch1.q2", "ch1.q3a", "ch1.q3b",
-           "ch1.q3c", "ch1.q4a", "ch1.q4b", "ch1.q5"]
-CH2_IDS = ["ch2.q1", "ch2.q2a", "ch2.q2b", "ch2.q2c", "ch2.q2d", "ch2.q2e", "ch2.q2f", "ch2.q2g", "ch2.q2h", "ch2.q3",
-           "ch2.q4a", "ch2.q4b", "ch2.q4c", "ch2.q5a", "ch2.q5b", "ch2.q6a", "ch2.q6b", "ch2.q6c", "ch2.q6d", "ch2.q6e",
-           "ch2.pq1"]
-CH3_IDS = ["ch3.pq1a", "ch3.pq1b", "ch3.pq2a", "ch3.pq2b", "ch3.pq3a", "ch3.pq3b", "ch3.q1", "ch3.q2a", "ch3.q2b",
-           "ch3.q2c", "ch3.q2d", "ch3.q2e", "ch3.q3", "ch3.q4a", "ch3.q4b", "ch3.q4c", "ch3.q5", "ch3.q6a", "ch3.q6b",
-           "ch3.q6c", "ch3.q7a", "ch3.q7b", "ch3.q7c", "ch3.q7d", "ch3.q8", "ch3.q9a", "ch3.q9b", "ch3.q9c",
-           "ch3.q10a", "ch3.q10b", "ch3.q10c", "ch3.q10d", "ch3.q10e", "ch3.q10f"]
-CH4_IDS = ["ch4.q1a", "ch4.q1b", "ch4.q1c", "ch4.q2a", "ch4.q2b", "ch4.q2c", "ch4.q3", "ch4.q4a", "ch4.q4b",
-           "ch4.q4c", "ch4.q4d", "ch4.q4e", "ch4.q4f", "ch4.q5", "ch4.q6", "ch4.q7", "ch4.q8a", "ch4.q8b"]
-CH5_IDS = ["ch5.e1", "ch5.e2a", "ch5.e2b", "ch5.e2c", "ch5.e3", "ch5.e4a", "ch5.e4b", "ch5.e4c", "ch5.e5a",
-           "ch5.e5b", "ch5.e5c", "ch5.e6a", "ch5.e6b", "ch5.e6c", "ch5.e7", "ch5.e8", "ch5.e9a", "ch5.e9b",
-           "ch5.e9c", "ch5.e9d", "ch5.e9e", "ch5.e9f", "ch5.e9g", "ch5.q1a", "ch5.q1b", "ch5.q1c", "ch5.q1d",
-           "ch5.q2a", "ch5.q2b", "ch5.q2c", "ch5.q3a", "ch5.q3b", "ch5.q3c", "ch5.q3d", "ch5.q3e", "ch5.q3f",
-           "ch5.q3g", "ch5.q3h", "ch5.q3i", "ch5.q3j", "ch5.q3k"]
-CH6_IDS = ["ch6.iq1a", "ch6.iq1b", "ch6.iq1c", "ch6.iq1d", "ch6.iq2a", "ch6.iq2b", "ch6.iq3a", "ch6.iq3b", "ch6.iq4",
-           "ch6.iq5a", "ch6.iq5b", "ch6.iq5c", "ch6.iq5d", "ch6.iq5e", "ch6.iq5f", "ch6.iq6", "ch6.iq7a", "ch6.iq7b",
-           "ch6.iq8a", "ch6.iq8b", "ch6.iq8c", "ch6.iq9a", "ch6.iq9b", "ch6.iq9c", "ch6.iq9d", "ch6.iq9e", "ch6.q1a",
-           "ch6.q1b", "ch6.q1c", "ch6.q2a", "ch6.q2b", "ch6.q2c", "ch6.q2d", "ch6.q2e", "ch6.q2f"]
-CH7_IDS = ["ch7.pq1a", "ch7.pq1b", "ch7.q1a", "ch7.q1b", "ch7.q2a", "ch7.q2b", "ch7.q3", "ch7.q4a", "ch7.q4b",
-           "ch7.q4c", "ch7.q5a", "ch7.q5b", "ch7.q5c", "ch7.q5d", "ch7.q5e", "ch7.q6a", "ch7.q6b", "ch7.q6c",
-           "ch7.q7a", "ch7.q7b", "ch7.q7c", "ch7.q7d", "ch7.q7e"]
-CH8_IDS = ["ch8.iq1", "ch8.iq2a", "ch8.iq2b", "ch8.iq2c", "ch8.iq3a", "ch8.iq3b", "ch8.iq3c", "ch8.iq3d", "ch8.iq4a",
-           "ch8.iq4b", "ch8.iq4c", "ch8.iq5a", "ch8.iq5b", "ch8.iq5c", "ch8.iq5d", "ch8.iq5e", "ch8.iq5f", "ch8.iq5g",
-           "ch8.iq6", "ch8.iq7a", "ch8.iq7b", "ch8.iq7c", "ch8.iq8a", "ch8.iq8b", "ch8.iq8c", "ch8.iq8d", "ch8.iq8e",
-           "ch8.iq9a", "ch8.iq9b", "ch8.iq9c", "ch8.iq9d", "ch8.iq9e", "ch8.iq9f", "ch8.iq9g", "ch8.iq10", "ch8.iq11a",
-           "ch8.iq11b", "ch8.iq12", "ch8.q1a", "ch8.q1b", "ch8.q1c", "ch8.q2a", "ch8.q2b", "ch8.q2c", "ch8.q2d",
-           "ch8.q3a", "ch8.q3b", "ch8.q3c"]
-CH9_IDS = ["ch9.e1", "ch9.e2", "ch9.iq1", "ch9.q1a", "ch9.q1b", "ch9.q1c", "ch9.q1d", "ch9.q1e", "ch9.q2a", "ch9.q2b",
-           "ch9.q2c", "ch9.q2d"]
-CH10_IDS = ["ch10.q1a", "ch10.q1b", "ch10.q2a", "ch10.q2b", "ch10.q2c", "ch10.q2d", "ch10.q3a", "ch10.q3b",
-            "ch10.q3c", "ch10.q4"]
-CH12_IDS = ["ch12.q1a", "ch12.q1b", "ch12.q1c", "ch12.q2a", "ch12.q2b", "ch12.q2c", "ch12.q3a", "ch12.q3b",
-            "ch12.q3c", "ch12.q3d", "ch12.q4a", "ch12.q4b", "ch12.q5a", "ch12.q5b", "ch12.q5c", "ch12.q6", "ch12.q7a",
-            "ch12.q7b", "ch12.q7c", "ch12.q7d", "ch12.q7e", "ch12.q7f", "ch12.q8", "ch12.q9", "ch12.q10", "ch12.q11a",
-            "ch12.q11b", "ch12.q11c", "ch12.q12a", "ch12.q12b", "ch12.q12c", "ch12.q13", "ch12.q14a", "ch12.q14b",
-            "ch12.q15a", "ch12.q15b", "ch12.q16a", "ch12.q16b", "ch12.q16c", "ch12.q16d", "ch12.q16e", "ch12.q16f",
-            "ch12.q17a", "ch12.q17b", "ch12.q17c", "ch12.q18a", "ch12.q18b", "ch12.q19a", "ch12.q19b", "ch12.q20a",
-            "ch12.q20b", "ch12.q20c", "ch12.q21a", "ch12.q21b", "ch12.q21c", "ch12.q22a", "ch12.q22b", "ch12.q22c",
-            "ch12.q22d", "ch12.q22e", "ch12.q22f", "ch12.q22g", "ch12.q22h", "ch12.q22i", "ch12.q22j", "ch12.q22k",
-            "ch12.q22l", "ch12.q22m", "ch12.q23a", "ch12.q23b", "ch12.q23c", "ch12.q23d", "ch12.q23e", "ch12.q23f",
-            "ch12.q23g"]
+CH1_IDS = [
+    "ch1.e1a",
+    "ch1.e1b",
+    "ch1.e2",
+    "ch1.e3",
+    "ch1.e4a",
+    "ch1.e4b",
+    "ch1.q1a",
+    "ch1.q1b",
+    "ch1.q1c",
+    "ch1.q1d",
+    "ch1.q1e",
+    "ch1.q1f",
+    "ch1.q1g",
+    "ch1.q1h",
+    "ch1.q1i",
+    "ch1.q2",
+    "ch1.q3a",
+    "ch1.q3b",
+    "ch1.q3c",
+    "ch1.q4a",
+    "ch1.q4b",
+    "ch1.q5",
+]
+CH2_IDS = [
+    "ch2.q1",
+    "ch2.q2a",
+    "ch2.q2b",
+    "ch2.q2c",
+    "ch2.q2d",
+    "ch2.q2e",
+    "ch2.q2f",
+    "ch2.q2g",
+    "ch2.q2h",
+    "ch2.q3",
+    "ch2.q4a",
+    "ch2.q4b",
+    "ch2.q4c",
+    "ch2.q5a",
+    "ch2.q5b",
+    "ch2.q6a",
+    "ch2.q6b",
+    "ch2.q6c",
+    "ch2.q6d",
+    "ch2.q6e",
+    "ch2.pq1",
+]
+CH3_IDS = [
+    "ch3.pq1a",
+    "ch3.pq1b",
+    "ch3.pq2a",
+    "ch3.pq2b",
+    "ch3.pq3a",
+    "ch3.pq3b",
+    "ch3.q1",
+    "ch3.q2a",
+    "ch3.q2b",
+    "ch3.q2c",
+    "ch3.q2d",
+    "ch3.q2e",
+    "ch3.q3",
+    "ch3.q4a",
+    "ch3.q4b",
+    "ch3.q4c",
+    "ch3.q5",
+    "ch3.q6a",
+    "ch3.q6b",
+    "ch3.q6c",
+    "ch3.q7a",
+    "ch3.q7b",
+    "ch3.q7c",
+    "ch3.q7d",
+    "ch3.q8",
+    "ch3.q9a",
+    "ch3.q9b",
+    "ch3.q9c",
+    "ch3.q10a",
+    "ch3.q10b",
+    "ch3.q10c",
+    "ch3.q10d",
+    "ch3.q10e",
+    "ch3.q10f",
+]
+CH4_IDS = [
+    "ch4.q1a",
+    "ch4.q1b",
+    "ch4.q1c",
+    "ch4.q2a",
+    "ch4.q2b",
+    "ch4.q2c",
+    "ch4.q3",
+    "ch4.q4a",
+    "ch4.q4b",
+    "ch4.q4c",
+    "ch4.q4d",
+    "ch4.q4e",
+    "ch4.q4f",
+    "ch4.q5",
+    "ch4.q6",
+    "ch4.q7",
+    "ch4.q8a",
+    "ch4.q8b",
+]
+CH5_IDS = [
+    "ch5.e1",
+    "ch5.e2a",
+    "ch5.e2b",
+    "ch5.e2c",
+    "ch5.e3",
+    "ch5.e4a",
+    "ch5.e4b",
+    "ch5.e4c",
+    "ch5.e5a",
+    "ch5.e5b",
+    "ch5.e5c",
+    "ch5.e6a",
+    "ch5.e6b",
+    "ch5.e6c",
+    "ch5.e7",
+    "ch5.e8",
+    "ch5.e9a",
+    "ch5.e9b",
+    "ch5.e9c",
+    "ch5.e9d",
+    "ch5.e9e",
+    "ch5.e9f",
+    "ch5.e9g",
+    "ch5.q1a",
+    "ch5.q1b",
+    "ch5.q1c",
+    "ch5.q1d",
+    "ch5.q2a",
+    "ch5.q2b",
+    "ch5.q2c",
+    "ch5.q3a",
+    "ch5.q3b",
+    "ch5.q3c",
+    "ch5.q3d",
+    "ch5.q3e",
+    "ch5.q3f",
+    "ch5.q3g",
+    "ch5.q3h",
+    "ch5.q3i",
+    "ch5.q3j",
+    "ch5.q3k",
+]
+CH6_IDS = [
+    "ch6.iq1a",
+    "ch6.iq1b",
+    "ch6.iq1c",
+    "ch6.iq1d",
+    "ch6.iq2a",
+    "ch6.iq2b",
+    "ch6.iq3a",
+    "ch6.iq3b",
+    "ch6.iq4",
+    "ch6.iq5a",
+    "ch6.iq5b",
+    "ch6.iq5c",
+    "ch6.iq5d",
+    "ch6.iq5e",
+    "ch6.iq5f",
+    "ch6.iq6",
+    "ch6.iq7a",
+    "ch6.iq7b",
+    "ch6.iq8a",
+    "ch6.iq8b",
+    "ch6.iq8c",
+    "ch6.iq9a",
+    "ch6.iq9b",
+    "ch6.iq9c",
+    "ch6.iq9d",
+    "ch6.iq9e",
+    "ch6.q1a",
+    "ch6.q1b",
+    "ch6.q1c",
+    "ch6.q2a",
+    "ch6.q2b",
+    "ch6.q2c",
+    "ch6.q2d",
+    "ch6.q2e",
+    "ch6.q2f",
+]
+CH7_IDS = [
+    "ch7.pq1a",
+    "ch7.pq1b",
+    "ch7.q1a",
+    "ch7.q1b",
+    "ch7.q2a",
+    "ch7.q2b",
+    "ch7.q3",
+    "ch7.q4a",
+    "ch7.q4b",
+    "ch7.q4c",
+    "ch7.q5a",
+    "ch7.q5b",
+    "ch7.q5c",
+    "ch7.q5d",
+    "ch7.q5e",
+    "ch7.q6a",
+    "ch7.q6b",
+    "ch7.q6c",
+    "ch7.q7a",
+    "ch7.q7b",
+    "ch7.q7c",
+    "ch7.q7d",
+    "ch7.q7e",
+]
+CH8_IDS = [
+    "ch8.iq1",
+    "ch8.iq2a",
+    "ch8.iq2b",
+    "ch8.iq2c",
+    "ch8.iq3a",
+    "ch8.iq3b",
+    "ch8.iq3c",
+    "ch8.iq3d",
+    "ch8.iq4a",
+    "ch8.iq4b",
+    "ch8.iq4c",
+    "ch8.iq5a",
+    "ch8.iq5b",
+    "ch8.iq5c",
+    "ch8.iq5d",
+    "ch8.iq5e",
+    "ch8.iq5f",
+    "ch8.iq5g",
+    "ch8.iq6",
+    "ch8.iq7a",
+    "ch8.iq7b",
+    "ch8.iq7c",
+    "ch8.iq8a",
+    "ch8.iq8b",
+    "ch8.iq8c",
+    "ch8.iq8d",
+    "ch8.iq8e",
+    "ch8.iq9a",
+    "ch8.iq9b",
+    "ch8.iq9c",
+    "ch8.iq9d",
+    "ch8.iq9e",
+    "ch8.iq9f",
+    "ch8.iq9g",
+    "ch8.iq10",
+    "ch8.iq11a",
+    "ch8.iq11b",
+    "ch8.iq12",
+    "ch8.q1a",
+    "ch8.q1b",
+    "ch8.q1c",
+    "ch8.q2a",
+    "ch8.q2b",
+    "ch8.q2c",
+    "ch8.q2d",
+    "ch8.q3a",
+    "ch8.q3b",
+    "ch8.q3c",
+]
+CH9_IDS = [
+    "ch9.e1",
+    "ch9.e2",
+    "ch9.iq1",
+    "ch9.q1a",
+    "ch9.q1b",
+    "ch9.q1c",
+    "ch9.q1d",
+    "ch9.q1e",
+    "ch9.q2a",
+    "ch9.q2b",
+    "ch9.q2c",
+    "ch9.q2d",
+]
+CH10_IDS = [
+    "ch10.q1a",
+    "ch10.q1b",
+    "ch10.q2a",
+    "ch10.q2b",
+    "ch10.q2c",
+    "ch10.q2d",
+    "ch10.q3a",
+    "ch10.q3b",
+    "ch10.q3c",
+    "ch10.q4",
+]
+CH12_IDS = [
+    "ch12.q1a",
+    "ch12.q1b",
+    "ch12.q1c",
+    "ch12.q2a",
+    "ch12.q2b",
+    "ch12.q2c",
+    "ch12.q3a",
+    "ch12.q3b",
+    "ch12.q3c",
+    "ch12.q3d",
+    "ch12.q4a",
+    "ch12.q4b",
+    "ch12.q5a",
+    "ch12.q5b",
+    "ch12.q5c",
+    "ch12.q6",
+    "ch12.q7a",
+    "ch12.q7b",
+    "ch12.q7c",
+    "ch12.q7d",
+    "ch12.q7e",
+    "ch12.q7f",
+    "ch12.q8",
+    "ch12.q9",
+    "ch12.q10",
+    "ch12.q11a",
+    "ch12.q11b",
+    "ch12.q11c",
+    "ch12.q12a",
+    "ch12.q12b",
+    "ch12.q12c",
+    "ch12.q13",
+    "ch12.q14a",
+    "ch12.q14b",
+    "ch12.q15a",
+    "ch12.q15b",
+    "ch12.q16a",
+    "ch12.q16b",
+    "ch12.q16c",
+    "ch12.q16d",
+    "ch12.q16e",
+    "ch12.q16f",
+    "ch12.q17a",
+    "ch12.q17b",
+    "ch12.q17c",
+    "ch12.q18a",
+    "ch12.q18b",
+    "ch12.q19a",
+    "ch12.q19b",
+    "ch12.q20a",
+    "ch12.q20b",
+    "ch12.q20c",
+    "ch12.q21a",
+    "ch12.q21b",
+    "ch12.q21c",
+    "ch12.q22a",
+    "ch12.q22b",
+    "ch12.q22c",
+    "ch12.q22d",
+    "ch12.q22e",
+    "ch12.q22f",
+    "ch12.q22g",
+    "ch12.q22h",
+    "ch12.q22i",
+    "ch12.q22j",
+    "ch12.q22k",
+    "ch12.q22l",
+    "ch12.q22m",
+    "ch12.q23a",
+    "ch12.q23b",
+    "ch12.q23c",
+    "ch12.q23d",
+    "ch12.q23e",
+    "ch12.q23f",
+    "ch12.q23g",
+]
 #: chapter 11 has no problems in the book: its "plan this model" exercises are the project's own, so they are not
 #: in PROBLEMS.md and stay out of IDS (whose ids and ranges are pinned to PROBLEMS.md)
 CH11_IDS = ["ch11.x1a", "ch11.x1b", "ch11.x2a", "ch11.x2b", "ch11.x2c", "ch11.x3a", "ch11.x3b"]
-IDS = {1: CH1_IDS, 2: CH2_IDS, 3: CH3_IDS, 4: CH4_IDS, 5: CH5_IDS, 6: CH6_IDS, 7: CH7_IDS, 8: CH8_IDS, 9: CH9_IDS,
-       10: CH10_IDS, 12: CH12_IDS}
+IDS = {
+    1: CH1_IDS,
+    2: CH2_IDS,
+    3: CH3_IDS,
+    4: CH4_IDS,
+    5: CH5_IDS,
+    6: CH6_IDS,
+    7: CH7_IDS,
+    8: CH8_IDS,
+    9: CH9_IDS,
+    10: CH10_IDS,
+    12: CH12_IDS,
+}
 
 
 @pytest.mark.parametrize("chapter", IDS)
@@ -79,8 +407,11 @@ def test_ids_match_problems_md(chapter):
 @pytest.mark.skipif(not PROBLEMS.exists(), reason="../shared/book/PROBLEMS.md not beside the project")
 @pytest.mark.parametrize("chapter", [c for c in IDS if c != 10])  # ch. 10's answers are all code
 def test_expected_is_inside_every_accept_range_of_problems_md(chapter):
-    rows = re.findall(rf"^\| `(ch{chapter}\.[a-z0-9]+)` \| number \|.*?\| \[([-0-9.e+]+), ([-0-9.e+]+)\] \|",
-                      PROBLEMS.read_text(), flags=re.M)
+    rows = re.findall(
+        rf"^\| `(ch{chapter}\.[a-z0-9]+)` \| number \|.*?\| \[([-0-9.e+]+), ([-0-9.e+]+)\] \|",
+        PROBLEMS.read_text(),
+        flags=re.M,
+    )
     assert len(rows) >= 1  # the regex found the table (ch. 4 has only 4 ranges, ch. 9 fewer)
     for qid, lo, hi in rows:
         assert float(lo) <= expected(qid) <= float(hi), qid
@@ -129,13 +460,26 @@ def test_numbers_and_strings(answer):
     assert verdict("ch1.e2", answer)[0]
 
 
-@pytest.mark.parametrize("answer,hint", [
-    # ch1.e2 is a critical batch in tokens: its declared slips are a unit prefix and bytes per weight
-    (480, "2 bytes per bf16 element"), (120, "2 bytes per bf16 element"), (0.24, "factor of 1000"),
-    (240 * 7 / 8, "too low"), (240 * 1.0737, "close, but"), (1920, "too high"), (1e6, "too high"), (3, "too low"),
-    (-240, "positive"), ("240 ms", "asks for tokens"), ("lots", "cannot read"), ([240], "expected a number"),
-    (True, "bool"), (float("nan"), "finite"),
-])
+@pytest.mark.parametrize(
+    "answer,hint",
+    [
+        # ch1.e2 is a critical batch in tokens: its declared slips are a unit prefix and bytes per weight
+        (480, "2 bytes per bf16 element"),
+        (120, "2 bytes per bf16 element"),
+        (0.24, "factor of 1000"),
+        (240 * 7 / 8, "too low"),
+        (240 * 1.0737, "close, but"),
+        (1920, "too high"),
+        (1e6, "too high"),
+        (3, "too low"),
+        (-240, "positive"),
+        ("240 ms", "asks for tokens"),
+        ("lots", "cannot read"),
+        ([240], "expected a number"),
+        (True, "bool"),
+        (float("nan"), "finite"),
+    ],
+)
 def test_hints_for_common_slips(answer, hint):
     ok, msg = verdict("ch1.e2", answer)
     assert not ok and msg.startswith("incorrect") and hint in msg, msg
@@ -177,6 +521,7 @@ def test_slips_are_declared_per_question_from_unit_and_wording():
     assert get_question("ch4.q7").slips == ("percent",)
     assert get_question("ch3.q7c").slips == ()
     from scalebook_utils.questions import add
+
     with pytest.raises(ValueError, match="unknown slip"):
         add("ch99.qx", "number", "x", lambda: 1.0, slips=("bogus",))
 
@@ -230,6 +575,7 @@ def test_formula_answers():
 
 def test_formula_points_are_deterministic_and_cover_decades():
     from scalebook_utils.check import _points
+
     q = get_question("ch1.q1a")
     a, b = _points(q), _points(q)
     assert a == b and len(a) == 8
@@ -272,6 +618,7 @@ def test_every_question_is_well_formed():
 def test_formula_with_a_rounded_constant_accepts_the_books_print():
     # ch7.q5e: the book prints 2·31.2e9·T; the exact activated count is 31.27e9 (0.2% apart)
     from scalebook_utils.check import verdict
+
     assert verdict("ch7.q5e", lambda T: 2 * 31.2e9 * T)[0]
     assert not verdict("ch7.q5e", lambda T: 31.2e9 * T)[0]
     assert not verdict("ch7.q5e", lambda T: 2 * 212e9 * T)[0]

@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scalebook_utils.hardware import CHIPS, get_chip
 
 from scalebook_utils import roofline as rl
-from scalebook_utils.hardware import CHIPS, get_chip
 
 dims = st.integers(min_value=1, max_value=1 << 16)
 modes = st.sampled_from(["bf16", "int8", "int8-weights"])
@@ -24,8 +24,9 @@ def test_roofline_bounds(B, D, F, chip, mode):
     r = rl.matmul_roofline(B, D, F, chip, mode)
     assert r.t_lower_s <= r.t_upper_s <= 2 * r.t_lower_s * (1 + 1e-12)
     assert r.achievable_flops_per_s <= r.peak_flops_per_s * (1 + 1e-12)
-    assert r.compute_bound == (r.intensity >= get_chip(chip).peak_flops(rl.MATMUL_MODES[mode][2])
-                               / get_chip(chip).hbm_bandwidth_bytes_per_s)
+    assert r.compute_bound == (
+        r.intensity >= get_chip(chip).peak_flops(rl.MATMUL_MODES[mode][2]) / get_chip(chip).hbm_bandwidth_bytes_per_s
+    )
 
 
 @given(D=dims, F=dims, chip=tpus, mode=modes)
@@ -71,9 +72,14 @@ def test_two_chip_threshold_is_independent_of_B(D, W):
     assert a.compute_bound == b.compute_bound == (D >= a.d_threshold)
 
 
-@pytest.mark.parametrize("kwargs,name", [
-    (dict(B=0, D=8, F=8), "B"), (dict(B=8, D=-1, F=8), "D"), (dict(B=8, D=8, F=0), "F"),
-])
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        (dict(B=0, D=8, F=8), "B"),
+        (dict(B=8, D=-1, F=8), "D"),
+        (dict(B=8, D=8, F=0), "F"),
+    ],
+)
 def test_bad_dimensions_name_the_argument(kwargs, name):
     with pytest.raises(ValueError, match=f"^{name} must be a positive number"):
         rl.matmul_roofline(**kwargs)

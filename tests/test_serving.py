@@ -14,7 +14,10 @@ L70 = I.served_model("llama3-70b", params=70e9)  # ch. 8's "70e9 parameters"
 
 # --- slices and grids ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("n, shape", [(1, (1,)), (4, (2, 2)), (8, (4, 2)), (16, (4, 4)), (32, (4, 8)), (128, (8, 16)), (12, (12,))])
+
+@pytest.mark.parametrize(
+    "n, shape", [(1, (1,)), (4, (2, 2)), (8, (4, 2)), (16, (4, 4)), (32, (4, 8)), (128, (8, 16)), (12, (12,))]
+)
 def test_slice_shape_v5e(n, shape):
     assert S.slice_shape(V5E, n) == shape
 
@@ -26,7 +29,7 @@ def test_slice_shape_3d_torus():
 
 def test_pow2_slices_stop_at_the_pod():
     assert S.pow2_slices(V5E, 5) == [8, 16, 32, 64, 128, 256]
-    assert S.pow2_slices(V5E) == [2 ** k for k in range(9)]
+    assert S.pow2_slices(V5E) == [2**k for k in range(9)]
 
 
 @pytest.mark.parametrize("B_max", [1, 2, 7, 138, 1000])
@@ -37,6 +40,7 @@ def test_batch_grid_covers_1_to_max(B_max):
 
 
 # --- one slice ---------------------------------------------------------------------------------------------------
+
 
 def test_plan_matches_the_cost_model_point_by_point():
     plan = S.plan_serving(L70, V5E, "4x4", "int8-weights", 8192)
@@ -97,6 +101,7 @@ def test_explain_names_the_range_and_both_ends():
 
 # --- the frontier -------------------------------------------------------------------------------------------------
 
+
 def test_pareto_points_are_not_dominated():
     f = S.frontier(L70, V5E, "int8-weights", 8192)
     pts = f.points
@@ -143,11 +148,15 @@ def test_table_lists_the_pareto_points():
 
 # --- the book's roofline generator ---------------------------------------------------------------------------------
 
+
 def test_book_curve_max_batch_bug_is_about_4x():
     # ch. 8's code returns an index into range(1, 1024, 4) as a batch count: ≈ 4× too small
     fixed, book = S.book_roofline_curve(), S.book_roofline_curve(book_compat=True)
-    assert fixed.max_batch == I.max_batch(I.served_model(L70, kv_elements_per_token=2 * 128 * 8 * 80), 8192, V5E, 16,
-                                          "int8-weights") == 138
+    assert (
+        fixed.max_batch
+        == I.max_batch(I.served_model(L70, kv_elements_per_token=2 * 128 * 8 * 80), 8192, V5E, 16, "int8-weights")
+        == 138
+    )
     assert book.max_batch == 34
     assert fixed.max_batch / book.max_batch == approx(4, rel=0.05)
     # latency at B = 1 is the 70 GB weight load over 16 chips, plus one sequence's KV: ≈ 5.4 ms (book: "5.5 ms")
@@ -166,18 +175,22 @@ def test_book_curve_agrees_with_decode_step_without_ici():
 
 # --- bad input ------------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kwargs, words", [
-    (dict(slice_=2), "does not fit"),                    # bf16 70B on 2 chips
-    (dict(slice_=512), "at most 256 chips"),
-    (dict(slice_="4x4", batches=[0]), "batch must be a finite number ≥ 1"),
-    (dict(slice_="4x4", batches=[10_000]), "does not fit"),
-    (dict(slice_="4x4", S=0), "S (context) must be"),
-    (dict(slice_="4x4", S=200_000, max_context=131072), "longer than the model's maximum context"),
-    (dict(slice_="4y4"), "not of the form"),
-    (dict(slice_="3x3x3"), "2D torus"),
-    (dict(slice_="32x8"), "does not fit in a tpu-v5e pod"),
-    (dict(slice_="4x4", precision="int3"), "allowed precisions"),
-])
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        (dict(slice_=2), "does not fit"),  # bf16 70B on 2 chips
+        (dict(slice_=512), "at most 256 chips"),
+        (dict(slice_="4x4", batches=[0]), "batch must be a finite number ≥ 1"),
+        (dict(slice_="4x4", batches=[10_000]), "does not fit"),
+        (dict(slice_="4x4", S=0), "S (context) must be"),
+        (dict(slice_="4x4", S=200_000, max_context=131072), "longer than the model's maximum context"),
+        (dict(slice_="4y4"), "not of the form"),
+        (dict(slice_="3x3x3"), "2D torus"),
+        (dict(slice_="32x8"), "does not fit in a tpu-v5e pod"),
+        (dict(slice_="4x4", precision="int3"), "allowed precisions"),
+    ],
+)
 def test_bad_input_is_a_clear_error(kwargs, words):
     kw = dict(model=L70, chip=V5E, precision="bf16", S=8192) | kwargs
     with pytest.raises((ValueError, KeyError)) as e:
@@ -207,8 +220,9 @@ def test_nonfinite_latency_cap():
 def test_ties_on_a_throughput_plateau_go_to_the_lower_latency():
     f = S.frontier(L70, V5E, "int8-weights", 8192)
     best = f.best_under(10e-3)
-    same = [p for p in f.points if p.latency <= 10e-3
-            and p.tokens_per_s_per_chip >= best.tokens_per_s_per_chip * (1 - 1e-9)]
+    same = [
+        p for p in f.points if p.latency <= 10e-3 and p.tokens_per_s_per_chip >= best.tokens_per_s_per_chip * (1 - 1e-9)
+    ]
     assert best.latency == min(p.latency for p in same)
 
 

@@ -10,9 +10,9 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scalebook_utils.sharding import ShardingError
 
 from scalebook_utils import sharding as sh
-from scalebook_utils.sharding import ShardingError
 
 # --- meshes ---------------------------------------------------------------------------------------
 
@@ -25,9 +25,15 @@ def test_parse_mesh_forms():
     assert sh.parse_mesh("{'data': 4, 'model': 2}").names == ("data", "model")
 
 
-@pytest.mark.parametrize("text, words", [
-    ("{X: 2, X: 4}", ["X", "twice"]), ("{X: 0}", ["X", "positive"]), ("{X 2}", ["X 2"]), ("{}", ["at least one"]),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("{X: 2, X: 4}", ["X", "twice"]),
+        ("{X: 0}", ["X", "positive"]),
+        ("{X 2}", ["X 2"]),
+        ("{}", ["at least one"]),
+    ],
+)
 def test_bad_meshes(text, words):
     with pytest.raises(ShardingError) as e:
         sh.parse_mesh(text)
@@ -37,16 +43,19 @@ def test_bad_meshes(text, words):
 # --- arrays: parsing ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text, dims, axes, unreduced", [
-    ("A[I_X, J]", ("I", "J"), (("X",), ()), ()),
-    ("A[I_XY, J]", ("I", "J"), (("X", "Y"), ()), ()),
-    ("A[I_YX,J]", ("I", "J"), (("Y", "X"), ()), ()),
-    ("C[I, K]{U_X}", ("I", "K"), ((), ()), ("X",)),
-    ("C[I, K]{U_XY}", ("I", "K"), ((), ()), ("X", "Y")),
-    ("C[I_Z, K]{U_X, U_Y}", ("I", "K"), (("Z",), ()), ("X", "Y")),
-    ("W_in[D, F_{data,model}]", ("D", "F"), ((), ("data", "model")), ()),
-    ("A[B_X, D_Y]", ("B", "D"), (("X",), ("Y",)), ()),
-])
+@pytest.mark.parametrize(
+    "text, dims, axes, unreduced",
+    [
+        ("A[I_X, J]", ("I", "J"), (("X",), ()), ()),
+        ("A[I_XY, J]", ("I", "J"), (("X", "Y"), ()), ()),
+        ("A[I_YX,J]", ("I", "J"), (("Y", "X"), ()), ()),
+        ("C[I, K]{U_X}", ("I", "K"), ((), ()), ("X",)),
+        ("C[I, K]{U_XY}", ("I", "K"), ((), ()), ("X", "Y")),
+        ("C[I_Z, K]{U_X, U_Y}", ("I", "K"), (("Z",), ()), ("X", "Y")),
+        ("W_in[D, F_{data,model}]", ("D", "F"), ((), ("data", "model")), ()),
+        ("A[B_X, D_Y]", ("B", "D"), (("X",), ("Y",)), ()),
+    ],
+)
 def test_parse_array(text, dims, axes, unreduced):
     a = sh.parse_array(text)
     assert (a.dims, a.axes, a.unreduced) == (dims, axes, unreduced)
@@ -72,10 +81,10 @@ def sharded_arrays(draw):
     axes, i = [], 0
     for _ in dims:
         k = draw(st.integers(0, 2))
-        axes.append(tuple(pool[i:i + k]))
+        axes.append(tuple(pool[i : i + k]))
         i += k
     rest = pool[i:]
-    unreduced = tuple(rest[:draw(st.integers(0, len(rest)))])
+    unreduced = tuple(rest[: draw(st.integers(0, len(rest)))])
     return sh.ShardedArray(draw(st.sampled_from(["A", "B", "C", "W_in"])), tuple(dims), tuple(axes), unreduced)
 
 
@@ -86,16 +95,19 @@ def test_array_round_trip(a):
     assert len(a.partition_spec()) == len(a.dims)
 
 
-@pytest.mark.parametrize("text, words", [
-    ("A[I_X, J_X]", ["A", "X", "twice", "I", "J"]),
-    ("A[I_XX, J]", ["A", "X", "twice"]),
-    ("A[I, I]", ["A", "I", "twice"]),
-    ("C[I_X, K]{U_X}", ["C", "X", "unreduced"]),
-    ("A[I_X J]", ["I_X J"]),
-    ("A(I, J)", ["A(I, J)"]),
-    ("A[]", ["no dims"]),
-    ("C[I, K]{V_X}", ["V_X"]),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("A[I_X, J_X]", ["A", "X", "twice", "I", "J"]),
+        ("A[I_XX, J]", ["A", "X", "twice"]),
+        ("A[I, I]", ["A", "I", "twice"]),
+        ("C[I_X, K]{U_X}", ["C", "X", "unreduced"]),
+        ("A[I_X J]", ["I_X J"]),
+        ("A(I, J)", ["A(I, J)"]),
+        ("A[]", ["no dims"]),
+        ("C[I, K]{V_X}", ["V_X"]),
+    ],
+)
 def test_bad_arrays(text, words):
     with pytest.raises(ShardingError) as e:
         sh.parse_array(text)
@@ -114,7 +126,7 @@ def test_local_shape_and_bytes():
 
 def test_golden_ch3_pq1a():
     # fp32[1024, 4096], A[I_XY, J] on {X: 8, Y: 2}: 1 MiB per device (book ch. 3 pop quiz)
-    assert sh.bytes_per_device("A[I_XY, J]", "{X: 8, Y: 2}", (1024, 4096), "fp32") == 1024 ** 2
+    assert sh.bytes_per_device("A[I_XY, J]", "{X: 8, Y: 2}", (1024, 4096), "fp32") == 1024**2
 
 
 def test_golden_ch3_pq2():
@@ -139,14 +151,17 @@ def test_replication_counts_unreduced_as_used():
     assert sh.replication("C[I, K]", "{X: 2, Y: 4}") == 8
 
 
-@pytest.mark.parametrize("array, mesh, shape, words", [
-    ("A[I_Z, J]", "{X: 2, Y: 4}", (8, 8), ["A", "Z", "{X: 2, Y: 4}"]),
-    ("A[I_XY, J]", "{X: 2, Y: 4}", (12, 8), ["A", "I", "12", "8", "|X|=2", "|Y|=4"]),
-    ("A[I, J_Y]", "{X: 2, Y: 4}", (8, 6), ["A", "J", "6", "4", "Y"]),
-    ("A[I, J]", "{X: 2}", {"I": 8}, ["A", "J"]),
-    ("A[I, J]", "{X: 2}", (8,), ["2 dims"]),
-    ("C[I, K]{U_W}", "{X: 2}", (8, 8), ["C", "W"]),
-])
+@pytest.mark.parametrize(
+    "array, mesh, shape, words",
+    [
+        ("A[I_Z, J]", "{X: 2, Y: 4}", (8, 8), ["A", "Z", "{X: 2, Y: 4}"]),
+        ("A[I_XY, J]", "{X: 2, Y: 4}", (12, 8), ["A", "I", "12", "8", "|X|=2", "|Y|=4"]),
+        ("A[I, J_Y]", "{X: 2, Y: 4}", (8, 6), ["A", "J", "6", "4", "Y"]),
+        ("A[I, J]", "{X: 2}", {"I": 8}, ["A", "J"]),
+        ("A[I, J]", "{X: 2}", (8,), ["2 dims"]),
+        ("C[I, K]{U_W}", "{X: 2}", (8, 8), ["C", "W"]),
+    ],
+)
 def test_check_errors(array, mesh, shape, words):
     with pytest.raises(ShardingError) as e:
         sh.check(array, mesh, shape)
@@ -176,21 +191,32 @@ def test_blocks_tile_the_array(a, sizes):
 # --- matmuls: parsing -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", [
-    "A[I_X, J] ·_J B[J, K_Y]", "A[I_X, J] *_J B[J, K_Y]", "A[I_X,J]·B[J,K_Y]", "A[I_X, J] @ B[J, K_Y]",
-    "A[I_X, J] ⋅_J B[J, K_Y]",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A[I_X, J] ·_J B[J, K_Y]",
+        "A[I_X, J] *_J B[J, K_Y]",
+        "A[I_X,J]·B[J,K_Y]",
+        "A[I_X, J] @ B[J, K_Y]",
+        "A[I_X, J] ⋅_J B[J, K_Y]",
+    ],
+)
 def test_parse_matmul_operators(text):
     m = sh.parse_matmul(text)
     assert m.contracting == ("J",) and m.a.spec() == "A[I_X, J]" and m.b.spec() == "B[J, K_Y]" and m.out is None
     assert m.out_dims == ("I", "K") and m.einsum() == "ij,jk->ik"
 
 
-@pytest.mark.parametrize("text", [
-    "A[I_X, J] ·_J B[J, K_Y] → C[I_X, K_Y]", "A[I_X, J] ·_J B[J, K_Y] -> C[I_X, K_Y]",
-    "A[I, J_X] ·_J B[J_X, K] → C[I, K]{U_X}", "In[B, D_X] ·_D W[D_X, F] → Out[B, F_X]",
-    "A[I_X, J] ·_J B[J, K_Y] → C[K_Y, I_X]",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A[I_X, J] ·_J B[J, K_Y] → C[I_X, K_Y]",
+        "A[I_X, J] ·_J B[J, K_Y] -> C[I_X, K_Y]",
+        "A[I, J_X] ·_J B[J_X, K] → C[I, K]{U_X}",
+        "In[B, D_X] ·_D W[D_X, F] → Out[B, F_X]",
+        "A[I_X, J] ·_J B[J, K_Y] → C[K_Y, I_X]",
+    ],
+)
 def test_matmul_round_trip(text):
     m = sh.parse_matmul(text)
     assert sh.parse_matmul(m.spec()) == m
@@ -203,14 +229,17 @@ def test_matmul_einsum_and_transposed_target():
     assert sh.parse_matmul("X[B, D] ·_D Y[D, F]").einsum() == "bd,df->bf"
 
 
-@pytest.mark.parametrize("text, words", [
-    ("A[I, J] ·_K B[J, K]", ["K", "both"]),
-    ("A[I, J] · B[K, L]", ["share no dim"]),
-    ("A[I, J] ·_J B[J, K] → C[I, J]", ["C[I, J]", "I, K"]),
-    ("A[I, J]{U_X} ·_J B[J, K]", ["unreduced"]),
-    ("A[I, J] B[J, K]", ["cannot read"]),
-    ("A[B, I, J] ·_J B[B, J, K]", ["B", "not contracted"]),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("A[I, J] ·_K B[J, K]", ["K", "both"]),
+        ("A[I, J] · B[K, L]", ["share no dim"]),
+        ("A[I, J] ·_J B[J, K] → C[I, J]", ["C[I, J]", "I, K"]),
+        ("A[I, J]{U_X} ·_J B[J, K]", ["unreduced"]),
+        ("A[I, J] B[J, K]", ["cannot read"]),
+        ("A[B, I, J] ·_J B[B, J, K]", ["B", "not contracted"]),
+    ],
+)
 def test_bad_matmuls(text, words):
     with pytest.raises(ShardingError) as e:
         sh.parse_matmul(text)
@@ -220,18 +249,28 @@ def test_bad_matmuls(text, words):
 # --- the four cases (book ch. 3, "Computation With Sharded Arrays") -------------------------------
 
 
-@pytest.mark.parametrize("text, case", [
-    # case 1: the book's four examples
-    ("A[I, J] · B[J, K] → C[I, K]", 1), ("A[I_X, J] · B[J, K] → C[I_X, K]", 1),
-    ("A[I, J] · B[J, K_Y] → C[I, K_Y]", 1), ("A[I_X, J] · B[J, K_Y] → C[I_X, K_Y]", 1),
-    # case 2
-    ("A[I, J_X] · B[J, K] → C[I, K]", 2), ("A[I, J_X] · B[J_Y, K]", 2), ("A[I_X, J] · B[J_X, K_Y] → C[I_X, K_Y]", 2),
-    # case 3
-    ("A[I, J_X] ·_J B[J_X, K] → C[I, K]", 3), ("A[I, J_X] ·_J B[J_X, K] → C[I, K_X]", 3),
-    ("A[I_X, J_Y] ·_J B[J_Y, K] → C[I_X, K]", 3), ("A[I, J_XY] · B[J_XY, K]", 3),
-    # case 4
-    ("A[I_X, J] · B[J, K_X]", 4), ("A[I_X, J] · B[J, K_X] → C[I, K_X]", 4),
-])
+@pytest.mark.parametrize(
+    "text, case",
+    [
+        # case 1: the book's four examples
+        ("A[I, J] · B[J, K] → C[I, K]", 1),
+        ("A[I_X, J] · B[J, K] → C[I_X, K]", 1),
+        ("A[I, J] · B[J, K_Y] → C[I, K_Y]", 1),
+        ("A[I_X, J] · B[J, K_Y] → C[I_X, K_Y]", 1),
+        # case 2
+        ("A[I, J_X] · B[J, K] → C[I, K]", 2),
+        ("A[I, J_X] · B[J_Y, K]", 2),
+        ("A[I_X, J] · B[J_X, K_Y] → C[I_X, K_Y]", 2),
+        # case 3
+        ("A[I, J_X] ·_J B[J_X, K] → C[I, K]", 3),
+        ("A[I, J_X] ·_J B[J_X, K] → C[I, K_X]", 3),
+        ("A[I_X, J_Y] ·_J B[J_Y, K] → C[I_X, K]", 3),
+        ("A[I, J_XY] · B[J_XY, K]", 3),
+        # case 4
+        ("A[I_X, J] · B[J, K_X]", 4),
+        ("A[I_X, J] · B[J, K_X] → C[I, K_X]", 4),
+    ],
+)
 def test_classify_book_examples(text, case):
     c = sh.classify(text)
     assert c == case and isinstance(c, int)
@@ -272,10 +311,11 @@ def test_plan_case2_gathers_the_sharded_input():
     assert kinds(p) == [("all_gather", ("X",))]
     s = p.steps[0]
     assert (s.before, s.after, s.phase) == ("A[I, J_X]", "A[I, J]", "input")
-    assert s.n_bytes == 1024 * 2048 * 2                         # the gathered A
+    assert s.n_bytes == 1024 * 2048 * 2  # the gathered A
     from scalebook_utils import collectives
+
     assert s.seconds == pytest.approx(collectives.collective("all_gather", s.n_bytes, (2,), "tpu-v5e").seconds)
-    assert p.flops_per_device == 2 * 1024 * 2048 * 4096           # replicated matmul
+    assert p.flops_per_device == 2 * 1024 * 2048 * 4096  # replicated matmul
     # the book's alternative (Questions 4, 9): slice B, local matmul, AllReduce_X
     alt = {a.strategy: a for a in p.alternatives}
     assert [(s.kind, s.axes) for s in alt["reduce"].steps] == [("all_reduce", ("X",))]
@@ -292,7 +332,7 @@ def test_plan_case2_ch3_q4_strategies():
     reduce = next(a for a in p.alternatives if a.strategy == "reduce")
     assert [s.kind for s in reduce.steps] == ["all_reduce"] and reduce.steps[0].n_bytes == 2 * B * F
     assert reduce.flops_per_device == 2 * B * D * F / 4
-    assert reduce.t_lower < p.t_lower                      # D ≫ 2B: strategy 2 wins (book's answer)
+    assert reduce.t_lower < p.t_lower  # D ≫ 2B: strategy 2 wins (book's answer)
 
 
 def test_plan_case3_all_reduce_or_reduce_scatter():
@@ -332,7 +372,7 @@ def test_plan_target_collectives():
     assert kinds(g) == [("all_gather", ("X",))] and g.steps[0].phase == "output"
     a2a = sh.plan("A[I_X, J] · B[J, K] → C[I, K_X]", MESH, SHAPES)
     assert kinds(a2a) == [("all_to_all", ("X",))]
-    assert any(p.steps and p.steps[0].phase == "input" for p in a2a.alternatives)   # or gather A first
+    assert any(p.steps and p.steps[0].phase == "input" for p in a2a.alternatives)  # or gather A first
     sl = sh.plan("A[I, J] · B[J, K] → C[I_X, K]", MESH, SHAPES)
     assert sl.steps == () and any("slice" in n for n in sl.notes) and sl.output.spec() == "C[I_X, K]"
     perm = sh.plan("A[I_XY, J] · B[J, K] → C[I_YX, K]", MESH, SHAPES)
@@ -368,7 +408,7 @@ def test_plan_wraparound_defaults_to_the_chips_rule():
     assert sh.mesh_wraparound("{X: 2, Y: 4}", "tpu-v5e") == {"X": False, "Y": False}
     assert sh.mesh_wraparound("{X: 16, Y: 4}", "tpu-v5e") == {"X": True, "Y": False}
     assert sh.mesh_wraparound("{X: 4, Y: 4, Z: 4}", "tpu-v4p") == {"X": True, "Y": True, "Z": True}
-    assert sh.mesh_wraparound("{X: 4}", "tpu-v5p") == {"X": False}        # 4×1×1 is not a whole cube
+    assert sh.mesh_wraparound("{X: 4}", "tpu-v5p") == {"X": False}  # 4×1×1 is not a whole cube
     assert sh.mesh_wraparound("{X: 2, Y: 4}", "tpu-v5e", True) == {"X": True, "Y": True}
     assert sh.mesh_wraparound("{X: 2, Y: 4}", "tpu-v5e", (True, False)) == {"X": True, "Y": False}
     with pytest.raises(ShardingError, match="one bool per axis"):
@@ -387,8 +427,10 @@ def test_plan_wraparound_defaults_to_the_chips_rule():
     assert ag.t_comms == col.all_gather(v, (16, 4), "tpu-v5e", wraparound=(True, False)).seconds
     # a whole v4p cube keeps the ring
     cube = "{X: 4, Y: 4, Z: 4}"
-    assert sh.plan(a2a, cube, shapes, chip="tpu-v4p").t_comms == sh.plan(a2a, cube, shapes, chip="tpu-v4p",
-                                                                          wraparound=True).t_comms
+    assert (
+        sh.plan(a2a, cube, shapes, chip="tpu-v4p").t_comms
+        == sh.plan(a2a, cube, shapes, chip="tpu-v4p", wraparound=True).t_comms
+    )
 
 
 def test_plan_errors():
@@ -399,7 +441,7 @@ def test_plan_errors():
     with pytest.raises(ShardingError, match="divisible"):
         sh.plan("A[I, J_XY] · B[J, K]", MESH, {"I": 8, "J": 12, "K": 8})
     with pytest.raises(ValueError, match="fp32"):
-        sh.plan("A[I, J] · B[J, K]", MESH, SHAPES, dtype="fp32")      # a TPU has no fp32 matmul peak
+        sh.plan("A[I, J] · B[J, K]", MESH, SHAPES, dtype="fp32")  # a TPU has no fp32 matmul peak
 
 
 def test_plan_summary_is_one_line():
@@ -421,7 +463,7 @@ def test_predicted_vs_compiled_rules():
     assert not ok and "disagree" in why
     g = sh.plan("A[I, J_X] · B[J, K_Y] → C[I, K_Y]", MESH, SHAPES)
     assert sh.predicted_vs_compiled(g, {"all-gather": 1})[0]
-    ok, why = sh.predicted_vs_compiled(g, {"all-reduce": 1})     # XLA's choice on 2×4: the alternative
+    ok, why = sh.predicted_vs_compiled(g, {"all-reduce": 1})  # XLA's choice on 2×4: the alternative
     assert ok and "alternative" in why
     none = sh.plan("A[I_X, J] · B[J, K_Y] → C[I_X, K_Y]", MESH, SHAPES)
     assert sh.predicted_vs_compiled(none, {})[0]
@@ -432,7 +474,7 @@ def test_matched_strategy_names_xlas_choice():
     """Review ch3 [11]/[29]: say which strategy XLA chose, not just "agree"."""
     g = sh.plan("A[I, J_X] · B[J, K_Y] → C[I, K_Y]", MESH, SHAPES)
     assert g.strategy == "gather" and sh.matched_strategy(g, {"all-gather": 1}) == "gather"
-    assert sh.matched_strategy(g, {"all-reduce": 1}) == "reduce"             # the book's alternative
+    assert sh.matched_strategy(g, {"all-reduce": 1}) == "reduce"  # the book's alternative
     assert sh.matched_strategy(g, {"all-to-all": 3}) is None
     rs = sh.plan("A[I, J_X] ·_J B[J_X, K] → C[I, K_X]", MESH, SHAPES)
     assert sh.matched_strategy(rs, {"all-reduce": 1}, "dynamic-slice(") == rs.strategy  # the CPU form
@@ -480,7 +522,7 @@ def test_layer_time_is_the_sum_of_its_plans_upper_bounds():
     plans = [sh.plan(m, "{X: 2, Y: 2}", Q7_SIZES, chip="tpu-v5e", wraparound=False) for m in Q7_TP]
     t = sh.layer_time(Q7_TP, "{X: 2, Y: 2}", Q7_SIZES, chip="tpu-v5e", wraparound=False)
     assert t == pytest.approx(sum(p.t_math + p.t_comms for p in plans))
-    assert t > max(p.t_upper for p in plans)                       # both matmuls cost something
+    assert t > max(p.t_upper for p in plans)  # both matmuls cost something
     # ch3.q7: TP (≈ 0.2 ms) beats FSDP, which gathers 1 GB of weights (≈ 6 ms)
     fsdp = sh.layer_time(Q7_FSDP, "{X: 2, Y: 2}", Q7_SIZES, chip="tpu-v5e", wraparound=False)
     assert t == pytest.approx(0.2e-3, rel=0.05) and fsdp == pytest.approx(6.2e-3, rel=0.05)
@@ -502,7 +544,7 @@ def test_layer_bytes_per_device_counts_input_weights_and_output():
 
 def test_layer_bad_input():
     with pytest.raises(ShardingError, match="non-empty sequence"):
-        sh.layer_time(Q7_TP[0], "{X: 2, Y: 2}", Q7_SIZES)       # one matmul as text, not a sequence
+        sh.layer_time(Q7_TP[0], "{X: 2, Y: 2}", Q7_SIZES)  # one matmul as text, not a sequence
     with pytest.raises(ShardingError, match="non-empty sequence"):
         sh.layer_bytes_per_device((), "{X: 2, Y: 2}", Q7_SIZES)
     with pytest.raises(ShardingError, match="names no output"):

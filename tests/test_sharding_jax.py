@@ -27,20 +27,20 @@ MESHES = ["{X: 1, Y: 8}", "{X: 2, Y: 4}", "{X: 4, Y: 2}", "{X: 8, Y: 1}", "{X: 2
 
 #: The book's examples of the four cases (ch. 3 §"Computation With Sharded Arrays") and Question 6.
 MATMULS = [
-    "A[I, J] ·_J B[J, K] → C[I, K]",                 # case 1
+    "A[I, J] ·_J B[J, K] → C[I, K]",  # case 1
     "A[I_X, J] ·_J B[J, K] → C[I_X, K]",
     "A[I, J] ·_J B[J, K_Y] → C[I, K_Y]",
-    "A[I_X, J] ·_J B[J, K_Y] → C[I_X, K_Y]",         # also ch3.q6c
-    "A[I_X, J] ·_J B[J, K] → C[I, K]",               # case 1 + AllGather of C
-    "A[I, J_X] ·_J B[J, K] → C[I, K]",               # case 2
+    "A[I_X, J] ·_J B[J, K_Y] → C[I_X, K_Y]",  # also ch3.q6c
+    "A[I_X, J] ·_J B[J, K] → C[I, K]",  # case 1 + AllGather of C
+    "A[I, J_X] ·_J B[J, K] → C[I, K]",  # case 2
     "A[I, J_X] ·_J B[J, K_Y] → C[I, K_Y]",
-    "A[I_X, J] ·_J B[J_X, K_Y] → C[I_X, K_Y]",       # ch3.q6b
-    "A[I, J_X] ·_J B[J_X, K] → C[I, K]",             # case 3
-    "A[I, J_X] ·_J B[J_X, K] → C[I, K_X]",           # case 3 + ReduceScatter
-    "A[I_X, J_Y] ·_J B[J_Y, K] → C[I_X, K]",         # ch3.q6a
-    "A[I_X, J] ·_J B[J, K_X] → C[I, K_X]",           # case 4
+    "A[I_X, J] ·_J B[J_X, K_Y] → C[I_X, K_Y]",  # ch3.q6b
+    "A[I, J_X] ·_J B[J_X, K] → C[I, K]",  # case 3
+    "A[I, J_X] ·_J B[J_X, K] → C[I, K_X]",  # case 3 + ReduceScatter
+    "A[I_X, J_Y] ·_J B[J_Y, K] → C[I_X, K]",  # ch3.q6a
+    "A[I_X, J] ·_J B[J, K_X] → C[I, K_X]",  # case 4
     "A[I_X, J] ·_J B[J, K_X] → C[I_X, K]",
-    "A[I_X, J] ·_J B[J, K] → C[I, K_X]",             # AllToAll (or gather A first)
+    "A[I_X, J] ·_J B[J, K] → C[I, K_X]",  # AllToAll (or gather A first)
 ]
 
 _CHILD = """
@@ -82,8 +82,14 @@ print("RESULT" + json.dumps(dict(rows=out, prog=prog, pspecs=pspecs, unred=unred
 def compiled():
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
     env["JAX_PLATFORMS"] = "cpu"
-    p = subprocess.run([sys.executable, "-c", textwrap.dedent(_CHILD), json.dumps(MESHES), json.dumps(MATMULS)],
-                       capture_output=True, text=True, timeout=240, cwd=ROOT, env=env)
+    p = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_CHILD), json.dumps(MESHES), json.dumps(MATMULS)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=ROOT,
+        env=env,
+    )
     assert p.returncode == 0, p.stderr[-4000:]
     return json.loads(p.stdout.split("RESULT", 1)[1])
 
@@ -126,7 +132,7 @@ def test_case_kinds_on_the_4x2_mesh(compiled):
 
 def test_jax_program_runs(compiled):
     assert compiled["prog"]["spec"] == [["X"], ["Y"]]
-    assert compiled["prog"]["shape"] == [128, 128] and compiled["prog"]["sum"] == 128.0 ** 3
+    assert compiled["prog"]["shape"] == [128, 128] and compiled["prog"]["sum"] == 128.0**3
 
 
 def test_partition_spec(compiled):

@@ -59,11 +59,11 @@ def test_cycle_count_formula(M, K, N):
 def test_fill_and_drain_are_visible(M, K, N):
     run = systolic.simulate(np.ones((M, K)), np.ones((K, N)))
     u = run.utilisation
-    assert (u[:run.load_cycles] == 0).all()  # weights loading: no multiply-adds
-    c = u[run.load_cycles:]
+    assert (u[: run.load_cycles] == 0).all()  # weights loading: no multiply-adds
+    c = u[run.load_cycles :]
     peak = int(np.argmax(c))
     assert c[0] < c.max() and c[-1] < c.max() or c.size == 1
-    assert (np.diff(c[:peak + 1]) >= 0).all()  # fill: rises
+    assert (np.diff(c[: peak + 1]) >= 0).all()  # fill: rises
     assert (np.diff(c[peak:]) <= 0).all() or _plateau_then_fall(c[peak:])  # drain: falls
     assert c[0] == pytest.approx(1 / (K * N)) and c[-1] == pytest.approx(1 / (K * N))
     np.testing.assert_allclose(c, systolic.utilisation_curve(M, K, N))
@@ -94,7 +94,7 @@ def test_snapshots_show_the_pipeline():
     assert first.activation[0, 0] == A[0, 0] and first.psum[0, 0] == A[0, 0] * B[0, 0]
     assert np.isnan(first.feed[0, 0]) and first.feed[0, 1] == A[1, 0]  # A[0,0] has left the feeder
     # the skew: at compute cycle t cell (k, n) works on row m = t - k - n
-    for s in run.snapshots[run.load_cycles:]:
+    for s in run.snapshots[run.load_cycles :]:
         t = s.cycle - run.load_cycles
         for k, n in zip(*np.nonzero(s.active)):
             assert s.act_row[k, n] == t - k - n
@@ -103,15 +103,18 @@ def test_snapshots_show_the_pipeline():
     assert np.isnan(run.snapshots[run.load_cycles + 1].outputs).all()  # nothing out before K compute cycles
 
 
-@pytest.mark.parametrize("A,B,err,fragment", [
-    (np.ones((2, 3)), np.ones((4, 2)), ValueError, "do not multiply"),
-    (np.ones(3), np.ones((3, 2)), ValueError, "2-D"),
-    (np.ones((2, 3, 1)), np.ones((3, 2)), ValueError, "2-D"),
-    (np.ones((0, 3)), np.ones((3, 2)), ValueError, "empty"),
-    (np.ones((2, 65)), np.ones((65, 2)), ValueError, "up to 64"),
-    (np.array([["a", "b"]]), np.ones((2, 2)), TypeError, "numeric"),
-    (np.array([[np.nan]]), np.ones((1, 1)), ValueError, "NaN"),
-])
+@pytest.mark.parametrize(
+    "A,B,err,fragment",
+    [
+        (np.ones((2, 3)), np.ones((4, 2)), ValueError, "do not multiply"),
+        (np.ones(3), np.ones((3, 2)), ValueError, "2-D"),
+        (np.ones((2, 3, 1)), np.ones((3, 2)), ValueError, "2-D"),
+        (np.ones((0, 3)), np.ones((3, 2)), ValueError, "empty"),
+        (np.ones((2, 65)), np.ones((65, 2)), ValueError, "up to 64"),
+        (np.array([["a", "b"]]), np.ones((2, 2)), TypeError, "numeric"),
+        (np.array([[np.nan]]), np.ones((1, 1)), ValueError, "NaN"),
+    ],
+)
 def test_bad_inputs_get_clear_errors(A, B, err, fragment):
     with pytest.raises(err, match=fragment):
         systolic.simulate(A, B)

@@ -94,12 +94,15 @@ def test_component_counts_rejects_params_of_another_config():
 ATOL = 1e-5
 
 
-@pytest.mark.parametrize("N,K,causal,chunks", [
-    (8, 2, True, (1, 8, 20)),          # GQA; 8 does not divide S = 20: the last chunk is padded and masked
-    (8, 2, False, (3, 32)),             # 32 > S: one padded chunk
-    (4, 4, True, (7,)),                 # MHA
-    (4, 1, False, (7,)),                # MQA
-])
+@pytest.mark.parametrize(
+    "N,K,causal,chunks",
+    [
+        (8, 2, True, (1, 8, 20)),  # GQA; 8 does not divide S = 20: the last chunk is padded and masked
+        (8, 2, False, (3, 32)),  # 32 > S: one padded chunk
+        (4, 4, True, (7,)),  # MHA
+        (4, 1, False, (7,)),  # MQA
+    ],
+)
 def test_chunked_equals_naive(N, K, causal, chunks):
     B, T, S, H = 2, 12, 20, 8
     q, k, v = _rand(0, (B, T, N, H)), _rand(1, (B, S, K, H)), _rand(2, (B, S, K, H))
@@ -158,8 +161,7 @@ def test_forward_attention_variants_agree_and_loss_is_sane():
     run = jax.jit(tm.forward, static_argnames=("cfg", "attention", "chunk", "causal"))
     naive = np.asarray(run(params, tokens, MICRO))
     assert naive.shape == (2, 17, MICRO.V)
-    np.testing.assert_allclose(np.asarray(run(params, tokens, MICRO, attention="chunked", chunk=5)), naive,
-                               atol=1e-4)
+    np.testing.assert_allclose(np.asarray(run(params, tokens, MICRO, attention="chunked", chunk=5)), naive, atol=1e-4)
     np.testing.assert_allclose(np.asarray(run(params, tokens, MICRO, attention="jax")), naive, atol=1e-4)
     # causality end to end: changing the last token changes no earlier logits
     changed = np.asarray(run(params, tokens.at[:, -1].set((tokens[:, -1] + 1) % MICRO.V), MICRO))
@@ -190,10 +192,15 @@ def test_bad_tokens_and_options_raise():
 # --- FLOPs -----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("cfg,B,T,kind", [
-    (MICRO, 4, 64, "forward"), (MICRO, 2, 32, "train"),        # MICRO (2, 32) forward: the next test
-    (TINY, 2, 32, "forward"), (TINY, 1, 16, "train"),
-])
+@pytest.mark.parametrize(
+    "cfg,B,T,kind",
+    [
+        (MICRO, 4, 64, "forward"),
+        (MICRO, 2, 32, "train"),  # MICRO (2, 32) forward: the next test
+        (TINY, 2, 32, "forward"),
+        (TINY, 1, 16, "train"),
+    ],
+)
 def test_flops_check(cfg, B, T, kind):
     c = tm.flops_check(cfg, B, T, kind)
     assert c.ok, str(c)
@@ -205,7 +212,7 @@ def test_flops_check(cfg, B, T, kind):
 def test_flops_check_notices_a_wrong_formula():
     c = tm.flops_check(MICRO, 2, 32, "forward")
     assert c.ok and c.fine_ok
-    no_attention = 2 * tr.matmul_params(MICRO) * 64            # "2 · params · tokens" without 4·T·N·H·L
+    no_attention = 2 * tr.matmul_params(MICRO) * 64  # "2 · params · tokens" without 4·T·N·H·L
     one_layer_less = tr.forward_flops_per_token(dataclasses.replace(MICRO, L=1), 32) * 64
     for wrong in (no_attention, one_layer_less):
         w = dataclasses.replace(c, predicted=wrong)
@@ -217,8 +224,8 @@ def test_remat_flops_ordering_and_prediction():
     assert r["none"].measured < r["big_matmuls"].measured <= r["block"].measured
     for x in r.values():
         assert x.ok, str(x)
-    assert 6.0 < r["none"].multiple < 7.0          # 6·params·tokens + attention + elementwise
-    assert 8.0 < r["block"].multiple < 8.7         # ≈ 8 (the book); MICRO's attention adds a little
+    assert 6.0 < r["none"].multiple < 7.0  # 6·params·tokens + attention + elementwise
+    assert 8.0 < r["block"].multiple < 8.7  # ≈ 8 (the book); MICRO's attention adds a little
     # the recompute XLA keeps is the forward minus each block's down-projection (never read by the backward)
     extra = r["block"].measured - r["none"].measured
     fwd = tr.forward_flops_per_token(MICRO, 32) * 64

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from scalebook_utils import topology as T
 from scalebook_utils.errors import UnknownNameError
 from scalebook_utils.hardware import chip_names
+
+from scalebook_utils import topology as T
 
 BF16 = 2
 
@@ -24,22 +24,23 @@ def in_range(value, lo, hi):
 
 # --- ch2.q2: pod details (book ch. 2, Worked Problems, Question 2) ----------------------------------
 
+
 def test_ch2_q2_v5e_pod():
     p = T.pod("tpu-v5e")
     assert p.shape == (16, 16) and p.wraparound == (True, True)
-    assert p.n_hosts == 32                                               # ch2.q2a: 256 chips / 8 per host
-    assert p.n_tensorcores == 256                                        # ch2.q2b [256, 256]
-    assert in_range(p.peak_flops("bf16"), 4.947e16, 5.253e16)            # ch2.q2c: book 5.1e16; 5.04e16 here
-    assert in_range(p.hbm_bytes, 3.88e12, 4.399e12)                      # ch2.q2d: book 4 TB
+    assert p.n_hosts == 32  # ch2.q2a: 256 chips / 8 per host
+    assert p.n_tensorcores == 256  # ch2.q2b [256, 256]
+    assert in_range(p.peak_flops("bf16"), 4.947e16, 5.253e16)  # ch2.q2c: book 5.1e16; 5.04e16 here
+    assert in_range(p.hbm_bytes, 3.88e12, 4.399e12)  # ch2.q2d: book 4 TB
 
 
 def test_ch2_q2_v5p_pod():
     p = T.pod("v5p")
     assert p.shape == (16, 20, 28) and p.n_chips == 8960
-    assert p.n_hosts == 2240                                             # ch2.q2e: 8960 / 4 per host
-    assert p.n_tensorcores == 17920                                      # ch2.q2f [17920, 17920]
-    assert in_range(p.peak_flops(), 3.977e18, 4.223e18)                  # ch2.q2g: book 4.1e18 (≈4 exaFLOPs/s)
-    assert in_range(p.hbm_bytes, 8.342e14, 8.858e14)                     # ch2.q2h: book 860 TB
+    assert p.n_hosts == 2240  # ch2.q2e: 8960 / 4 per host
+    assert p.n_tensorcores == 17920  # ch2.q2f [17920, 17920]
+    assert in_range(p.peak_flops(), 3.977e18, 4.223e18)  # ch2.q2g: book 4.1e18 (≈4 exaFLOPs/s)
+    assert in_range(p.hbm_bytes, 8.342e14, 8.858e14)  # ch2.q2h: book 860 TB
     assert p.hbm_bandwidth_bytes_per_s == pytest.approx(8960 * 2.8e12)
 
 
@@ -55,19 +56,23 @@ def test_other_pods_and_hosts():
 
 # --- wraparound rules (book ch. 2, "TPU Networking") ------------------------------------------------
 
-@pytest.mark.parametrize("chip, shape, wrap", [
-    ("tpu-v5e", (4, 4), (False, False)),            # ch2.q5: a 4×4 v5e slice has no wraparound
-    ("tpu-v5e", (8, 16), (False, True)),            # "an 8×16 slice has wrap on the long axis"
-    ("tpu-v5e", (16, 16), (True, True)),
-    ("tpu-v6e", (16, 4), (True, False)),
-    ("tpu-v5p", (2, 2, 1), (False,) * 3),           # smaller slices: no wraparound
-    ("tpu-v5p", (2, 2, 2), (False,) * 3),
-    ("tpu-v5p", (2, 2, 4), (False,) * 3),
-    ("tpu-v5p", (2, 4, 4), (False,) * 3),           # not whole cubes (see the module docstring)
-    ("tpu-v4p", (4, 4, 4), (True,) * 3),            # a full cube has wraparound (ch3.q2)
-    ("tpu-v5p", (4, 4, 8), (True,) * 3),
-    ("tpu7x", (4, 4, 8), (True,) * 3),
-])
+
+@pytest.mark.parametrize(
+    "chip, shape, wrap",
+    [
+        ("tpu-v5e", (4, 4), (False, False)),  # ch2.q5: a 4×4 v5e slice has no wraparound
+        ("tpu-v5e", (8, 16), (False, True)),  # "an 8×16 slice has wrap on the long axis"
+        ("tpu-v5e", (16, 16), (True, True)),
+        ("tpu-v6e", (16, 4), (True, False)),
+        ("tpu-v5p", (2, 2, 1), (False,) * 3),  # smaller slices: no wraparound
+        ("tpu-v5p", (2, 2, 2), (False,) * 3),
+        ("tpu-v5p", (2, 2, 4), (False,) * 3),
+        ("tpu-v5p", (2, 4, 4), (False,) * 3),  # not whole cubes (see the module docstring)
+        ("tpu-v4p", (4, 4, 4), (True,) * 3),  # a full cube has wraparound (ch3.q2)
+        ("tpu-v5p", (4, 4, 8), (True,) * 3),
+        ("tpu7x", (4, 4, 8), (True,) * 3),
+    ],
+)
 def test_wraparound_rules(chip, shape, wrap):
     assert T.make_slice(chip, shape).wraparound == wrap
 
@@ -89,10 +94,11 @@ def test_wraparound_override():
 
 # --- hops --------------------------------------------------------------------------------------------
 
+
 def test_hops_with_and_without_wraparound():
     s = T.make_slice("v5e", (4, 4))
-    assert T.hop_distance(s, (0, 0), (3, 3)) == 6                           # ch2.q5: 6 hops
-    assert T.hop_distance(T.pod("v5e"), (0, 0), (15, 15)) == 2              # wraparound: 1 + 1
+    assert T.hop_distance(s, (0, 0), (3, 3)) == 6  # ch2.q5: 6 hops
+    assert T.hop_distance(T.pod("v5e"), (0, 0), (15, 15)) == 2  # wraparound: 1 + 1
     assert T.max_hops(T.pod("v5e")) == 16 and T.max_hops(T.pod("v5p")) == 8 + 10 + 14
     assert T.ring_hops(16, True) == 8 and T.ring_hops(16, False) == 15 and T.ring_hops(1, True) == 0
     assert s.links((0, 0)) == 2 and s.links((1, 0)) == 3 and s.links((1, 1)) == 4
@@ -101,8 +107,9 @@ def test_hops_with_and_without_wraparound():
 
 def _slices():
     shape = st.lists(st.integers(1, 9), min_size=1, max_size=3).map(tuple)
-    return shape.flatmap(lambda sh: st.tuples(st.just(sh), st.lists(st.booleans(), min_size=len(sh),
-                                                                    max_size=len(sh)).map(tuple)))
+    return shape.flatmap(
+        lambda sh: st.tuples(st.just(sh), st.lists(st.booleans(), min_size=len(sh), max_size=len(sh)).map(tuple))
+    )
 
 
 def _coord(shape):
@@ -170,11 +177,16 @@ def test_torus_path_book_example_and_numpy_bools():
     assert T.torus_path((4,), True, (0,), (2,)) == [(0,), (1,), (2,)]
 
 
-@pytest.mark.parametrize("args,fragment", [(((4, 4), True, (0, 0), (4, 0)), "dst \\(4, 0\\) is not a chip"),
-                                           (((4, 4), True, (0,), (1, 1)), "src \\(0,\\) is not a chip"),
-                                           (((4, 4), (True,), (0, 0), (1, 1)), "wraparound has 1"),
-                                           (((4, 4, 4, 4), True, (0,) * 4, (1,) * 4), "1 to 3"),
-                                           (((0, 4), True, (0, 0), (0, 1)), "positive")])
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        (((4, 4), True, (0, 0), (4, 0)), "dst \\(4, 0\\) is not a chip"),
+        (((4, 4), True, (0,), (1, 1)), "src \\(0,\\) is not a chip"),
+        (((4, 4), (True,), (0, 0), (1, 1)), "wraparound has 1"),
+        (((4, 4, 4, 4), True, (0,) * 4, (1,) * 4), "1 to 3"),
+        (((0, 4), True, (0, 0), (0, 1)), "positive"),
+    ],
+)
 def test_torus_route_args_names_the_bad_argument(args, fragment):
     with pytest.raises(ValueError, match=fragment):
         T.torus_route_args(*args)
@@ -189,24 +201,25 @@ def test_torus_route_args_normalises():
 
 # --- transfers (book ch. 2, Questions 5 and 6) ------------------------------------------------------
 
+
 def test_ch2_q5_point_to_point():
     s = T.make_slice("tpu-v5e", (4, 4))
     t = T.p2p_time(s, (0, 0), (3, 3), BF16 * 8 * 128 * 8192)
     assert t.hops == 6 and t.ports == 2
-    assert in_range(t.latency_s, 5.82e-6, 6.18e-6)                  # ch2.q5a: 6 µs to the first byte
-    assert in_range(t.seconds, 1.864e-4, 1.999e-4)                  # ch2.q5b: book 194 µs (188 + 6); 192 µs here
-    assert t.bandwidth_s == pytest.approx(186.4e-6, rel=1e-3)       # older text: 188 µs, bandwidth only
+    assert in_range(t.latency_s, 5.82e-6, 6.18e-6)  # ch2.q5a: 6 µs to the first byte
+    assert in_range(t.seconds, 1.864e-4, 1.999e-4)  # ch2.q5b: book 194 µs (188 + 6); 192 µs here
+    assert t.bandwidth_s == pytest.approx(186.4e-6, rel=1e-3)  # older text: 188 µs, bandwidth only
 
 
 def test_ch2_q6_steps():
-    A = 2**34                                                       # int8[128·1024, 128·1024] = 16 GiB
+    A = 2**34  # int8[128·1024, 128·1024] = 16 GiB
     s = T.make_slice("tpu-v5e", (4, 4))
     pcie = T.pcie_time("tpu-v5e", A, n_links=16, bandwidth_bytes_per_s=T.TYPICAL_PCIE_BYTES_PER_S)
-    assert in_range(pcie, 0.06111, 0.06711)                         # ch2.q6a: book 63 ms with A ≈ 16e9 B
+    assert in_range(pcie, 0.06111, 0.06711)  # ch2.q6a: book 63 ms with A ≈ 16e9 B
     ici = T.gather_to_chip(s, (0, 0), A)
     assert ici.ports == 2 and ici.n_bytes == pytest.approx(15 / 16 * A)
-    assert in_range(ici.bandwidth_s, 0.1619, 0.179)                 # ch2.q6b: book 167 ms with 15e9 B
-    assert in_range(T.hbm_time("tpu-v5e", A), 0.019, 0.02096)       # ch2.q6c: book ≈20 ms
+    assert in_range(ici.bandwidth_s, 0.1619, 0.179)  # ch2.q6b: book 167 ms with 15e9 B
+    assert in_range(T.hbm_time("tpu-v5e", A), 0.019, 0.02096)  # ch2.q6c: book ≈20 ms
     # with the book's rounded sizes the book's own numbers come back
     assert T.pcie_time("v6e", 16e9, 16, bandwidth_bytes_per_s=1.6e10) == pytest.approx(0.0625)
     assert T.gather_to_chip(s, (0, 0), 16e9).bandwidth_s == pytest.approx(0.1667, rel=1e-3)
@@ -229,10 +242,11 @@ def test_pcie_dcn_hbm():
     assert list(h) == ["vmem", "hbm", "ici", "pcie", "dcn"] and h["pcie"] is None
     assert h["vmem"] == pytest.approx(22 * 8.2e11)
     known = [v for v in T.bandwidth_hierarchy("tpu-v5p").values() if v is not None]
-    assert known == sorted(known, reverse=True)                     # HBM > ICI > PCIe > DCN (ch. 2)
+    assert known == sorted(known, reverse=True)  # HBM > ICI > PCIe > DCN (ch. 2)
 
 
 # --- errors ------------------------------------------------------------------------------------------
+
 
 def test_clear_errors():
     with pytest.raises(ValueError, match=r"does not fit .* pod of shape \(16, 16\)"):

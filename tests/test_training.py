@@ -9,8 +9,8 @@ from scalebook_utils import training as T
 from scalebook_utils import training_layouts as TL
 from scalebook_utils import transformer as tf
 
-
 # --- thresholds (book ch. 5) ------------------------------------------------------------------------
+
 
 def test_alpha_and_dcn_ratio_on_v5p():
     assert T.ici_bandwidth("tpu-v5p") == approx(1.8e11)
@@ -33,7 +33,7 @@ def test_x_opt_balances_fsdp_and_tp_comms():
     X = T.optimal_fsdp_degree(B, F, N, M_X=2, M_Y=1)
     Y = N / X
     t_fsdp = 4 * D * F / (Y * 2)  # ∝ 4DF/(Y W M_X)
-    t_tp = 4 * B * D / (X * 1)    # ∝ 4BD/(X W M_Y)
+    t_tp = 4 * B * D / (X * 1)  # ∝ 4BD/(X W M_Y)
     assert t_fsdp == approx(t_tp)
 
 
@@ -64,6 +64,7 @@ def test_gpu_is_refused_with_a_pointer():
 
 
 # --- per-layer costs -----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("strategy,X,Y", [("dp", 8, 1), ("fsdp", 8, 1), ("tp", 1, 8), ("fsdp+tp", 4, 2)])
 def test_layer_flops_divide_over_all_chips(strategy, X, Y):
@@ -105,9 +106,12 @@ def test_layer_costs_reject_bad_degrees():
 
 # --- collectives ---------------------------------------------------------------------------------------
 
+
 def test_step_collectives_kinds_per_strategy():
-    kinds = {s: sorted({c.kind for c in T.step_collectives(s, B=64, D=16, F=32, X=x, Y=y)})
-             for s, x, y in [("dp", 8, 1), ("fsdp", 8, 1), ("tp", 1, 8), ("fsdp+tp", 2, 4)]}
+    kinds = {
+        s: sorted({c.kind for c in T.step_collectives(s, B=64, D=16, F=32, X=x, Y=y)})
+        for s, x, y in [("dp", 8, 1), ("fsdp", 8, 1), ("tp", 1, 8), ("fsdp+tp", 2, 4)]
+    }
     assert kinds["dp"] == ["all-reduce"]
     assert kinds["fsdp"] == kinds["tp"] == kinds["fsdp+tp"] == ["all-gather", "reduce-scatter"]
 
@@ -132,6 +136,7 @@ def test_bubble_fraction():
 
 # --- memory ---------------------------------------------------------------------------------------------
 
+
 def test_zero_stages_shard_what_they_should():
     P = 1e9
     dp = T.training_memory(P, zero=0, X=8)
@@ -150,6 +155,7 @@ def test_checkpoint_bytes_ch6_example():
 
 
 # --- the planner ---------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def plan70():
@@ -228,13 +234,13 @@ def test_plan_is_fast_enough_for_a_widget(plan70):
 
 
 def test_fsdp_tp_degrees_follow_the_books_recipes():
-    assert T.fsdp_tp_degrees(48_000, 32_768, 64) == (16, 4)                 # ch. 5 E6
-    assert T.fsdp_tp_degrees(4 * 2**20, 28_672, 8960) == (2048, 4)          # ch. 6 iq9
-    assert T.fsdp_tp_degrees(1e6, 30_000, 8960) == (1024, 8)                # ch. 5 E9, 1M batch
+    assert T.fsdp_tp_degrees(48_000, 32_768, 64) == (16, 4)  # ch. 5 E6
+    assert T.fsdp_tp_degrees(4 * 2**20, 28_672, 8960) == (2048, 4)  # ch. 6 iq9
+    assert T.fsdp_tp_degrees(1e6, 30_000, 8960) == (1024, 8)  # ch. 5 E9, 1M batch
 
 
 def test_min_chips_for_memory():
-    assert T.min_chips_for_memory(11.2e12, "v5p") == 117                    # ch. 6 iq5
+    assert T.min_chips_for_memory(11.2e12, "v5p") == 117  # ch. 6 iq5
     assert T.min_chips_for_memory(96e9, "v5p") == 1
     with pytest.raises(ValueError, match="positive"):
         T.min_chips_for_memory(0)
@@ -243,8 +249,11 @@ def test_min_chips_for_memory():
 def test_families(plan70):
     assert plan70.best.family == "fsdp+tp"
     assert {e.family for e in plan70.feasible} >= {"fsdp", "fsdp+tp", "dp+tp", "pp"}
-    assert all(e.family == "dp+tp" for e in plan70.feasible if e.config.zero < 3 and e.config.Y > 1
-               and e.config.Z == 1 and e.config.X > 1)
+    assert all(
+        e.family == "dp+tp"
+        for e in plan70.feasible
+        if e.config.zero < 3 and e.config.Y > 1 and e.config.Z == 1 and e.config.X > 1
+    )
 
 
 def test_mixed_ratio_is_clamped_to_pure_fsdp_at_huge_batches():

@@ -16,16 +16,18 @@ from scalebook_utils.core.training import pictures as P
 
 
 def test_importing_it_loads_no_view_library():
-    code = ("import sys, scalebook_utils.core.training.pictures\n"
-            "print(sorted(m for m in ('matplotlib', 'ipywidgets', 'IPython', 'jax') if m in sys.modules))")
+    code = (
+        "import sys, scalebook_utils.core.training.pictures\n"
+        "print(sorted(m for m in ('matplotlib', 'ipywidgets', 'IPython', 'jax') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
 def test_slice_info_counts_the_axes_dp_spreads_over():
     assert P.slice_info("tpu-v5p", "16x20x28") == ("tpu-v5p", (16, 20, 28), 8960, 3)
-    assert P.slice_info("tpu-v5p", "4x4") == ("tpu-v5p", (4, 4, 1), 16, 2)   # padded to the 3-D torus
-    assert P.slice_info("tpu-v5p", "1x1x1")[2:] == (1, 1)                       # at least one axis
+    assert P.slice_info("tpu-v5p", "4x4") == ("tpu-v5p", (4, 4, 1), 16, 2)  # padded to the 3-D torus
+    assert P.slice_info("tpu-v5p", "1x1x1")[2:] == (1, 1)  # at least one axis
     with pytest.raises(ValueError, match="does not fit"):
         P.slice_info("tpu-v5e", "32x32")
 
@@ -38,8 +40,8 @@ def test_picture_ratios_and_thresholds_are_the_training_formulas():
         assert r[s] == T.comms_ratio(s, 1200, 28_672, N, name, n_axes=n)
     th = P.picture_thresholds("tpu-v6e", "8x16", 28_672)
     assert th["fsdp"] == T.dp_min_batch_per_chip("tpu-v6e", 2) == pytest.approx(T.alpha("tpu-v6e") / 2)
-    assert th["fsdp+tp"] == pytest.approx(T.alpha("tpu-v6e") ** 2 / 28_672)    # α²/(M_X·M_Y·F), M_X = M_Y = 1
-    assert th["tp_max_Y"] == pytest.approx(28_672 / T.alpha("tpu-v6e"))       # F/α
+    assert th["fsdp+tp"] == pytest.approx(T.alpha("tpu-v6e") ** 2 / 28_672)  # α²/(M_X·M_Y·F), M_X = M_Y = 1
+    assert th["tp_max_Y"] == pytest.approx(28_672 / T.alpha("tpu-v6e"))  # F/α
     # at the FSDP threshold FSDP's T_math / T_comms is exactly 1
     assert P.picture_ratios("tpu-v6e", "8x16", 28_672, th["fsdp"])["fsdp"] == pytest.approx(1)
 
@@ -54,19 +56,22 @@ def test_best_mixed_split_is_the_cheapest_divisor_split():
     B, D, F, N = 4e5, 8192, 32_768, 64
     X, Y, c = P.best_mixed_split(B, D, F, N, "tpu-v5p", 3)
     assert X * Y == N and 1 < X < N
-    every = [T.layer_costs("fsdp+tp", B, D, F, N, X=x, Y=N // x, chip="tpu-v5p", M_X=2, M_Y=1, phase="step").t_comms
-             for x in range(2, N) if N % x == 0]
+    every = [
+        T.layer_costs("fsdp+tp", B, D, F, N, X=x, Y=N // x, chip="tpu-v5p", M_X=2, M_Y=1, phase="step").t_comms
+        for x in range(2, N)
+        if N % x == 0
+    ]
     assert c.t_comms == min(every)
-    assert P.best_mixed_split(B, D, F, 7, "tpu-v5p", 1) is None               # a prime N has no mixed split
+    assert P.best_mixed_split(B, D, F, 7, "tpu-v5p", 1) is None  # a prime N has no mixed split
 
 
 def test_step_time_curves_shapes_and_a_slice_without_a_mixed_split():
     c = P.step_time_curves("tpu-v5p", "16x16x16", 8192, 32_768, [4e5, 4e6])
     assert isinstance(c["B"], np.ndarray) and c["B"].tolist() == [4e5, 4e6]
     assert all(c[k].shape == (2,) for k in ("math", *P.SCHEMES))
-    assert c["split"][0] == (256, 16)                                     # the book's interactive minimum
+    assert c["split"][0] == (256, 16)  # the book's interactive minimum
     assert c["fsdp+tp"][0] == P.best_mixed_split(4e5, 8192, 32_768, 4096, "tpu-v5p", 3)[2].t_comms
-    line = P.step_time_curves("tpu-v5p", "7x1x1", 8192, 32_768, [1e5])     # N = 7: prime
+    line = P.step_time_curves("tpu-v5p", "7x1x1", 8192, 32_768, [1e5])  # N = 7: prime
     assert math.isnan(line["fsdp+tp"][0]) and line["split"] == [None] and math.isfinite(line["fsdp"][0])
     assert P.step_time_curves("tpu-v5p", "4x4x4", batches=[])["math"].shape == (0,)
 
@@ -83,9 +88,9 @@ def test_threshold_rows_are_the_training_thresholds_as_text():
 
 def test_get_plan_defaults_to_the_pod_and_is_cached():
     p = P.get_plan("llama3-8b", "tpu-v5e", None, 1, 2**20, 2048, True)
-    assert p.n_chips == 256                                               # None: the v5e pod
-    assert P.get_plan("llama3-8b", "v5e", 256, 1, float(2**20), 2048, True) is p   # same inputs, same Plan
-    assert P.get_plan("llama3-8b", "tpu-v5e", 0, 1, 2**20, 2048, True) is p        # 0 also means the pod
+    assert p.n_chips == 256  # None: the v5e pod
+    assert P.get_plan("llama3-8b", "v5e", 256, 1, float(2**20), 2048, True) is p  # same inputs, same Plan
+    assert P.get_plan("llama3-8b", "tpu-v5e", 0, 1, 2**20, 2048, True) is p  # 0 also means the pod
     fresh = T.plan(tf.get_model("llama3-8b"), 2**20, "tpu-v5e", n_chips=256, seq_len=2048)
     assert p.best.config == fresh.best.config and p.best.step_time == fresh.best.step_time
     assert P.get_plan("llama3-8b", "tpu-v5e", 128, 1, 2**20, 2048, True) is not p

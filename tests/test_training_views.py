@@ -5,26 +5,31 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
+from figure_support import _draw, _is_message, _labelled  # noqa: E402
 from IPython.display import Image  # noqa: E402
 
 from scalebook_utils import training as T  # noqa: E402
 from scalebook_utils import training_views as V  # noqa: E402
-from figure_support import _draw, _labelled, _is_message  # noqa: E402
-
 
 # --- (1) the central picture ------------------------------------------------------------------------------
 
 
 def test_the_numbers_come_from_core():
     """The pure functions live in core.training.pictures (tested there without ipywidgets); the names stay here."""
-    from scalebook_utils.core.training import pictures
     from scalebook_utils import applied_training_views as AV
+    from scalebook_utils.core.training import pictures
 
-    for name in ("SCHEMES", "slice_info", "picture_ratios", "picture_thresholds", "step_time_curves",
-                 "threshold_rows", "get_plan"):
+    for name in (
+        "SCHEMES",
+        "slice_info",
+        "picture_ratios",
+        "picture_thresholds",
+        "step_time_curves",
+        "threshold_rows",
+        "get_plan",
+    ):
         assert getattr(V, name) is getattr(pictures, name), name
     assert AV.get_plan is V.get_plan  # one cache of planner runs for chapters 5 and 6
-
 
 
 def test_slice_info():
@@ -62,8 +67,9 @@ def test_picture_ratios_match_comms_ratio():
     assert th["fsdp"] == pytest.approx(850) and th["fsdp+tp"] == pytest.approx(2550**2 / (2 * 32_768))
 
 
-@pytest.mark.parametrize("shape,needle", [("abc", "not of the form"), ("4x4x4x4", "3D torus"),
-                                          ("64x64x64", "does not fit")])
+@pytest.mark.parametrize(
+    "shape,needle", [("abc", "not of the form"), ("4x4x4x4", "3D torus"), ("64x64x64", "does not fit")]
+)
 def test_picture_bad_shape_gives_a_line(shape, needle):
     line = V.picture_readout("tpu-v5p", shape, 30_000, 850)
     assert line.startswith("training picture: B/N=850") and "cannot evaluate" in line and needle in line, line
@@ -87,9 +93,9 @@ def test_render_picture_lines_and_labels():
     mixed = next(ln for lbl, ln in drawn.items() if lbl.startswith("FSDP+TP"))
     fsdp = next(ln for lbl, ln in drawn.items() if lbl.startswith("FSDP ("))
     ym, yf = np.asarray(mixed.get_ydata(), float), np.asarray(fsdp.get_ydata(), float)
-    assert np.isfinite(ym).sum() > 50                          # the mixed curve is visible …
+    assert np.isfinite(ym).sum() > 50  # the mixed curve is visible …
     assert np.all(ym[np.isfinite(ym)] >= yf[np.isfinite(ym)] * (1 - 1e-9))  # … and never below FSDP
-    assert np.isnan(ym[-1])                                    # past B/N = F·M_X·M_Y/3² it *is* FSDP's line
+    assert np.isnan(ym[-1])  # past B/N = F·M_X·M_Y/3² it *is* FSDP's line
     assert any(lbl.startswith("FSDP (") for lbl in labels) and any(lbl.startswith("TP,") for lbl in labels)
     assert "current B/N = 850" in labels
     assert any(ln.get_ydata()[0] == 1 for ln in ax.get_lines() if len(ln.get_ydata()) == 2)  # ratio-1 line
@@ -216,15 +222,15 @@ def _gpipe_grid(P, M):
 def test_render_pipeline_schedule(P, M):
     grid = _gpipe_grid(P, M)
     fig = _draw(V.render_pipeline_schedule(grid))
-    ax, cbar = fig.axes                                    # the grid and the microbatch colorbar
+    ax, cbar = fig.axes  # the grid and the microbatch colorbar
     assert ax.get_xlabel() == "time step" and ax.get_ylabel() == "pipeline stage"
-    title = ax.get_title(loc="left")                       # left-aligned: the legend sits on the right
+    title = ax.get_title(loc="left")  # left-aligned: the legend sits on the right
     assert cbar.get_ylabel() == "microbatch id"
     idle = [p for p in ax.patches if p.get_hatch()]
-    assert len(idle) == int((grid < 0).sum())              # one shaded slot per idle (stage, step)
+    assert len(idle) == int((grid < 0).sum())  # one shaded slot per idle (stage, step)
     assert title.startswith("Pipeline schedule") and f"{T.bubble_fraction(P, M):.0%} idle" in title
-    assert ax.get_ylim() == (P, 0)                         # stage 0 on top
-    assert [t.get_text() for t in ax.texts] == [str(m) for m in grid[grid >= 0]]   # ids, row by row
+    assert ax.get_ylim() == (P, 0)  # stage 0 on top
+    assert [t.get_text() for t in ax.texts] == [str(m) for m in grid[grid >= 0]]  # ids, row by row
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["idle (bubble)"]
 
 

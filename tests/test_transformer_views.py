@@ -4,12 +4,11 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
+from figure_support import _draw, _is_message, _labelled, _legend  # noqa: E402
 from IPython.display import Image  # noqa: E402
 
 from scalebook_utils import transformer as tf  # noqa: E402
 from scalebook_utils import transformer_views as V  # noqa: E402
-from figure_support import _draw, _labelled, _legend, _is_message  # noqa: E402
-
 
 # --- formatting -------------------------------------------------------------------------------------------
 
@@ -56,19 +55,24 @@ def test_calculator_config_overrides_and_custom():
     assert V.calculator_config("llama3-70b", D=8192) is tf.get_model("llama3-70b")
     assert V.calculator_config("llama3-8b", gated=False).name == "llama3-8b with gated=False"
     custom = V.calculator_config("custom", D=256, F=896, N=8, K=2, H=32, L=2, V=1000)
-    assert tf.param_count(custom).total == tf.param_count(
-        tf.TransformerConfig("x", L=2, D=256, F=896, N=8, K=2, H=32, V=1000)).total
+    assert (
+        tf.param_count(custom).total
+        == tf.param_count(tf.TransformerConfig("x", L=2, D=256, F=896, N=8, K=2, H=32, V=1000)).total
+    )
     tied = V.calculator_config("custom", D=256, F=896, N=8, K=2, H=32, L=2, V=1000, tied=True)
     assert tf.param_count(tied).unembedding == 0
 
 
-@pytest.mark.parametrize("kw,needle", [
-    ({"K": 7}, "K (KV heads) must divide N"),
-    ({"D": 0}, "D must be a positive integer"),
-    ({"L": -3}, "L must be a positive integer"),
-    ({"T": 0}, "T must be a sequence of ≥ 1 tokens"),
-    ({"B": 0}, "B must be a batch"),
-])
+@pytest.mark.parametrize(
+    "kw,needle",
+    [
+        ({"K": 7}, "K (KV heads) must divide N"),
+        ({"D": 0}, "D must be a positive integer"),
+        ({"L": -3}, "L must be a positive integer"),
+        ({"T": 0}, "T must be a sequence of ≥ 1 tokens"),
+        ({"B": 0}, "B must be a batch"),
+    ],
+)
 def test_calculator_invalid_input_gives_a_line(kw, needle):
     T, B = kw.pop("T", 4096), kw.pop("B", 1)
     line = V.calculator_readout("llama3-70b", T, B, **kw)
@@ -160,8 +164,10 @@ def test_render_remat():
 def test_kv_book_8_gib():
     assert V.kv_cache_bytes(8192, 64) == 2**33  # 2·S·L·K·H in int8, S = 8192, L = 64, KH = 8192
     line = V.kv_readout(8192)
-    assert line == ("KV cache: S=8192, L=64, N·H=8192 → MHA (K=64) 8 GiB int8, 16 GiB bf16 | GQA (K=8) 1 GiB int8, "
-                    "2 GiB bf16 | MQA (K=1) 128 MiB int8, 256 MiB bf16")
+    assert line == (
+        "KV cache: S=8192, L=64, N·H=8192 → MHA (K=64) 8 GiB int8, 16 GiB bf16 | GQA (K=8) 1 GiB int8, "
+        "2 GiB bf16 | MQA (K=1) 128 MiB int8, 256 MiB bf16"
+    )
     assert "cannot evaluate" in V.kv_readout(8192, (7,))  # 7 does not divide 64
     assert "cannot evaluate" in V.kv_readout(0)
 
@@ -185,7 +191,8 @@ def test_moe_book_numbers():
     assert line.startswith("MoE critical batch: tpu-v5e, int8 weights, bf16 FLOPs → B > 120·E/k tokens")
     assert "E=256, k=8 (DeepSeek)" in line and "(book, α = 240: 3,840)" in line
     assert V.moe_coefficient("tpu-v5e", "int8") * 32 == pytest.approx(
-        tf.moe_critical_batch(tf.get_model("deepseek-v3-like")))
+        tf.moe_critical_batch(tf.get_model("deepseek-v3-like"))
+    )
     assert "cannot evaluate" in V.moe_readout(E=4, k=8)
     assert "cannot evaluate" in V.moe_readout("tpu-v99")
 

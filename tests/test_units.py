@@ -7,12 +7,25 @@ from hypothesis import strategies as st
 from scalebook_utils import units
 
 
-@pytest.mark.parametrize("text,value,base", [
-    ("194 us", 194e-6, "s"), ("1.01 ms", 1.01e-3, "s"), ("2 s", 2.0, "s"), ("3µs", 3e-6, "s"),
-    ("1.3 GB", 1.3e9, "B"), ("2 GiB", 2 * 2**30, "B"), ("16 bits", 2.0, "B"), ("8 Gb", 1e9, "B"),
-    ("197 TFLOP/s", 1.97e14, "FLOP/s"), ("4.5e10 B/s", 4.5e10, "B/s"), ("400 Gbps", 50e9, "B/s"),
-    ("240", 240.0, ""), ("2e12 FLOPs", 2e12, "FLOP"), ("1.5 KiB", 1536.0, "B"),
-])
+@pytest.mark.parametrize(
+    "text,value,base",
+    [
+        ("194 us", 194e-6, "s"),
+        ("1.01 ms", 1.01e-3, "s"),
+        ("2 s", 2.0, "s"),
+        ("3µs", 3e-6, "s"),
+        ("1.3 GB", 1.3e9, "B"),
+        ("2 GiB", 2 * 2**30, "B"),
+        ("16 bits", 2.0, "B"),
+        ("8 Gb", 1e9, "B"),
+        ("197 TFLOP/s", 1.97e14, "FLOP/s"),
+        ("4.5e10 B/s", 4.5e10, "B/s"),
+        ("400 Gbps", 50e9, "B/s"),
+        ("240", 240.0, ""),
+        ("2e12 FLOPs", 2e12, "FLOP"),
+        ("1.5 KiB", 1536.0, "B"),
+    ],
+)
 def test_parse_quantity(text, value, base):
     v, b = units.parse_quantity(text)
     assert b == base and v == pytest.approx(value, rel=1e-12)
@@ -24,10 +37,17 @@ def test_parse_quantity_rejects_with_a_helpful_message(bad):
         units.parse_quantity(bad)
 
 
-@pytest.mark.parametrize("value,unit,text", [
-    (1.97e14, "FLOP/s", "197 TFLOP/s"), (1.01e-3, "s", "1.01 ms"), (1.94e-4, "s", "194 us"),
-    (1.3e9, "B", "1.3 GB"), (240.0, "", "240"), (0.0, "s", "0 s"),
-])
+@pytest.mark.parametrize(
+    "value,unit,text",
+    [
+        (1.97e14, "FLOP/s", "197 TFLOP/s"),
+        (1.01e-3, "s", "1.01 ms"),
+        (1.94e-4, "s", "194 us"),
+        (1.3e9, "B", "1.3 GB"),
+        (240.0, "", "240"),
+        (0.0, "s", "0 s"),
+    ],
+)
 def test_format_si(value, unit, text):
     assert units.format_si(value, unit) == text
 
@@ -52,20 +72,24 @@ def test_require_positive_names_the_argument(bad):
         units.require_positive(B=8, D=bad)
 
 
-@pytest.mark.parametrize("kwargs, bad, says", [
-    (dict(minimum=1), 0, "must be a finite number ≥ 1, got 0"),
-    (dict(above=0, maximum=1), 1.5, r"must be a finite number in \(0, 1\], got 1.5"),
-    (dict(minimum=0, maximum=1), -0.1, r"must be a finite number in \[0, 1\], got -0.1"),
-    (dict(minimum=1), True, "must be a finite number ≥ 1, got True"),
-])
+@pytest.mark.parametrize(
+    "kwargs, bad, says",
+    [
+        (dict(minimum=1), 0, "must be a finite number ≥ 1, got 0"),
+        (dict(above=0, maximum=1), 1.5, r"must be a finite number in \(0, 1\], got 1.5"),
+        (dict(minimum=0, maximum=1), -0.1, r"must be a finite number in \[0, 1\], got -0.1"),
+        (dict(minimum=1), True, "must be a finite number ≥ 1, got True"),
+    ],
+)
 def test_require_number_says_the_range(kwargs, bad, says):
     with pytest.raises(ValueError, match="^x " + says):
         units.require_number("x", bad, **kwargs)
-    assert units.require_number("x", 1, **kwargs) == 1.0   # 1 is inside every one of these ranges (an edge of each)
+    assert units.require_number("x", 1, **kwargs) == 1.0  # 1 is inside every one of these ranges (an edge of each)
 
 
 def test_require_positive_accepts_numpy_scalars():
     import numpy as np
+
     units.require_positive(B=np.int64(3), D=np.float32(2.5))
     assert math.isclose(units.GiB / units.GB, 1.073741824)
 

@@ -1,7 +1,6 @@
 """The one-line section checks used by the notebooks (scalebook_utils.verify)."""
 
 import pytest
-
 from scalebook_utils.verify import Checks
 
 

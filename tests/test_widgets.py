@@ -9,12 +9,14 @@ pytest.importorskip("ipywidgets")
 
 import ipywidgets as W  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-
-from scalebook_utils import roofline, widgets  # noqa: E402
 from scalebook_utils.hardware import CHIPS  # noqa: E402
 
-READOUT = re.compile(r"^roofline explorer: B=(\d+) → (compute-bound|memory-bound) \| T_math=\S+ \S+ T_comms=\S+ \S+ "
-                     r"\| crossover B≈(\d+)$")
+from scalebook_utils import roofline, widgets  # noqa: E402
+
+READOUT = re.compile(
+    r"^roofline explorer: B=(\d+) → (compute-bound|memory-bound) \| T_math=\S+ \S+ T_comms=\S+ \S+ "
+    r"\| crossover B≈(\d+)$"
+)
 
 
 # --- explorer_readout -----------------------------------------------------------------------------
@@ -33,9 +35,16 @@ def test_explorer_readout_has_the_marker_format():
     assert line == widgets.explorer_readout("tpu-v5e", "bf16", 8192, 8192, 512)  # deterministic
 
 
-@pytest.mark.parametrize("chip,mode,D,F", [("tpu-v5e", "bf16", 8192, 8192), ("tpu-v5e", "int8", 4096, 4096),
-                                           ("tpu-v5e", "int8-weights", 1024, 1024), ("h100", "bf16", 8192, 28672),
-                                           ("tpu-v6e", "int8", 16384, 4096)])
+@pytest.mark.parametrize(
+    "chip,mode,D,F",
+    [
+        ("tpu-v5e", "bf16", 8192, 8192),
+        ("tpu-v5e", "int8", 4096, 4096),
+        ("tpu-v5e", "int8-weights", 1024, 1024),
+        ("h100", "bf16", 8192, 28672),
+        ("tpu-v6e", "int8", 16384, 4096),
+    ],
+)
 def test_explorer_readout_is_memory_bound_below_and_compute_bound_above_the_crossover(chip, mode, D, F):
     b_cross = roofline.crossover_batch(D, F, chip, mode)
     below = widgets.explorer_readout(chip, mode, D, F, math.floor(b_cross) - 1)
@@ -57,10 +66,15 @@ def test_explorer_readout_for_a_chip_without_the_dtype_is_a_message_not_an_excep
     assert "no bf16" in widgets.explorer_readout("v100", "int8-weights", 8192, 8192, 256)
 
 
-@pytest.mark.parametrize("args,fragment", [(("nope", "bf16", 8192, 8192, 8), "unknown chip"),
-                                            (("tpu-v5e", "fp64", 8192, 8192, 8), "unknown matmul mode"),
-                                            (("tpu-v5e", "bf16", 0, 8192, 8), "D must be a positive number"),
-                                            (("tpu-v5e", "bf16", 8192, 8192, 0), "B must be a positive number")])
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        (("nope", "bf16", 8192, 8192, 8), "unknown chip"),
+        (("tpu-v5e", "fp64", 8192, 8192, 8), "unknown matmul mode"),
+        (("tpu-v5e", "bf16", 0, 8192, 8), "D must be a positive number"),
+        (("tpu-v5e", "bf16", 8192, 8192, 0), "B must be a positive number"),
+    ],
+)
 def test_explorer_readout_bad_inputs_are_readable(args, fragment):
     line = widgets.explorer_readout(*args)
     assert line.startswith(widgets.EXPLORER_PREFIX) and fragment in line
@@ -236,9 +250,11 @@ def test_show_displays_one_output_with_the_live_widget_and_its_png(monkeypatch):
     import base64
 
     from scalebook_utils import widgets as wmod
+
     box = wmod.roofline_explorer()
     shown = []
-    from scalebook_utils.views import _kit   # show() lives in the views kit: patch its display
+    from scalebook_utils.views import _kit  # show() lives in the views kit: patch its display
+
     monkeypatch.setattr(_kit, "display", lambda obj, raw=False: shown.append((obj, raw)))
     wmod.show(box)
     assert len(shown) == 1

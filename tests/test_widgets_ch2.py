@@ -12,9 +12,11 @@ from matplotlib.figure import Figure  # noqa: E402
 from scalebook_utils import topology, widgets  # noqa: E402
 from scalebook_utils.views._kit import tpu_names  # noqa: E402
 
-SLICE_LINE = re.compile(r"^slice calculator: (\S+) (\S+) → ([\d,]+) chips, ([\d,]+) hosts, ([\d,]+) TensorCores, "
-                        r"[\d.]+ [PET]?FLOP/s bf16, [\d.]+ [GTP]B HBM \| wraparound per axis: ((?:yes|no)(?:/(?:yes|no))*)"
-                        r" \| farthest pair: \d+ hops$")
+SLICE_LINE = re.compile(
+    r"^slice calculator: (\S+) (\S+) → ([\d,]+) chips, ([\d,]+) hosts, ([\d,]+) TensorCores, "
+    r"[\d.]+ [PET]?FLOP/s bf16, [\d.]+ [GTP]B HBM \| wraparound per axis: ((?:yes|no)(?:/(?:yes|no))*)"
+    r" \| farthest pair: \d+ hops$"
+)
 
 
 def test_slice_readout_small_v5e():
@@ -41,12 +43,17 @@ def test_slice_readout_agrees_with_topology_for_every_tpu_pod():
         assert f"{p.n_chips:,} chips, {p.n_hosts:,} hosts, {p.n_tensorcores:,} TensorCores" in line
 
 
-@pytest.mark.parametrize("chip,shape,fragment", [("tpu-v5e", "4xa", "not of the form"),
-                                                  ("tpu-v5e", "32x32", "does not fit"),
-                                                  ("tpu-v5e", "4x4x4", "2D torus"),
-                                                  ("h100", "4x4", "not a TPU"),
-                                                  ("tpu-v9", "4x4", "unknown chip"),
-                                                  ("tpu-v5e", "", "not of the form")])
+@pytest.mark.parametrize(
+    "chip,shape,fragment",
+    [
+        ("tpu-v5e", "4xa", "not of the form"),
+        ("tpu-v5e", "32x32", "does not fit"),
+        ("tpu-v5e", "4x4x4", "2D torus"),
+        ("h100", "4x4", "not a TPU"),
+        ("tpu-v9", "4x4", "unknown chip"),
+        ("tpu-v5e", "", "not of the form"),
+    ],
+)
 def test_slice_readout_bad_input_is_a_message(chip, shape, fragment):
     line = widgets.slice_readout(chip, shape)
     assert line.startswith(widgets.SLICE_PREFIX) and "cannot build this slice" in line and fragment in line
@@ -55,8 +62,10 @@ def test_slice_readout_bad_input_is_a_message(chip, shape, fragment):
 
 def test_torus_readout_book_question_5_shape():
     line = widgets.torus_readout("tpu-v5e", "4x4", "0,0", "3,3")
-    assert line == ("torus: tpu-v5e 4x4, (0, 0) → (3, 3): 6 hops without wraparound, 2 with | this slice "
-                    "(wraparound no/no): 6 hops | farthest pair: 6 without, 4 with")
+    assert line == (
+        "torus: tpu-v5e 4x4, (0, 0) → (3, 3): 6 hops without wraparound, 2 with | this slice "
+        "(wraparound no/no): 6 hops | farthest pair: 6 without, 4 with"
+    )
 
 
 @pytest.mark.parametrize("n", [4, 8, 16])
@@ -71,9 +80,14 @@ def test_torus_readout_pod_has_wraparound_and_3d_pads_coordinates():
     assert "(0, 0, 0) → (3, 3, 7): 13 hops without wraparound, 3 with" in line
 
 
-@pytest.mark.parametrize("args,fragment", [(("tpu-v5e", "4x4", "0,0", "4,4"), "outside"),
-                                           (("tpu-v5e", "4x4", "a", "1,1"), "not of the form"),
-                                           (("tpu-v5e", "4x", "0,0", "1,1"), "not of the form")])
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        (("tpu-v5e", "4x4", "0,0", "4,4"), "outside"),
+        (("tpu-v5e", "4x4", "a", "1,1"), "not of the form"),
+        (("tpu-v5e", "4x", "0,0", "1,1"), "not of the form"),
+    ],
+)
 def test_torus_readout_bad_input_is_a_message(args, fragment):
     line = widgets.torus_readout(*args)
     assert line.startswith(widgets.TORUS_PREFIX) and "cannot evaluate" in line and fragment in line

@@ -11,7 +11,9 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from scalebook_utils import collectives, widgets  # noqa: E402
 
-LINE = re.compile(r"^sharding explorer: \{.*\} A\[.*\] ·_J B\[.*\]( → C\[.*\])? \| case [1-4] \| predicted .+ \| XLA: not compiled$")
+LINE = re.compile(
+    r"^sharding explorer: \{.*\} A\[.*\] ·_J B\[.*\]( → C\[.*\])? \| case [1-4] \| predicted .+ \| XLA: not compiled$"
+)
 
 
 def test_readout_case2_default():
@@ -30,7 +32,9 @@ def test_every_preset_reads_on_every_mesh(label, mesh):
 
 
 def test_readout_cases_and_costs():
-    assert "| case 1 | predicted no communication" in widgets.sharding_readout("2×4", "A[I_X, J]", "B[J, K_Y]", "C[I_X, K_Y]")
+    assert "| case 1 | predicted no communication" in widgets.sharding_readout(
+        "2×4", "A[I_X, J]", "B[J, K_Y]", "C[I_X, K_Y]"
+    )
     assert "| case 3 | predicted all_reduce(X)" in widgets.sharding_readout("2×4", "A[I, J_X]", "B[J_X, K]", "C[I, K]")
     assert "predicted reduce_scatter(X)" in widgets.sharding_readout("2×4", "A[I, J_X]", "B[J_X, K]", "C[I, K_X]")
     assert "| case 4 |" in widgets.sharding_readout("2×4", "A[I_X, J]", "B[J, K_X]", "C[I, K_X]")
@@ -41,13 +45,16 @@ def test_readout_cases_and_costs():
     assert f"{t * 1e3:.3g} ms" in widgets.sharding_readout()
 
 
-@pytest.mark.parametrize("a,b,t,needle", [
-    ("A[I_X, J_X]", "B[J, K]", None, "used twice"),
-    ("A[I_Q, J]", "B[J, K]", None, "no axis Q"),
-    ("A[I, J", "B[J, K]", None, "cannot read"),
-    ("A[I, J]", "B[K, L]", None, "share no dim"),
-    ("A[I, J]", "B[J, K]", "C[I, K]{U_Q}", "invalid"),
-])
+@pytest.mark.parametrize(
+    "a,b,t,needle",
+    [
+        ("A[I_X, J_X]", "B[J, K]", None, "used twice"),
+        ("A[I_Q, J]", "B[J, K]", None, "no axis Q"),
+        ("A[I, J", "B[J, K]", None, "cannot read"),
+        ("A[I, J]", "B[K, L]", None, "share no dim"),
+        ("A[I, J]", "B[J, K]", "C[I, K]{U_Q}", "invalid"),
+    ],
+)
 def test_invalid_specs_give_a_line(a, b, t, needle):
     line = widgets.sharding_readout("2×4", a, b, t)
     assert line.startswith(widgets.SHARDING_PREFIX) and "→ invalid:" in line and needle in line, line

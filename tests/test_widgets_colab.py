@@ -10,14 +10,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-VENV = (ROOT / os.environ.get("SCALEBOOK_COLAB_VENV", ".venv-colab")).absolute()   # relative: to the repository root
+VENV = (ROOT / os.environ.get("SCALEBOOK_COLAB_VENV", ".venv-colab")).absolute()  # relative: to the repository root
 
 
 def _drive(python: Path | str) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "JUPYTER", "VIRTUAL_ENV"))}
     env.update(PYTHONPATH=str(ROOT), MPLBACKEND="agg")
-    p = subprocess.run([str(python), str(ROOT / "tests" / "widget_drive.py")], capture_output=True, text=True,
-                       env=env, cwd=ROOT, timeout=900)
+    p = subprocess.run(
+        [str(python), str(ROOT / "tests" / "widget_drive.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=900,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
 
@@ -30,7 +36,9 @@ def _check(result: dict, major: str):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (VENV / "bin" / "python").exists(), reason=f"no Colab-like venv at {VENV}: run `make test-colab`")
+@pytest.mark.skipif(
+    not (VENV / "bin" / "python").exists(), reason=f"no Colab-like venv at {VENV}: run `make test-colab`"
+)
 def test_every_widget_works_on_colabs_ipywidgets_7():
     _check(_drive(VENV / "bin" / "python"), "7.7.")
 
@@ -43,7 +51,6 @@ def test_every_widget_works_on_ipywidgets_8():
 def test_the_driver_sees_callbacks_and_errors():
     """The check above can fail: the driver moves a slider through its observer and finds an error in an Output."""
     import ipywidgets as W
-
     import widget_drive as D
 
     seen = []

@@ -22,8 +22,8 @@ from scalebook_utils import applied_inference_views as aiv  # noqa: E402
 from scalebook_utils import capstone_views as cv  # noqa: E402
 from scalebook_utils import gpu_views as gv  # noqa: E402
 from scalebook_utils import inference_views as iv  # noqa: E402
-from scalebook_utils import training_views as trv  # noqa: E402
 from scalebook_utils import live_figure, widgets  # noqa: E402
+from scalebook_utils import training_views as trv  # noqa: E402
 from scalebook_utils.views import _kit as widgets_kit  # noqa: E402
 
 
@@ -49,10 +49,24 @@ def _content(fig: Figure) -> list:
     """What a figure shows, artist by artist: per Axes its title, labels, limits, line data and texts."""
     out = [sorted(t.get_text() for t in fig.texts)]
     for ax in fig.axes:
-        out.append((ax.get_title(), ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale(),
-                    np.round(ax.get_xlim(), 9).tolist(), np.round(ax.get_ylim(), 9).tolist(),
-                    [np.round(np.nan_to_num(np.asarray(ln.get_xydata(), float), nan=-12345.0), 9).tolist() for ln in ax.lines],
-                    sorted(t.get_text() for t in ax.texts), len(ax.patches), len(ax.collections)))
+        out.append(
+            (
+                ax.get_title(),
+                ax.get_xlabel(),
+                ax.get_ylabel(),
+                ax.get_xscale(),
+                ax.get_yscale(),
+                np.round(ax.get_xlim(), 9).tolist(),
+                np.round(ax.get_ylim(), 9).tolist(),
+                [
+                    np.round(np.nan_to_num(np.asarray(ln.get_xydata(), float), nan=-12345.0), 9).tolist()
+                    for ln in ax.lines
+                ],
+                sorted(t.get_text() for t in ax.texts),
+                len(ax.patches),
+                len(ax.collections),
+            )
+        )
     return out
 
 

@@ -22,15 +22,16 @@ import jax.numpy as jnp  # noqa: E402
 from scalebook_utils import profiling as prof  # noqa: E402
 from scalebook_utils import xprof_server  # noqa: E402
 
-needs_xprof = pytest.mark.skipif(xprof_server.find_xprof_python() is None,
-                                 reason='xprof is not installed (pip install -e ".[profile]")')
+needs_xprof = pytest.mark.skipif(
+    xprof_server.find_xprof_python() is None, reason='xprof is not installed (pip install -e ".[profile]")'
+)
 
 
 def _mlp(x, w_in, w_out):
     with jax.named_scope("ffw_up"):
-        h = jax.nn.relu(x @ w_in)          # h: f32[64, 256]
+        h = jax.nn.relu(x @ w_in)  # h: f32[64, 256]
     with jax.named_scope("ffw_down"):
-        return h @ w_out                   # f32[64, 128]
+        return h @ w_out  # f32[64, 128]
 
 
 def _args():

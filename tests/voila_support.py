@@ -13,9 +13,9 @@ import contextlib
 import http.client
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import browser_support as bs
 

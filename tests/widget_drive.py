@@ -19,8 +19,6 @@ import matplotlib
 matplotlib.use("agg")
 import ipywidgets as W  # noqa: E402
 
-import scalebook_utils  # noqa: E402
-
 
 def builders():
     import scalebook_utils.views as views
@@ -34,7 +32,9 @@ def builders():
             sig = inspect.signature(f)
             if not any(b in str(sig.return_annotation) for b in ("VBox", "HBox", "Box")):
                 continue
-            if all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in sig.parameters.values()):
+            if all(
+                p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in sig.parameters.values()
+            ):
                 yield f"{name}.{fname}", f
 
 
@@ -63,8 +63,10 @@ def drive(control) -> bool:
             return False
         control.value = new
         return True
-    if isinstance(control, (W.IntSlider, W.FloatSlider, W.FloatLogSlider, W.BoundedIntText, W.BoundedFloatText,
-                            W.IntText, W.FloatText)):
+    if isinstance(
+        control,
+        (W.IntSlider, W.FloatSlider, W.FloatLogSlider, W.BoundedIntText, W.BoundedFloatText, W.IntText, W.FloatText),
+    ):
         lo, hi = getattr(control, "min", None), getattr(control, "max", None)
         new = (lo + hi) / 2 if lo is not None and hi is not None else control.value * 2 or 1
         if isinstance(control, (W.IntSlider, W.BoundedIntText, W.IntText)):
@@ -78,7 +80,9 @@ def drive(control) -> bool:
 
 
 def errors_in_outputs(box):
-    return [o for w in descendants(box) if isinstance(w, W.Output) for o in w.outputs if o.get("output_type") == "error"]
+    return [
+        o for w in descendants(box) if isinstance(w, W.Output) for o in w.outputs if o.get("output_type") == "error"
+    ]
 
 
 def main():

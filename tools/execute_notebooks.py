@@ -78,9 +78,16 @@ def execute(path: Path, timeout: int = CELL_TIMEOUT_S) -> tuple[bool, float, int
     # processes (tests, a second run of this tool) can never collide with this one (as benchmarks/run.py does).
     with tempfile.TemporaryDirectory(prefix="sb-kernel-") as sockets:
         km = KernelManager(kernel_name=KERNEL, transport="ipc", ip=str(Path(sockets) / "k"))
-        client = NotebookClient(nb, km=km, timeout=timeout, kernel_name=KERNEL, record_timing=False,
-                                store_widget_state=True, extra_arguments=["--IPKernelApp.log_level=ERROR"],
-                                resources={"metadata": {"path": str(path.resolve().parent)}})
+        client = NotebookClient(
+            nb,
+            km=km,
+            timeout=timeout,
+            kernel_name=KERNEL,
+            record_timing=False,
+            store_widget_state=True,
+            extra_arguments=["--IPKernelApp.log_level=ERROR"],
+            resources={"metadata": {"path": str(path.resolve().parent)}},
+        )
         try:
             client.execute()
         except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:

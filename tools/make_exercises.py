@@ -35,8 +35,11 @@ def _read(path: Path):
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true",
-                    help="write nothing; exit 1 if any exercise differs from its solution's conversion")
+    ap.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 if any exercise differs from its solution's conversion",
+    )
     ap.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
@@ -64,11 +67,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {target.relative_to(args.root)}")
     if args.check:
         known = {s.name for s in solutions}
-        stale += [f"exercises/{p.name}: no solutions/{p.name}" for p in
-                  sorted((args.root / "exercises").glob("*.ipynb")) if p.name not in known]
+        stale += [
+            f"exercises/{p.name}: no solutions/{p.name}"
+            for p in sorted((args.root / "exercises").glob("*.ipynb"))
+            if p.name not in known
+        ]
     if stale:
-        print("exercises/ differ from what tools/make_exercises.py writes from solutions/ "
-              "(never edit exercises by hand; run `python tools/make_exercises.py`):", file=sys.stderr)
+        print(
+            "exercises/ differ from what tools/make_exercises.py writes from solutions/ "
+            "(never edit exercises by hand; run `python tools/make_exercises.py`):",
+            file=sys.stderr,
+        )
         for line in stale:
             print("  " + line, file=sys.stderr)
         return 1

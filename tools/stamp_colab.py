@@ -20,10 +20,10 @@ import argparse
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import nbformat
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -45,21 +45,29 @@ def parse_source(source: str) -> dict:
         return {"source": None, "repo": None, "ref": None}
     m = _GITHUB.match(source.strip())
     if not m or re.search(r"YOUR-ORG|PLACEHOLDER|\bORG/REPO\b", source, re.I):
-        raise StampError(f"cannot stamp {source!r}: pass SOURCE=git+https://github.com/ORG/REPO@TAG "
-                         "(a GitHub repository pinned to a tag or commit), or SOURCE=none")
+        raise StampError(
+            f"cannot stamp {source!r}: pass SOURCE=git+https://github.com/ORG/REPO@TAG "
+            "(a GitHub repository pinned to a tag or commit), or SOURCE=none"
+        )
     return {"source": source.strip(), "repo": m["repo"], "ref": m["ref"]}
 
 
 def source_from_git(root: Path = ROOT) -> str:
     """git+https://github.com/ORG/REPO@REF from the `origin` remote and HEAD's tag (else its commit)."""
+
     def git(*args):
         p = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
         return p.stdout.strip() if p.returncode == 0 else ""
+
     url = git("remote", "get-url", "origin")
-    m = re.match(r"^(?:https://github\.com/|git@github\.com:|ssh://git@github\.com/)([\w.-]+/[\w.-]+?)(?:\.git)?/?$", url)
+    m = re.match(
+        r"^(?:https://github\.com/|git@github\.com:|ssh://git@github\.com/)([\w.-]+/[\w.-]+?)(?:\.git)?/?$", url
+    )
     if not m:
-        raise StampError(f"the origin remote ({url or 'none'}) is not a GitHub repository: pass the source, "
-                         "e.g. make colab SOURCE=git+https://github.com/ORG/REPO@TAG (or SOURCE=none)")
+        raise StampError(
+            f"the origin remote ({url or 'none'}) is not a GitHub repository: pass the source, "
+            "e.g. make colab SOURCE=git+https://github.com/ORG/REPO@TAG (or SOURCE=none)"
+        )
     ref = git("describe", "--tags", "--exact-match", "HEAD") or git("rev-parse", "HEAD")
     return f"git+https://github.com/{m[1]}@{ref}"
 
@@ -76,15 +84,17 @@ def colab_url(repo: str, ref: str, name: str) -> str:
 def install_block(stamp: dict, requires: tuple[str, ...]) -> list[str]:
     """The lines of the setup cell's install block (from `try:` to `    import scalebook_utils`)."""
     fn = ["    " + line if line else "" for line in function_source().rstrip("\n").split("\n")]
-    return ["try:",
-            "    import scalebook_utils  # noqa: F401 - only asks whether it is installed",
-            "except ImportError:  # not installed here (Colab, Kaggle): install it. Block written by tools/stamp_colab.py",
-            f"    SCALEBOOK_SOURCE = {stamp['source']!r}  # $SCALEBOOK_SOURCE overrides",
-            f"    SCALEBOOK_REQUIRES = {requires!r}",
-            *fn,
-            "    if (_msg := install_scalebook(SCALEBOOK_SOURCE, SCALEBOOK_REQUIRES)):  # stop here with that one sentence",
-            "        raise type(\"ScalebookSetupError\", (RuntimeError,), {\"_render_traceback_\": lambda e: [str(e)]})(_msg) from None",
-            "    import scalebook_utils"]
+    return [
+        "try:",
+        "    import scalebook_utils  # noqa: F401 - only asks whether it is installed",
+        "except ImportError:  # not installed here (Colab, Kaggle): install it. Block written by tools/stamp_colab.py",
+        f"    SCALEBOOK_SOURCE = {stamp['source']!r}  # $SCALEBOOK_SOURCE overrides",
+        f"    SCALEBOOK_REQUIRES = {requires!r}",
+        *fn,
+        "    if (_msg := install_scalebook(SCALEBOOK_SOURCE, SCALEBOOK_REQUIRES)):  # stop here with that one sentence",
+        "        raise type(\"ScalebookSetupError\", (RuntimeError,), {\"_render_traceback_\": lambda e: [str(e)]})(_msg) from None",
+        "    import scalebook_utils  # noqa: F401 - installed now",
+    ]
 
 
 def _block_span(lines: list[str]) -> tuple[int, int]:
@@ -93,7 +103,7 @@ def _block_span(lines: list[str]) -> tuple[int, int]:
     if lines[start].startswith("SCALEBOOK_SOURCE") and not lines[start + 1].startswith("try:"):
         raise ValueError("SCALEBOOK_SOURCE line not followed by try:")
     exc = next(i for i in range(start, len(lines)) if lines[i].startswith("except ImportError"))
-    end = next(i for i in range(exc, len(lines)) if lines[i] == "    import scalebook_utils")
+    end = next(i for i in range(exc, len(lines)) if lines[i].startswith("    import scalebook_utils"))
     return start, end + 1
 
 
@@ -110,11 +120,17 @@ def stamp_notebook(path: Path, stamp: dict, requires: tuple[str, ...]) -> bool:
     try:
         start, end = _block_span(lines)
     except (StopIteration, ValueError, IndexError):
-        raise StampError(f"{path.name}: its first code cell has no install block (`try:` / `    import scalebook_utils`"
-                         " / `except ImportError:` … `    import scalebook_utils`); restore it, then stamp again") from None
+        raise StampError(
+            f"{path.name}: its first code cell has no install block (`try:` / `    import scalebook_utils`"
+            " / `except ImportError:` … `    import scalebook_utils`); restore it, then stamp again"
+        ) from None
     cell.source = "\n".join(lines[:start] + install_block(stamp, requires) + lines[end:])
-    meta = {"source": stamp["source"], "repo": stamp["repo"], "ref": stamp["ref"],
-            "colab": colab_url(stamp["repo"], stamp["ref"], path.name) if stamp["source"] else None}
+    meta = {
+        "source": stamp["source"],
+        "repo": stamp["repo"],
+        "ref": stamp["ref"],
+        "colab": colab_url(stamp["repo"], stamp["ref"], path.name) if stamp["source"] else None,
+    }
     nb.metadata["scalebook"] = meta
     nb.cells = [c for c in nb.cells if c.get("id") != LINK_CELL_ID]
     if meta["colab"]:
@@ -128,9 +144,11 @@ def stamp_notebook(path: Path, stamp: dict, requires: tuple[str, ...]) -> bool:
 
 def readme_table(stamp: dict, names: list[str]) -> str:
     if not stamp["source"]:
-        return ("No install source is stamped in this checkout, so there are no Colab links yet: a maintainer runs "
-                "`make colab SOURCE=git+https://github.com/ORG/REPO@TAG` (or plain `make colab` in a clone whose "
-                "`origin` is on GitHub), which writes the links here and into each notebook.")
+        return (
+            "No install source is stamped in this checkout, so there are no Colab links yet: a maintainer runs "
+            "`make colab SOURCE=git+https://github.com/ORG/REPO@TAG` (or plain `make colab` in a clone whose "
+            "`origin` is on GitHub), which writes the links here and into each notebook."
+        )
     rows = ["| notebook | open |", "|---|---|"]
     rows += [f"| `{n}` | [![Open In Colab]({BADGE})]({colab_url(stamp['repo'], stamp['ref'], n)}) |" for n in names]
     return f"Installs scalebook from `{stamp['source']}`.\n\n" + "\n".join(rows)
@@ -167,7 +185,9 @@ def main(argv=None) -> int:
     except StampError as e:
         print(f"stamp_colab: {e}", file=sys.stderr)
         return 2
-    print(f"stamped {stamp['source'] or 'no source'} into {len(paths)} notebooks; changed: {', '.join(changed) or 'nothing'}")
+    print(
+        f"stamped {stamp['source'] or 'no source'} into {len(paths)} notebooks; changed: {', '.join(changed) or 'nothing'}"
+    )
     return 0
 
 

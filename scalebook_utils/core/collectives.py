@@ -43,9 +43,14 @@ KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all", "ppermute")
 
 #: Spellings people and compilers use, mapped to KINDS (HLO 'all-gather', JAX 'psum', book 'AllGather').
 _KIND_ALIASES = {
-    "allgather": "all_gather", "reducescatter": "reduce_scatter", "allreduce": "all_reduce",
-    "alltoall": "all_to_all", "ppermute": "ppermute", "collectivepermute": "ppermute",
-    "psum": "all_reduce", "psumscatter": "reduce_scatter",
+    "allgather": "all_gather",
+    "reducescatter": "reduce_scatter",
+    "allreduce": "all_reduce",
+    "alltoall": "all_to_all",
+    "ppermute": "ppermute",
+    "collectivepermute": "ppermute",
+    "psum": "all_reduce",
+    "psumscatter": "reduce_scatter",
 }
 
 
@@ -74,16 +79,20 @@ class CollectiveCost:
 
 # --- argument handling ------------------------------------------------------------------------------
 
+
 def _axes(axis_sizes, wraparound) -> tuple[tuple[int, ...], tuple[bool, ...]]:
     sizes = (axis_sizes,) if is_int(axis_sizes) else axis_sizes
     try:
         sizes = tuple(sizes)
     except TypeError:
-        raise ValueError(f"axis_sizes must be a positive integer or a tuple of them (one per mesh axis), "
-                         f"got {axis_sizes!r}") from None
+        raise ValueError(
+            f"axis_sizes must be a positive integer or a tuple of them (one per mesh axis), got {axis_sizes!r}"
+        ) from None
     if not sizes or not all(is_int(x) and x >= 1 for x in sizes):
-        raise ValueError(f"axis_sizes must be a positive integer or a non-empty tuple of positive integers "
-                         f"(devices along each mesh axis gathered over), got {axis_sizes!r}")
+        raise ValueError(
+            f"axis_sizes must be a positive integer or a non-empty tuple of positive integers "
+            f"(devices along each mesh axis gathered over), got {axis_sizes!r}"
+        )
     if isinstance(wraparound, (bool, numbers.Integral)) or not hasattr(wraparound, "__iter__"):
         wraps = (bool(wraparound),) * len(sizes)
     else:
@@ -92,8 +101,10 @@ def _axes(axis_sizes, wraparound) -> tuple[tuple[int, ...], tuple[bool, ...]]:
         except TypeError:
             raise ValueError(f"wraparound must be a bool or one bool per axis, got {wraparound!r}") from None
         if len(wraps) != len(sizes):
-            raise ValueError(f"wraparound has {len(wraps)} entries but axis_sizes {sizes} has {len(sizes)}; "
-                             "give one bool per axis or a single bool")
+            raise ValueError(
+                f"wraparound has {len(wraps)} entries but axis_sizes {sizes} has {len(sizes)}; "
+                "give one bool per axis or a single bool"
+            )
     return tuple(int(x) for x in sizes), wraps
 
 
@@ -114,26 +125,44 @@ def check_fits(axis_sizes: tuple[int, ...], chip) -> None:
     if isinstance(chip, Slice):
         sides = sorted((n for n in chip.shape if n > 1), reverse=True)
         if len(active) > len(sides) or any(x > n for x, n in zip(active, sides)):
-            raise ValueError(f"axis_sizes {tuple(axis_sizes)} do not fit slice {chip.name}: each axis longer "
-                             f"than 1 must run along its own slice axis (sides {tuple(chip.shape)})")
+            raise ValueError(
+                f"axis_sizes {tuple(axis_sizes)} do not fit slice {chip.name}: each axis longer "
+                f"than 1 must run along its own slice axis (sides {tuple(chip.shape)})"
+            )
         return
     spec = tpu_chip(chip)
     dims = spec.ici_torus_dims
     if len(active) > dims:
-        raise ValueError(f"axis_sizes {tuple(axis_sizes)} has {len(active)} axes longer than 1, but {spec.name} "
-                         f"is a {dims}D torus: a collective runs over at most {dims} ICI axes at once")
+        raise ValueError(
+            f"axis_sizes {tuple(axis_sizes)} has {len(active)} axes longer than 1, but {spec.name} "
+            f"is a {dims}D torus: a collective runs over at most {dims} ICI axes at once"
+        )
     n, pod = math.prod(axis_sizes), spec.pod_chips
     if pod is not None and n > pod:
-        raise ValueError(f"axis_sizes {tuple(axis_sizes)} span {n} devices, more than one {spec.name} pod "
-                         f"({pod} chips, {'x'.join(map(str, spec.pod_shape))}); ICI ends at the pod (across "
-                         "pods is DCN, book ch. 2)")
+        raise ValueError(
+            f"axis_sizes {tuple(axis_sizes)} span {n} devices, more than one {spec.name} pod "
+            f"({pod} chips, {'x'.join(map(str, spec.pod_shape))}); ICI ends at the pod (across "
+            "pods is DCN, book ch. 2)"
+        )
 
 
 def _finish(kind, bw, lat, bytes_per_device, sizes, wraps, latency, note, n_bytes, spec, bidirectional):
     seconds = max(bw, lat) if latency else bw
     regime = "latency" if latency and lat > bw else "bandwidth"
-    return CollectiveCost(kind, seconds, bytes_per_device, regime, sizes, wraps, note, bw, lat if latency else 0.0,
-                          n_bytes, spec.name, bidirectional)
+    return CollectiveCost(
+        kind,
+        seconds,
+        bytes_per_device,
+        regime,
+        sizes,
+        wraps,
+        note,
+        bw,
+        lat if latency else 0.0,
+        n_bytes,
+        spec.name,
+        bidirectional,
+    )
 
 
 def _ring_axis(x: int, wrap: bool, bidirectional: bool) -> bool:
@@ -153,8 +182,10 @@ def _gather_terms(n_bytes, sizes, wraps, bidirectional, w_one, t_min) -> tuple[f
 
 # --- the collectives --------------------------------------------------------------------------------
 
-def all_gather(n_bytes: float, axis_sizes, chip, wraparound=True, bidirectional: bool = True,
-               latency: bool = True) -> CollectiveCost:
+
+def all_gather(
+    n_bytes: float, axis_sizes, chip, wraparound=True, bidirectional: bool = True, latency: bool = True
+) -> CollectiveCost:
     """AllGather_{axes}: every device ends with the whole array of `n_bytes` (the gathered size).
 
     Bandwidth term V / Σ_i W_i with W_i = 2·W_one on a ring axis, W_one·X_i/(X_i − 1) without
@@ -170,47 +201,83 @@ def all_gather(n_bytes: float, axis_sizes, chip, wraparound=True, bidirectional:
     check_fits(sizes, chip)
     bw, lat = _gather_terms(n_bytes, sizes, wraps, bidirectional, w_one, t_min)
     n = math.prod(sizes)
-    return _finish("all_gather", bw, lat, n_bytes * (n - 1) / n, sizes, wraps, latency,
-                   "max(T_min·Σ hops, V / Σ W_axis)", n_bytes, spec, bidirectional)
+    return _finish(
+        "all_gather",
+        bw,
+        lat,
+        n_bytes * (n - 1) / n,
+        sizes,
+        wraps,
+        latency,
+        "max(T_min·Σ hops, V / Σ W_axis)",
+        n_bytes,
+        spec,
+        bidirectional,
+    )
 
 
-def reduce_scatter(n_bytes: float, axis_sizes, chip, wraparound=True, bidirectional: bool = True,
-                   latency: bool = True) -> CollectiveCost:
+def reduce_scatter(
+    n_bytes: float, axis_sizes, chip, wraparound=True, bidirectional: bool = True, latency: bool = True
+) -> CollectiveCost:
     """ReduceScatter_{axes}: sum the unreduced array of `n_bytes` held by every device, leave each a shard.
 
     The transpose of AllGather, with the same cost (plus the adds, ignored): book ch. 3, "More about
     the ReduceScatter". `n_bytes` is the full unreduced array on one device.
     """
     c = all_gather(n_bytes, axis_sizes, chip, wraparound, bidirectional, latency)
-    return CollectiveCost("reduce_scatter", c.seconds, c.bytes_per_device, c.regime, c.axis_sizes, c.wraparound,
-                          "same as AllGather: max(T_min·Σ hops, V / Σ W_axis)", c.bandwidth_s, c.latency_s,
-                          c.n_bytes, c.chip, c.bidirectional)
+    return CollectiveCost(
+        "reduce_scatter",
+        c.seconds,
+        c.bytes_per_device,
+        c.regime,
+        c.axis_sizes,
+        c.wraparound,
+        "same as AllGather: max(T_min·Σ hops, V / Σ W_axis)",
+        c.bandwidth_s,
+        c.latency_s,
+        c.n_bytes,
+        c.chip,
+        c.bidirectional,
+    )
 
 
-def all_reduce(n_bytes: float, axis_sizes, chip, wraparound=True, bidirectional: bool = True,
-               latency: bool = True) -> CollectiveCost:
+def all_reduce(
+    n_bytes: float, axis_sizes, chip, wraparound=True, bidirectional: bool = True, latency: bool = True
+) -> CollectiveCost:
     """AllReduce_{axes} of an unreduced array of `n_bytes` per device = ReduceScatter + AllGather.
 
     Twice the AllGather cost, 2·V/W_ici on a ring (book ch. 3 summary table). ch3.q2c (v4p, Z=4,
     V = 2·1024·4096/16 B): 2 · 5.2e5 / 9e10 ≈ 11.7 µs.
     """
     c = all_gather(n_bytes, axis_sizes, chip, wraparound, bidirectional, latency)
-    return CollectiveCost("all_reduce", 2 * c.seconds, 2 * c.bytes_per_device, c.regime, c.axis_sizes,
-                          c.wraparound, "ReduceScatter + AllGather = 2 × AllGather", 2 * c.bandwidth_s,
-                          2 * c.latency_s, c.n_bytes, c.chip, c.bidirectional)
+    return CollectiveCost(
+        "all_reduce",
+        2 * c.seconds,
+        2 * c.bytes_per_device,
+        c.regime,
+        c.axis_sizes,
+        c.wraparound,
+        "ReduceScatter + AllGather = 2 × AllGather",
+        2 * c.bandwidth_s,
+        2 * c.latency_s,
+        c.n_bytes,
+        c.chip,
+        c.bidirectional,
+    )
 
 
 def _all_to_all_axis(n_bytes, x, n, wrap, bidirectional) -> tuple[float, float]:
     """(bytes on the busiest one-way link, Σ over destinations of hops along this axis ÷ X)."""
-    if not bidirectional:                       # one-way ring: chunk to distance k travels k hops
+    if not bidirectional:  # one-way ring: chunk to distance k travels k hops
         return n_bytes * (x - 1) / (2 * n), (x - 1) / 2
-    if wrap:                                    # bidirectional ring: shortest way round, balanced
+    if wrap:  # bidirectional ring: shortest way round, balanced
         return n_bytes * (x * x // 4) / (2 * x * n), (x * x // 4) / x
-    return n_bytes * (x * x // 4) / (x * n), (x * x - 1) / (3 * x)   # line: the middle link is the bottleneck
+    return n_bytes * (x * x // 4) / (x * n), (x * x - 1) / (3 * x)  # line: the middle link is the bottleneck
 
 
-def all_to_all(n_bytes: float, axis_sizes, chip, wraparound=True, bidirectional: bool = True,
-               latency: bool = True) -> CollectiveCost:
+def all_to_all(
+    n_bytes: float, axis_sizes, chip, wraparound=True, bidirectional: bool = True, latency: bool = True
+) -> CollectiveCost:
     """AllToAll_{axes} of an array of `n_bytes` in total (summed over devices): move a subscript.
 
     Each device sends 1/N of its shard to every other device by the shortest path. Time = bytes on
@@ -232,9 +299,19 @@ def all_to_all(n_bytes: float, axis_sizes, chip, wraparound=True, bidirectional:
         mean_hops += h
     bw = max(loads) / w_one
     lat = sum(ring_hops(x, _ring_axis(x, w, bidirectional)) for x, w in active) * t_min
-    return _finish("all_to_all", bw, lat, n_bytes / n * mean_hops, sizes, wraps, latency,
-                   "busiest link: V·X/(4·N·W_ici) per ring axis (×2 without wraparound)", n_bytes, spec,
-                   bidirectional)
+    return _finish(
+        "all_to_all",
+        bw,
+        lat,
+        n_bytes / n * mean_hops,
+        sizes,
+        wraps,
+        latency,
+        "busiest link: V·X/(4·N·W_ici) per ring axis (×2 without wraparound)",
+        n_bytes,
+        spec,
+        bidirectional,
+    )
 
 
 def ppermute(n_bytes_per_device: float, chip, hops: int = 1, latency: bool = True) -> CollectiveCost:
@@ -249,16 +326,29 @@ def ppermute(n_bytes_per_device: float, chip, hops: int = 1, latency: bool = Tru
     n = require_bytes("n_bytes_per_device", n_bytes_per_device)
     if not is_int(hops) or hops < 0:
         raise ValueError(f"hops must be a non-negative integer (ICI steps between sender and receiver), got {hops!r}")
-    return _finish("ppermute", hops * n / w_one, hops * t_min, hops * n, (), (), latency,
-                   "hops × max(T_min, n / W_one)", n, spec, False)
+    return _finish(
+        "ppermute",
+        hops * n / w_one,
+        hops * t_min,
+        hops * n,
+        (),
+        (),
+        latency,
+        "hops × max(T_min, n / W_one)",
+        n,
+        spec,
+        False,
+    )
 
 
 def normalize_kind(kind: str) -> str:
     """'AllGather', 'all-gather', 'psum' … → one of KINDS, or ValueError listing them."""
     key = str(kind).lower().replace("-", "").replace("_", "").replace(" ", "")
     if key not in _KIND_ALIASES:
-        raise ValueError(f"unknown collective {kind!r}; known kinds: {', '.join(KINDS)} "
-                         "(also accepted: HLO names like 'all-gather', JAX 'psum', 'psum_scatter')")
+        raise ValueError(
+            f"unknown collective {kind!r}; known kinds: {', '.join(KINDS)} "
+            "(also accepted: HLO names like 'all-gather', JAX 'psum', 'psum_scatter')"
+        )
     return _KIND_ALIASES[key]
 
 
@@ -272,11 +362,16 @@ def collective(kind: str, n_bytes: float, axis_sizes=None, chip="tpu-v5e", **kw)
         return ppermute(n_bytes, chip, **kw)
     if axis_sizes is None:
         raise ValueError(f"axis_sizes is required for {k}: the sizes of the mesh axes it runs over")
-    return {"all_gather": all_gather, "reduce_scatter": reduce_scatter, "all_reduce": all_reduce,
-            "all_to_all": all_to_all}[k](n_bytes, axis_sizes, chip, **kw)
+    return {
+        "all_gather": all_gather,
+        "reduce_scatter": reduce_scatter,
+        "all_reduce": all_reduce,
+        "all_to_all": all_to_all,
+    }[k](n_bytes, axis_sizes, chip, **kw)
 
 
 # --- ring counting (ch3.q10) ------------------------------------------------------------------------
+
 
 def ring_scalars_per_link(kind: str, N: float, D: float, bidirectional: bool = False) -> float:
     """Scalars crossing each one-way link of a D-device ring for `kind` on an N×N array A[I_X, J].
@@ -306,5 +401,16 @@ def ring_scalars_per_link(kind: str, N: float, D: float, bidirectional: bool = F
     return N * N * math.floor(D * D / 4) / (2 * D * D)
 
 
-__all__ = ["KINDS", "CollectiveCost", "check_fits", "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "ppermute",
-           "collective", "normalize_kind", "ring_scalars_per_link"]
+__all__ = [
+    "KINDS",
+    "CollectiveCost",
+    "check_fits",
+    "all_gather",
+    "reduce_scatter",
+    "all_reduce",
+    "all_to_all",
+    "ppermute",
+    "collective",
+    "normalize_kind",
+    "ring_scalars_per_link",
+]

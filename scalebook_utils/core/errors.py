@@ -25,7 +25,7 @@ def squash_name(name: str) -> str:
     key = "".join(ch for ch in str(name).strip().lower().rsplit("/", 1)[-1] if ch.isalnum())
     for prefix in VENDOR_PREFIXES:
         if key.startswith(prefix) and len(key) > len(prefix):
-            key = key[len(prefix):]
+            key = key[len(prefix) :]
     return key[:-2] if key.endswith("hf") and len(key) > 2 else key
 
 

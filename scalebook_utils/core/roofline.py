@@ -19,7 +19,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from scalebook_utils.core.hardware import ChipSpec, get_chip
-from scalebook_utils.core.units import (dtype_bytes, require_bool, require_number, require_positive, require_positive_values)
+from scalebook_utils.core.units import (
+    dtype_bytes,
+    require_bool,
+    require_number,
+    require_positive,
+    require_positive_values,
+)
 
 # --- the basic model ------------------------------------------------------------------------------
 
@@ -175,7 +181,6 @@ def _check_dims(B, D, F) -> None:
     require_positive_values("B", B)
 
 
-
 def matmul_intensity(B, D, F, mode: str = "bf16", exact: bool = True):
     """FLOPs per byte of X[B, D] · W[D, F]; ≈ B for bf16 when B ≪ D, F (book ch. 1)."""
     _check_dims(B, D, F)
@@ -237,8 +242,9 @@ class MatmulRoofline:
         return "compute-bound" if self.compute_bound else "memory-bound"
 
 
-def matmul_roofline(B: float, D: float, F: float, chip: ChipSpec | str = "tpu-v5e", mode: str = "bf16",
-                    exact: bool = True) -> MatmulRoofline:
+def matmul_roofline(
+    B: float, D: float, F: float, chip: ChipSpec | str = "tpu-v5e", mode: str = "bf16", exact: bool = True
+) -> MatmulRoofline:
     """T_math, T_comms and the bounds for X[B, D] · W[D, F] on `chip` with HBM traffic only."""
     _check_dims(B, D, F)
     spec = get_chip(chip)
@@ -246,13 +252,23 @@ def matmul_roofline(B: float, D: float, F: float, chip: ChipSpec | str = "tpu-v5
     peak = spec.peak_flops(compute)
     flops = float(_finite("the FLOP count 2·B·D·F", matmul_flops(B, D, F)))
     nbytes = float(_finite("the byte count", matmul_bytes(B, D, F, mode, exact)))
-    return MatmulRoofline(B=B, D=D, F=F, mode=mode, chip=spec.name, flops=flops, bytes=nbytes,
-                          t_math_s=flops / peak, t_comms_s=nbytes / spec.hbm_bandwidth_bytes_per_s,
-                          peak_flops_per_s=peak)
+    return MatmulRoofline(
+        B=B,
+        D=D,
+        F=F,
+        mode=mode,
+        chip=spec.name,
+        flops=flops,
+        bytes=nbytes,
+        t_math_s=flops / peak,
+        t_comms_s=nbytes / spec.hbm_bandwidth_bytes_per_s,
+        peak_flops_per_s=peak,
+    )
 
 
-def achievable_flops_curve(B, D: float, F: float, chip: ChipSpec | str = "tpu-v5e", mode: str = "bf16",
-                           exact: bool = True):
+def achievable_flops_curve(
+    B, D: float, F: float, chip: ChipSpec | str = "tpu-v5e", mode: str = "bf16", exact: bool = True
+):
     """Achievable FLOPs/s = 2BDF / max(T_math, T_comms) over an array of batch sizes B (ch1.q3)."""
     _check_dims(B, D, F)
     spec = get_chip(chip)
@@ -306,8 +322,9 @@ class NetworkRoofline:
         return "compute-bound" if self.compute_bound else "communication-bound"
 
 
-def two_chip_roofline(B: float, D: float, F: float, flops_per_s: float = 1.97e14,
-                      link_bytes_per_s: float = 4.5e10) -> NetworkRoofline:
+def two_chip_roofline(
+    B: float, D: float, F: float, flops_per_s: float = 1.97e14, link_bytes_per_s: float = 4.5e10
+) -> NetworkRoofline:
     """Z = X[B, D] · Y[D, F] split over D between two chips.
 
     Each chip does 2·B·(D/2)·F FLOPs: T_math = B·D·F / C. Each sends its bf16 partial sum (2·B·F bytes)
@@ -315,8 +332,14 @@ def two_chip_roofline(B: float, D: float, F: float, flops_per_s: float = 1.97e14
     Compute-bound when D/2 > C/W, i.e. D > 2C/W — independent of B (v5e: D > 8755; book ch. 1).
     """
     require_positive(B=B, D=D, F=F, flops_per_s=flops_per_s, link_bytes_per_s=link_bytes_per_s)
-    return NetworkRoofline(B=B, D=D, F=F, t_math_s=B * D * F / flops_per_s, t_comms_s=2 * B * F / link_bytes_per_s,
-                           d_threshold=2 * flops_per_s / link_bytes_per_s)
+    return NetworkRoofline(
+        B=B,
+        D=D,
+        F=F,
+        t_math_s=B * D * F / flops_per_s,
+        t_comms_s=2 * B * F / link_bytes_per_s,
+        d_threshold=2 * flops_per_s / link_bytes_per_s,
+    )
 
 
 def two_chip_d_threshold(flops_per_s: float = 1.97e14, link_bytes_per_s: float = 4.5e10) -> float:

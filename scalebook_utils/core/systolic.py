@@ -42,16 +42,16 @@ class Snapshot:
     All grid arrays have shape (K, N), one entry per cell (k = row, n = column); NaN or −1 mark empty.
     """
 
-    cycle: int                 # 0-based, counting from the first cycle of the weight load
-    phase: str                 # "load" or "compute"
-    weights: np.ndarray        # (K, N) weight held by each cell (NaN: not loaded yet)
-    activation: np.ndarray     # (K, N) activation in each cell this cycle (NaN: none)
-    act_row: np.ndarray        # (K, N) int, the row m of A that activation belongs to (−1: none)
-    psum: np.ndarray           # (K, N) partial sum each cell hands down this cycle (NaN: none)
-    active: np.ndarray         # (K, N) bool, the cells that did a multiply-add this cycle
-    outputs: np.ndarray        # (M, N) the finished entries of C so far (NaN: not yet)
-    feed: np.ndarray           # (K, M) activations still waiting on the left: feed[k, m] = A[m, k] or NaN
-    utilisation: float         # active cells ÷ all cells
+    cycle: int  # 0-based, counting from the first cycle of the weight load
+    phase: str  # "load" or "compute"
+    weights: np.ndarray  # (K, N) weight held by each cell (NaN: not loaded yet)
+    activation: np.ndarray  # (K, N) activation in each cell this cycle (NaN: none)
+    act_row: np.ndarray  # (K, N) int, the row m of A that activation belongs to (−1: none)
+    psum: np.ndarray  # (K, N) partial sum each cell hands down this cycle (NaN: none)
+    active: np.ndarray  # (K, N) bool, the cells that did a multiply-add this cycle
+    outputs: np.ndarray  # (M, N) the finished entries of C so far (NaN: not yet)
+    feed: np.ndarray  # (K, M) activations still waiting on the left: feed[k, m] = A[m, k] or NaN
+    utilisation: float  # active cells ÷ all cells
 
     @property
     def n_active(self) -> int:
@@ -64,9 +64,9 @@ class SystolicRun:
 
     A: np.ndarray
     B: np.ndarray
-    result: np.ndarray          # (M, N), equal to A @ B
-    load_cycles: int            # K (0 when the weights were preloaded)
-    compute_cycles: int         # M + K + N − 2
+    result: np.ndarray  # (M, N), equal to A @ B
+    load_cycles: int  # K (0 when the weights were preloaded)
+    compute_cycles: int  # M + K + N − 2
     snapshots: tuple[Snapshot, ...]
 
     @property
@@ -133,8 +133,10 @@ def _as_matrix(x, name: str) -> np.ndarray:
     if 0 in arr.shape:
         raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
     if max(arr.shape) > MAX_DIM:
-        raise ValueError(f"{name} has shape {arr.shape}; this simulator keeps every cycle's state and accepts "
-                         f"sides up to {MAX_DIM} (a real MXU is 128×128 — the behaviour is the same)")
+        raise ValueError(
+            f"{name} has shape {arr.shape}; this simulator keeps every cycle's state and accepts "
+            f"sides up to {MAX_DIM} (a real MXU is 128×128 — the behaviour is the same)"
+        )
     out = arr.astype(np.float64)
     if not np.isfinite(out).all():
         raise ValueError(f"{name} contains NaN or infinity")
@@ -153,8 +155,9 @@ def simulate(A, B, *, load_weights: bool = True) -> SystolicRun:
     M, K = A.shape
     K2, N = B.shape
     if K != K2:
-        raise ValueError(f"shapes do not multiply: A is {M}×{K} and B is {K2}×{N}; "
-                         f"A's columns ({K}) must equal B's rows ({K2})")
+        raise ValueError(
+            f"shapes do not multiply: A is {M}×{K} and B is {K2}×{N}; A's columns ({K}) must equal B's rows ({K2})"
+        )
 
     nan_grid = lambda: np.full((K, N), np.nan)  # noqa: E731
     snaps: list[Snapshot] = []
@@ -167,9 +170,20 @@ def simulate(A, B, *, load_weights: bool = True) -> SystolicRun:
         for t in range(K):
             w[1:] = w[:-1].copy()
             w[0] = B[K - 1 - t]
-            snaps.append(Snapshot(cycle=t, phase="load", weights=w.copy(), activation=nan_grid(),
-                                  act_row=np.full((K, N), -1), psum=nan_grid(), active=np.zeros((K, N), bool),
-                                  outputs=outputs.copy(), feed=feed_full.copy(), utilisation=0.0))
+            snaps.append(
+                Snapshot(
+                    cycle=t,
+                    phase="load",
+                    weights=w.copy(),
+                    activation=nan_grid(),
+                    act_row=np.full((K, N), -1),
+                    psum=nan_grid(),
+                    active=np.zeros((K, N), bool),
+                    outputs=outputs.copy(),
+                    feed=feed_full.copy(),
+                    utilisation=0.0,
+                )
+            )
     else:
         w = B.copy()
     assert np.array_equal(w, B)
@@ -205,11 +219,23 @@ def simulate(A, B, *, load_weights: bool = True) -> SystolicRun:
             if new_psum_row[K - 1, n] >= 0:
                 outputs[new_psum_row[K - 1, n], n] = new_psum[K - 1, n]
         act, act_row, psum, psum_row = new_act, new_row, new_psum, new_psum_row
-        snaps.append(Snapshot(cycle=load_cycles + t, phase="compute", weights=w.copy(), activation=act.copy(),
-                              act_row=act_row.copy(), psum=psum.copy(), active=active.copy(), outputs=outputs.copy(),
-                              feed=feed.copy(), utilisation=float(active.sum()) / (K * N)))
+        snaps.append(
+            Snapshot(
+                cycle=load_cycles + t,
+                phase="compute",
+                weights=w.copy(),
+                activation=act.copy(),
+                act_row=act_row.copy(),
+                psum=psum.copy(),
+                active=active.copy(),
+                outputs=outputs.copy(),
+                feed=feed.copy(),
+                utilisation=float(active.sum()) / (K * N),
+            )
+        )
 
     if not np.isfinite(outputs).all():  # pragma: no cover - would be a simulator bug
         raise AssertionError("some outputs never left the array")
-    return SystolicRun(A=A, B=B, result=outputs, load_cycles=load_cycles, compute_cycles=n_compute,
-                       snapshots=tuple(snaps))
+    return SystolicRun(
+        A=A, B=B, result=outputs, load_cycles=load_cycles, compute_cycles=n_compute, snapshots=tuple(snaps)
+    )

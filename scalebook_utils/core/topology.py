@@ -43,12 +43,15 @@ TYPICAL_PCIE_BYTES_PER_S = 1.6e10
 
 # --- validation helpers -----------------------------------------------------------------------------
 
+
 def tpu_chip(chip: str | ChipSpec) -> ChipSpec:
     """Look up `chip` and insist it is a TPU with ICI numbers (GPUs have no torus; see ch. 12)."""
     spec = get_chip(chip)
     if spec.kind != "tpu" or spec.ici_torus_dims is None or spec.ici_link_bandwidth_oneway_bytes_per_s is None:
-        raise ValueError(f"{spec.name} is not a TPU: ICI tori, slices and pods exist only for TPU chips "
-                         f"({', '.join(chip_names('tpu'))}); GPU networking is book ch. 12")
+        raise ValueError(
+            f"{spec.name} is not a TPU: ICI tori, slices and pods exist only for TPU chips "
+            f"({', '.join(chip_names('tpu'))}); GPU networking is book ch. 12"
+        )
     return spec
 
 
@@ -72,6 +75,7 @@ def parse_shape(shape) -> tuple[int, ...]:
 
 
 # --- slices -----------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Slice:
@@ -159,8 +163,10 @@ class Slice:
             raise ValueError(f"{name} must be a tuple of {self.ndim} integers for slice {self.name}, got {c!r}")
         for x, n in zip(c, self.shape):
             if not 0 <= x < n:
-                raise ValueError(f"{name} {c} lies outside slice {self.name}: each entry i must satisfy "
-                                 f"0 ≤ c[i] < shape[i] = {self.shape}")
+                raise ValueError(
+                    f"{name} {c} lies outside slice {self.name}: each entry i must satisfy "
+                    f"0 ≤ c[i] < shape[i] = {self.shape}"
+                )
         return tuple(int(x) for x in c)
 
     def links(self, c) -> int:
@@ -206,12 +212,16 @@ def make_slice(chip: str | ChipSpec, shape, wraparound: Sequence[bool] | bool | 
     shape = parse_shape(shape)
     dims = spec.ici_torus_dims
     if len(shape) > dims:
-        raise ValueError(f"shape {shape} has {len(shape)} axes but {spec.name} is a {dims}D torus "
-                         f"(pod shape {spec.pod_shape}); give at most {dims} axes")
+        raise ValueError(
+            f"shape {shape} has {len(shape)} axes but {spec.name} is a {dims}D torus "
+            f"(pod shape {spec.pod_shape}); give at most {dims} axes"
+        )
     shape = shape + (1,) * (dims - len(shape))
     if any(s > p for s, p in zip(sorted(shape), sorted(spec.pod_shape))):
-        raise ValueError(f"shape {shape} does not fit in a {spec.name} pod of shape {spec.pod_shape}: every "
-                         f"axis must be at most the matching pod axis (larger systems join slices over DCN)")
+        raise ValueError(
+            f"shape {shape} does not fit in a {spec.name} pod of shape {spec.pod_shape}: every "
+            f"axis must be at most the matching pod axis (larger systems join slices over DCN)"
+        )
     wrap = default_wraparound(spec, shape) if wraparound is None else wraparound
     return Slice(spec.name, shape, wrap)
 
@@ -223,6 +233,7 @@ def pod(chip: str | ChipSpec) -> Slice:
 
 
 # --- hops -------------------------------------------------------------------------------------------
+
 
 def ring_hops(n: int, wraparound: bool) -> int:
     """Longest path along one axis of `n` chips: ⌊n/2⌋ hops on a ring, n − 1 on a line (ch. 2, ch. 3)."""
@@ -267,7 +278,9 @@ def torus_route_args(slice_shape, wraparound, src, dst):
     shape = tuple(int(x) for x in slice_shape)
     if not 1 <= len(shape) <= 3 or any(x < 1 for x in shape):
         raise ValueError(f"slice shape must have 1 to 3 positive sides, got {shape}")
-    wrap = (bool(wraparound),) * len(shape) if isinstance(wraparound, (bool, np.bool_)) else tuple(map(bool, wraparound))
+    wrap = (
+        (bool(wraparound),) * len(shape) if isinstance(wraparound, (bool, np.bool_)) else tuple(map(bool, wraparound))
+    )
     if len(wrap) != len(shape):
         raise ValueError(f"wraparound has {len(wrap)} entries for a {len(shape)}-D shape {shape}")
     src, dst = tuple(int(x) for x in src), tuple(int(x) for x in dst)
@@ -299,6 +312,7 @@ def torus_path(slice_shape, wraparound, src, dst) -> list[tuple[int, ...]]:
 
 
 # --- transfers --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Transfer:
@@ -339,8 +353,15 @@ def p2p_time(slice: Slice, a, b, n_bytes: float, ports: int | None = None) -> Tr
         return Transfer(0, ports, n_bytes, 0.0, 0.0, 0.0, note="same chip: nothing crosses ICI")
     latency = hops * spec.ici_hop_latency_s
     bandwidth = n_bytes / (ports * spec.ici_link_bandwidth_oneway_bytes_per_s)
-    return Transfer(hops, ports, n_bytes, latency, bandwidth, latency + bandwidth,
-                    note=f"{hops} hops × {spec.ici_hop_latency_s:g} s + bytes over {ports} one-way links")
+    return Transfer(
+        hops,
+        ports,
+        n_bytes,
+        latency,
+        bandwidth,
+        latency + bandwidth,
+        note=f"{hops} hops × {spec.ici_hop_latency_s:g} s + bytes over {ports} one-way links",
+    )
 
 
 def gather_to_chip(slice: Slice, at, n_bytes_total: float, ports: int | None = None) -> Transfer:
@@ -364,8 +385,15 @@ def gather_to_chip(slice: Slice, at, n_bytes_total: float, ports: int | None = N
     hops = sum(max(x, nn - 1 - x) if not w else nn // 2 for x, nn, w in zip(at, slice.shape, slice.wraparound))
     latency = hops * spec.ici_hop_latency_s
     bandwidth = moved / (ports * spec.ici_link_bandwidth_oneway_bytes_per_s)
-    return Transfer(hops, ports, moved, latency, bandwidth, latency + bandwidth,
-                    note=f"(n−1)/n of the bytes into {at} over {ports} one-way links")
+    return Transfer(
+        hops,
+        ports,
+        moved,
+        latency,
+        bandwidth,
+        latency + bandwidth,
+        note=f"(n−1)/n of the bytes into {at} over {ports} one-way links",
+    )
 
 
 def _bandwidth(spec: ChipSpec, field: str, what: str, override: float | None, hint: str) -> float:
@@ -376,13 +404,13 @@ def _bandwidth(spec: ChipSpec, field: str, what: str, override: float | None, hi
         return float(override)
     value = getattr(spec, field)
     if value is None:
-        raise ValueError(f"{spec.name} has no {what} bandwidth in the book's tables; pass "
-                         f"bandwidth_bytes_per_s{hint}")
+        raise ValueError(f"{spec.name} has no {what} bandwidth in the book's tables; pass bandwidth_bytes_per_s{hint}")
     return value
 
 
-def pcie_time(chip: str | ChipSpec, n_bytes: float, n_links: int = 1,
-              bandwidth_bytes_per_s: float | None = None) -> float:
+def pcie_time(
+    chip: str | ChipSpec, n_bytes: float, n_links: int = 1, bandwidth_bytes_per_s: float | None = None
+) -> float:
     """Seconds to move `n_bytes` between host DRAM and TPUs over `n_links` PCIe links in parallel.
 
     n_bytes ÷ (n_links × PCIe bandwidth per TPU). The chip's number comes from ch. 2's PCIe/DCN
@@ -393,13 +421,19 @@ def pcie_time(chip: str | ChipSpec, n_bytes: float, n_links: int = 1,
     n_bytes = require_bytes("n_bytes", n_bytes)
     if not is_int(n_links) or n_links < 1:
         raise ValueError(f"n_links must be a positive integer (PCIe links used in parallel), got {n_links!r}")
-    bw = _bandwidth(spec, "pcie_bandwidth_bytes_per_s", "PCIe", bandwidth_bytes_per_s,
-                    f" (ch. 2's 'typical' value is {TYPICAL_PCIE_BYTES_PER_S:g} B/s, as used in ch2.q6)")
+    bw = _bandwidth(
+        spec,
+        "pcie_bandwidth_bytes_per_s",
+        "PCIe",
+        bandwidth_bytes_per_s,
+        f" (ch. 2's 'typical' value is {TYPICAL_PCIE_BYTES_PER_S:g} B/s, as used in ch2.q6)",
+    )
     return n_bytes / (n_links * bw)
 
 
-def dcn_time(chip: str | ChipSpec, n_bytes: float, n_chips: int = 1,
-             bandwidth_bytes_per_s: float | None = None) -> float:
+def dcn_time(
+    chip: str | ChipSpec, n_bytes: float, n_chips: int = 1, bandwidth_bytes_per_s: float | None = None
+) -> float:
     """Seconds to send `n_bytes` over DCN when `n_chips` TPUs each use their egress share in parallel.
 
     n_bytes ÷ (n_chips × DCN egress per TPU). Book ch. 2, PCIe/DCN table (6.25e9 B/s typical, 3.125e9
@@ -443,9 +477,26 @@ def bandwidth_hierarchy(chip: str | ChipSpec) -> dict[str, float | None]:
 
 
 __all__ = [
-    "CUBE_SIDE", "VMEM_TO_HBM_BANDWIDTH_RATIO", "TYPICAL_PCIE_BYTES_PER_S", "Slice", "Transfer", "tpu_chip",
+    "CUBE_SIDE",
+    "VMEM_TO_HBM_BANDWIDTH_RATIO",
+    "TYPICAL_PCIE_BYTES_PER_S",
+    "Slice",
+    "Transfer",
+    "tpu_chip",
     "parse_shape",
-    "default_wraparound", "make_slice", "pod", "ring_hops", "axis_distance", "hop_distance", "max_hops",
-    "torus_route_args", "torus_path",
-    "p2p_time", "gather_to_chip", "pcie_time", "dcn_time", "hbm_time", "bandwidth_hierarchy",
+    "default_wraparound",
+    "make_slice",
+    "pod",
+    "ring_hops",
+    "axis_distance",
+    "hop_distance",
+    "max_hops",
+    "torus_route_args",
+    "torus_path",
+    "p2p_time",
+    "gather_to_chip",
+    "pcie_time",
+    "dcn_time",
+    "hbm_time",
+    "bandwidth_hierarchy",
 ]

@@ -68,19 +68,27 @@ class TransformerConfig:
     rope_head_dim: int = 0
     source: str = ""
     # parameters outside the book's counts (param_count only; none of them is a matmul, so FLOPs ignore them)
-    qkv_bias: bool = False      # biases on Q, K, V: (N + 2K)·H per layer (Qwen2)
-    linear_bias: bool = False   # biases on every linear layer, incl. qkv, O (D) and the MLP (GPT-2/3)
-    norm_bias: bool = False     # LayerNorm with a bias: 2 vectors per norm instead of 1 (GPT-2/3)
-    max_positions: int = 0      # learned absolute position embeddings, max_positions·D (GPT-2/3)
-    router_bias: bool = False   # a bias of E per MoE router (DeepSeek-V3's e_score_correction_bias)
+    qkv_bias: bool = False  # biases on Q, K, V: (N + 2K)·H per layer (Qwen2)
+    linear_bias: bool = False  # biases on every linear layer, incl. qkv, O (D) and the MLP (GPT-2/3)
+    norm_bias: bool = False  # LayerNorm with a bias: 2 vectors per norm instead of 1 (GPT-2/3)
+    max_positions: int = 0  # learned absolute position embeddings, max_positions·D (GPT-2/3)
+    router_bias: bool = False  # a bias of E per MoE router (DeepSeek-V3's e_score_correction_bias)
 
     def __post_init__(self):
         for f in ("L", "D", "F", "N", "K", "H", "V"):
             v = getattr(self, f)
             if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v <= 0:
                 raise ValueError(f"{f} must be a positive integer, got {v!r}")
-        for f in ("norms_per_layer", "E", "k", "n_shared", "first_dense_layers", "q_lora_rank", "kv_lora_rank",
-                  "rope_head_dim"):
+        for f in (
+            "norms_per_layer",
+            "E",
+            "k",
+            "n_shared",
+            "first_dense_layers",
+            "q_lora_rank",
+            "kv_lora_rank",
+            "rope_head_dim",
+        ):
             v = getattr(self, f)
             if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 0:
                 raise ValueError(f"{f} must be a non-negative integer, got {v!r}")
@@ -93,8 +101,10 @@ class TransformerConfig:
                 raise ValueError("q_lora_rank and rope_head_dim apply only to MLA (kv_lora_rank > 0)")
         if self.E == 0:
             if self.k or self.n_shared or self.first_dense_layers or self.F_expert is not None:
-                raise ValueError("k, n_shared, first_dense_layers and F_expert need an MoE (E > 0); "
-                                 f"got E=0, k={self.k}, n_shared={self.n_shared}")
+                raise ValueError(
+                    "k, n_shared, first_dense_layers and F_expert need an MoE (E > 0); "
+                    f"got E=0, k={self.k}, n_shared={self.n_shared}"
+                )
         else:
             if not 1 <= self.k <= self.E:
                 raise ValueError(f"k (active experts) must satisfy 1 <= k <= E={self.E}, got k={self.k}")
@@ -103,8 +113,11 @@ class TransformerConfig:
         self._check_extras()
 
     def _check_extras(self) -> None:
-        if not isinstance(self.max_positions, numbers.Integral) or isinstance(self.max_positions, bool) \
-                or self.max_positions < 0:
+        if (
+            not isinstance(self.max_positions, numbers.Integral)
+            or isinstance(self.max_positions, bool)
+            or self.max_positions < 0
+        ):
             raise ValueError(f"max_positions must be a non-negative integer, got {self.max_positions!r}")
         if (self.qkv_bias or self.linear_bias) and self.is_mla:
             raise ValueError("qkv_bias and linear_bias apply to GQA attention, not MLA (kv_lora_rank > 0)")
@@ -221,8 +234,15 @@ def param_count(cfg: TransformerConfig | str) -> ParamCount:
     mlp = _mlp_params(cfg, active_only=False) + mlp_bias + router_bias
     mlp_active = _mlp_params(cfg, active_only=True) + mlp_bias + router_bias
     other = emb + unemb + attn + norms
-    return ParamCount(embedding=emb, attention=attn, mlp=mlp, norms=norms, unembedding=unemb,
-                      total=other + mlp, activated=other + mlp_active)
+    return ParamCount(
+        embedding=emb,
+        attention=attn,
+        mlp=mlp,
+        norms=norms,
+        unembedding=unemb,
+        total=other + mlp,
+        activated=other + mlp_active,
+    )
 
 
 def matmul_params(cfg: TransformerConfig | str) -> int:
@@ -230,7 +250,7 @@ def matmul_params(cfg: TransformerConfig | str) -> int:
     (incl. router) and the unembedding D·V (also when tied). Excludes the embedding lookup and norms.
     Forward FLOPs per token = 2 × this + the attention term (book ch. 4 "rule of thumb")."""
     cfg = get_model(cfg)
-    return (cfg.L * _attention_params_per_layer(cfg) + _mlp_params(cfg, active_only=True) + cfg.D * cfg.V)
+    return cfg.L * _attention_params_per_layer(cfg) + _mlp_params(cfg, active_only=True) + cfg.D * cfg.V
 
 
 # --- FLOPs ---------------------------------------------------------------------------------------
@@ -242,8 +262,9 @@ def _check_len(**kw) -> None:
             raise ValueError(f"{name} must be a length >= 1 (tokens), got {v!r}")
 
 
-def attention_flops(cfg: TransformerConfig | str, T: float, S: float | None = None, B: float = 1, *,
-                    causal: bool = False) -> float:
+def attention_flops(
+    cfg: TransformerConfig | str, T: float, S: float | None = None, B: float = 1, *, causal: bool = False
+) -> float:
     """Forward FLOPs of dot-product attention (QKᵀ and PV) over all L layers, no projections.
 
     4·B·T·S·N·H per layer (2BTSNH for Q·K, 2BTSNH for P·V; MLA: 2BTSN(H+R) + 2BTSNH); S = T for
@@ -274,17 +295,20 @@ def backward_flops_per_token(cfg: TransformerConfig | str, seq_len: float = 1, *
     return 2 * forward_flops_per_token(cfg, seq_len, causal=causal)
 
 
-def training_flops_per_token(cfg: TransformerConfig | str, seq_len: float = 1, *, causal: bool = False,
-                             remat: str = "none") -> float:
+def training_flops_per_token(
+    cfg: TransformerConfig | str, seq_len: float = 1, *, causal: bool = False, remat: str = "none"
+) -> float:
     """One training step per token: 6·matmul_params + 12·S·N·H·L (≈ 6 · params; book ch. 4), plus the
     recompute of `remat` (see `remat_recompute_flops_per_token`)."""
     cfg = get_model(cfg)
-    return (3 * forward_flops_per_token(cfg, seq_len, causal=causal)
-            + remat_recompute_flops_per_token(cfg, seq_len, remat, causal=causal))
+    return 3 * forward_flops_per_token(cfg, seq_len, causal=causal) + remat_recompute_flops_per_token(
+        cfg, seq_len, remat, causal=causal
+    )
 
 
-def training_flops(cfg: TransformerConfig | str, tokens: float, seq_len: float, *, causal: bool = False,
-                   remat: str = "none") -> float:
+def training_flops(
+    cfg: TransformerConfig | str, tokens: float, seq_len: float, *, causal: bool = False, remat: str = "none"
+) -> float:
     """Total training FLOPs for `tokens` tokens in sequences of `seq_len` (≈ 6 · params · tokens)."""
     cfg = get_model(cfg)
     require_positive(tokens=tokens)
@@ -380,8 +404,9 @@ def activation_bytes(cfg: TransformerConfig | str, tokens: float, policy: str = 
     return tokens * cfg.L * activation_elements_per_token_per_layer(cfg, policy) * dtype_bytes(dtype)
 
 
-def remat_recompute_flops_per_token(cfg: TransformerConfig | str, seq_len: float = 1, policy: str = "none", *,
-                                    causal: bool = False) -> float:
+def remat_recompute_flops_per_token(
+    cfg: TransformerConfig | str, seq_len: float = 1, policy: str = "none", *, causal: bool = False
+) -> float:
     """Extra forward FLOPs per token recomputed in the backward pass (book ch. 4, ch4.q6):
 
     "none": 0; "big_matmuls": the dot-product attention forward, 4·S·N·H·L per token (4BT²NH per layer;
@@ -404,8 +429,9 @@ def kv_cache_bytes_per_token(cfg: TransformerConfig | str, dtype: str = "bf16") 
     return cfg.L * per_layer * dtype_bytes(dtype)
 
 
-def moe_critical_batch(cfg: TransformerConfig | str, chip="tpu-v5e", weight_dtype: str = "int8",
-                       flops_dtype: str = "bf16") -> float:
+def moe_critical_batch(
+    cfg: TransformerConfig | str, chip="tpu-v5e", weight_dtype: str = "int8", flops_dtype: str = "bf16"
+) -> float:
     """Token batch above which an MoE layer is compute-bound (book ch. 4 "Mixture of experts", ch4.q8):
 
     weight bytes E·D·F·w, FLOPs 2·k·B·D·F → B > (C/W_hbm)·E·w/(2k) (v5e, int8 weights: ≈ 120·E/k).
@@ -420,71 +446,243 @@ def moe_critical_batch(cfg: TransformerConfig | str, chip="tpu-v5e", weight_dtyp
 # --- presets -------------------------------------------------------------------------------------
 
 _LLAMA3 = dict(V=128_256, K=8, H=128)
-_HF = "Hugging Face config.json of {} (num_hidden_layers, hidden_size, intermediate_size, num_attention_heads, " \
-      "num_key_value_heads, head_dim, vocab_size, tie_word_embeddings)"
-MODELS: dict[str, TransformerConfig] = {m.name: m for m in (
-    TransformerConfig("llama3-8b", L=32, D=4096, F=14_336, N=32, **_LLAMA3,
-                      source="Meta-Llama-3-8B config.json (HF); book ch. 7 (32 Q heads, 8 KV heads)"),
-    TransformerConfig("llama3-70b", L=80, D=8192, F=28_672, N=64, **_LLAMA3, source=CH6),
-    TransformerConfig("llama3-405b", L=126, D=16_384, F=53_248, N=128, **_LLAMA3,
-                      source="Llama-3.1-405B config.json (HF), linked by book ch. 6 Worked Problem 2"),
-    TransformerConfig("llama2-13b", L=40, D=5120, F=13_824, N=40, K=40, H=128, V=32_000, source=CH5),
-    TransformerConfig("book-ch4", L=64, D=4096, F=4 * 4096, N=32, K=32, H=128, V=32_000, final_norm=False,
-                      source="book ch. 4, Question 1 (D=4096, F=4D, V=32,000, L=64, NH=D, MHA; N=32 chosen, "
-                             "only NH matters; 2 norms per layer, untied embeddings)"),
-    TransformerConfig("book-ch7", L=64, D=4096, F=16_384, N=32, K=8, H=256, V=32_128, tied_embeddings=True,
-                      norms_per_layer=0, final_norm=False, source=CH7 + "; norms ignored as the book does"),
-    TransformerConfig("book-ch7-moe", L=64, D=4096, F=16_384, N=32, K=8, H=256, V=32_128, tied_embeddings=True,
-                      norms_per_layer=0, final_norm=False, E=16, k=2,
-                      source="book ch. 7, Question 5 (the Q1–7 model as an MoE, E=16, k=2; router D·E added)"),
-    TransformerConfig("deepseek-v3-like", L=61, D=7168, F=18_432, N=128, K=128, H=128, V=129_280,
-                      E=256, k=8, n_shared=1, F_expert=2048, first_dense_layers=3,
-                      q_lora_rank=1536, kv_lora_rank=512, rope_head_dim=64,
-                      source="DeepSeek-V3 config.json / technical report (671B total, 37B activated; MTP "
-                             "module omitted); E=256, k=8 as in book ch. 4"),
-    # --- presets people ask for (issue 17): HF config.json dimensions, counts pinned in tests/test_presets.py
-    TransformerConfig("llama2-7b", L=32, D=4096, F=11_008, N=32, K=32, H=128, V=32_000,
-                      source=_HF.format("meta-llama/Llama-2-7b-hf")),
-    TransformerConfig("llama2-70b", L=80, D=8192, F=28_672, N=64, K=8, H=128, V=32_000,
-                      source=_HF.format("meta-llama/Llama-2-70b-hf")),
-    TransformerConfig("mistral-7b", L=32, D=4096, F=14_336, N=32, K=8, H=128, V=32_000,
-                      source=_HF.format("mistralai/Mistral-7B-v0.1") + "; its 4096-token sliding window is not "
-                             "modelled (KV cache and attention FLOPs count full attention)"),
-    TransformerConfig("mixtral-8x7b", L=32, D=4096, F=14_336, N=32, K=8, H=128, V=32_000, E=8, k=2,
-                      source=_HF.format("mistralai/Mixtral-8x7B-v0.1") + " + num_local_experts=8, "
-                             "num_experts_per_tok=2; router D·E, no bias"),
-    TransformerConfig("gemma2-9b", L=42, D=3584, F=14_336, N=16, K=8, H=256, V=256_000, tied_embeddings=True,
-                      norms_per_layer=4, source=_HF.format("google/gemma-2-9b") + "; 4 RMSNorms per layer "
-                                                 "(pre/post attention, pre/post feed-forward); the 4096-token "
-                                                 "sliding window of every other layer is not modelled"),
-    TransformerConfig("gemma2-27b", L=46, D=4608, F=36_864, N=32, K=16, H=128, V=256_000, tied_embeddings=True,
-                      norms_per_layer=4, source=_HF.format("google/gemma-2-27b") + "; 4 RMSNorms per layer; "
-                                                 "sliding windows not modelled"),
-    TransformerConfig("qwen2.5-72b", L=80, D=8192, F=29_568, N=64, K=8, H=128, V=152_064, qkv_bias=True,
-                      source=_HF.format("Qwen/Qwen2.5-72B") + "; Q, K, V projections have biases"),
-    TransformerConfig("deepseek-v3", L=61, D=7168, F=18_432, N=128, K=128, H=128, V=129_280,
-                      E=256, k=8, n_shared=1, F_expert=2048, first_dense_layers=3,
-                      q_lora_rank=1536, kv_lora_rank=512, rope_head_dim=64, router_bias=True,
-                      source=_HF.format("deepseek-ai/DeepSeek-V3") + " + q_lora_rank, kv_lora_rank, "
-                             "qk_nope_head_dim=128 (H), qk_rope_head_dim=64, v_head_dim=128, n_routed_experts=256, "
-                             "n_shared_experts=1, num_experts_per_tok=8, moe_intermediate_size=2048, "
-                             "first_k_dense_replace=3, e_score_correction_bias; the main model only: the "
-                             "multi-token-prediction module (num_nextn_predict_layers=1) is not counted"),
-    TransformerConfig("gpt3-175b", L=96, D=12_288, F=4 * 12_288, N=96, K=96, H=128, V=50_257,
-                      gated_mlp=False, tied_embeddings=True, linear_bias=True, norm_bias=True, max_positions=2048,
-                      source="GPT-3 paper (Brown et al. 2020), Table 2.1: n_layers 96, d_model 12288, n_heads 96, "
-                             "d_head 128, n_ctx 2048, F = 4·d_model; 'the same model and architecture as GPT-2': "
-                             "its 50,257-token BPE vocabulary, learned positions, LayerNorm and linear biases, "
-                             "tied embeddings (assumed: the paper gives no exact count, only 175.0B)"),
-)}
+_HF = (
+    "Hugging Face config.json of {} (num_hidden_layers, hidden_size, intermediate_size, num_attention_heads, "
+    "num_key_value_heads, head_dim, vocab_size, tie_word_embeddings)"
+)
+MODELS: dict[str, TransformerConfig] = {
+    m.name: m
+    for m in (
+        TransformerConfig(
+            "llama3-8b",
+            L=32,
+            D=4096,
+            F=14_336,
+            N=32,
+            **_LLAMA3,
+            source="Meta-Llama-3-8B config.json (HF); book ch. 7 (32 Q heads, 8 KV heads)",
+        ),
+        TransformerConfig("llama3-70b", L=80, D=8192, F=28_672, N=64, **_LLAMA3, source=CH6),
+        TransformerConfig(
+            "llama3-405b",
+            L=126,
+            D=16_384,
+            F=53_248,
+            N=128,
+            **_LLAMA3,
+            source="Llama-3.1-405B config.json (HF), linked by book ch. 6 Worked Problem 2",
+        ),
+        TransformerConfig("llama2-13b", L=40, D=5120, F=13_824, N=40, K=40, H=128, V=32_000, source=CH5),
+        TransformerConfig(
+            "book-ch4",
+            L=64,
+            D=4096,
+            F=4 * 4096,
+            N=32,
+            K=32,
+            H=128,
+            V=32_000,
+            final_norm=False,
+            source="book ch. 4, Question 1 (D=4096, F=4D, V=32,000, L=64, NH=D, MHA; N=32 chosen, "
+            "only NH matters; 2 norms per layer, untied embeddings)",
+        ),
+        TransformerConfig(
+            "book-ch7",
+            L=64,
+            D=4096,
+            F=16_384,
+            N=32,
+            K=8,
+            H=256,
+            V=32_128,
+            tied_embeddings=True,
+            norms_per_layer=0,
+            final_norm=False,
+            source=CH7 + "; norms ignored as the book does",
+        ),
+        TransformerConfig(
+            "book-ch7-moe",
+            L=64,
+            D=4096,
+            F=16_384,
+            N=32,
+            K=8,
+            H=256,
+            V=32_128,
+            tied_embeddings=True,
+            norms_per_layer=0,
+            final_norm=False,
+            E=16,
+            k=2,
+            source="book ch. 7, Question 5 (the Q1–7 model as an MoE, E=16, k=2; router D·E added)",
+        ),
+        TransformerConfig(
+            "deepseek-v3-like",
+            L=61,
+            D=7168,
+            F=18_432,
+            N=128,
+            K=128,
+            H=128,
+            V=129_280,
+            E=256,
+            k=8,
+            n_shared=1,
+            F_expert=2048,
+            first_dense_layers=3,
+            q_lora_rank=1536,
+            kv_lora_rank=512,
+            rope_head_dim=64,
+            source="DeepSeek-V3 config.json / technical report (671B total, 37B activated; MTP "
+            "module omitted); E=256, k=8 as in book ch. 4",
+        ),
+        # --- presets people ask for (issue 17): HF config.json dimensions, counts pinned in tests/test_presets.py
+        TransformerConfig(
+            "llama2-7b",
+            L=32,
+            D=4096,
+            F=11_008,
+            N=32,
+            K=32,
+            H=128,
+            V=32_000,
+            source=_HF.format("meta-llama/Llama-2-7b-hf"),
+        ),
+        TransformerConfig(
+            "llama2-70b",
+            L=80,
+            D=8192,
+            F=28_672,
+            N=64,
+            K=8,
+            H=128,
+            V=32_000,
+            source=_HF.format("meta-llama/Llama-2-70b-hf"),
+        ),
+        TransformerConfig(
+            "mistral-7b",
+            L=32,
+            D=4096,
+            F=14_336,
+            N=32,
+            K=8,
+            H=128,
+            V=32_000,
+            source=_HF.format("mistralai/Mistral-7B-v0.1") + "; its 4096-token sliding window is not "
+            "modelled (KV cache and attention FLOPs count full attention)",
+        ),
+        TransformerConfig(
+            "mixtral-8x7b",
+            L=32,
+            D=4096,
+            F=14_336,
+            N=32,
+            K=8,
+            H=128,
+            V=32_000,
+            E=8,
+            k=2,
+            source=_HF.format("mistralai/Mixtral-8x7B-v0.1") + " + num_local_experts=8, "
+            "num_experts_per_tok=2; router D·E, no bias",
+        ),
+        TransformerConfig(
+            "gemma2-9b",
+            L=42,
+            D=3584,
+            F=14_336,
+            N=16,
+            K=8,
+            H=256,
+            V=256_000,
+            tied_embeddings=True,
+            norms_per_layer=4,
+            source=_HF.format("google/gemma-2-9b") + "; 4 RMSNorms per layer "
+            "(pre/post attention, pre/post feed-forward); the 4096-token "
+            "sliding window of every other layer is not modelled",
+        ),
+        TransformerConfig(
+            "gemma2-27b",
+            L=46,
+            D=4608,
+            F=36_864,
+            N=32,
+            K=16,
+            H=128,
+            V=256_000,
+            tied_embeddings=True,
+            norms_per_layer=4,
+            source=_HF.format("google/gemma-2-27b") + "; 4 RMSNorms per layer; sliding windows not modelled",
+        ),
+        TransformerConfig(
+            "qwen2.5-72b",
+            L=80,
+            D=8192,
+            F=29_568,
+            N=64,
+            K=8,
+            H=128,
+            V=152_064,
+            qkv_bias=True,
+            source=_HF.format("Qwen/Qwen2.5-72B") + "; Q, K, V projections have biases",
+        ),
+        TransformerConfig(
+            "deepseek-v3",
+            L=61,
+            D=7168,
+            F=18_432,
+            N=128,
+            K=128,
+            H=128,
+            V=129_280,
+            E=256,
+            k=8,
+            n_shared=1,
+            F_expert=2048,
+            first_dense_layers=3,
+            q_lora_rank=1536,
+            kv_lora_rank=512,
+            rope_head_dim=64,
+            router_bias=True,
+            source=_HF.format("deepseek-ai/DeepSeek-V3") + " + q_lora_rank, kv_lora_rank, "
+            "qk_nope_head_dim=128 (H), qk_rope_head_dim=64, v_head_dim=128, n_routed_experts=256, "
+            "n_shared_experts=1, num_experts_per_tok=8, moe_intermediate_size=2048, "
+            "first_k_dense_replace=3, e_score_correction_bias; the main model only: the "
+            "multi-token-prediction module (num_nextn_predict_layers=1) is not counted",
+        ),
+        TransformerConfig(
+            "gpt3-175b",
+            L=96,
+            D=12_288,
+            F=4 * 12_288,
+            N=96,
+            K=96,
+            H=128,
+            V=50_257,
+            gated_mlp=False,
+            tied_embeddings=True,
+            linear_bias=True,
+            norm_bias=True,
+            max_positions=2048,
+            source="GPT-3 paper (Brown et al. 2020), Table 2.1: n_layers 96, d_model 12288, n_heads 96, "
+            "d_head 128, n_ctx 2048, F = 4·d_model; 'the same model and architecture as GPT-2': "
+            "its 50,257-token BPE vocabulary, learned positions, LayerNorm and linear biases, "
+            "tied embeddings (assumed: the paper gives no exact count, only 175.0B)",
+        ),
+    )
+}
 
 
 #: other spellings of the presets, compared after `errors.squash_name` (case, separators, an org/ prefix, a
 #: vendor word and "-hf" are ignored); LLaMA 3.1 has LLaMA 3's architecture and parameter count.
 MODEL_ALIASES = {
-    "llama-3.1-8b": "llama3-8b", "llama-3.1-70b": "llama3-70b", "llama-3.1-405b": "llama3-405b",
-    "mistral-7b-v0.1": "mistral-7b", "mixtral-8x7b-v0.1": "mixtral-8x7b",
-    "deepseek-v3-base": "deepseek-v3", "gpt-3": "gpt3-175b", "davinci": "gpt3-175b",
+    "llama-3.1-8b": "llama3-8b",
+    "llama-3.1-70b": "llama3-70b",
+    "llama-3.1-405b": "llama3-405b",
+    "mistral-7b-v0.1": "mistral-7b",
+    "mixtral-8x7b-v0.1": "mixtral-8x7b",
+    "deepseek-v3-base": "deepseek-v3",
+    "gpt-3": "gpt3-175b",
+    "davinci": "gpt3-175b",
 }
 
 

@@ -20,8 +20,20 @@ from scalebook_utils.core.errors import WrongTypeError
 # --- prefixes -------------------------------------------------------------------------------------
 
 SI_PREFIXES: dict[str, float] = {
-    "": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
-    "m": 1e-3, "u": 1e-6, "µ": 1e-6, "μ": 1e-6, "n": 1e-9, "p": 1e-12,
+    "": 1.0,
+    "k": 1e3,
+    "K": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+    "E": 1e18,
+    "m": 1e-3,
+    "u": 1e-6,
+    "µ": 1e-6,
+    "μ": 1e-6,
+    "n": 1e-9,
+    "p": 1e-12,
 }
 BINARY_PREFIXES: dict[str, float] = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
 
@@ -33,10 +45,19 @@ US, MS = 1e-6, 1e-3
 
 #: Bytes per element (book front matter: bf16 = 2, fp32 = 4, int8/fp8 = 1, int4 = 1/2).
 DTYPE_BYTES: dict[str, float] = {
-    "fp32": 4.0, "f32": 4.0, "float32": 4.0,
-    "bf16": 2.0, "bfloat16": 2.0, "fp16": 2.0, "f16": 2.0, "float16": 2.0,
-    "fp8": 1.0, "int8": 1.0, "i8": 1.0,
-    "int4": 0.5, "fp4": 0.5,
+    "fp32": 4.0,
+    "f32": 4.0,
+    "float32": 4.0,
+    "bf16": 2.0,
+    "bfloat16": 2.0,
+    "fp16": 2.0,
+    "f16": 2.0,
+    "float16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "i8": 1.0,
+    "int4": 0.5,
+    "fp4": 0.5,
 }
 _CANONICAL = {"f32": "fp32", "float32": "fp32", "bfloat16": "bf16", "f16": "fp16", "float16": "fp16", "i8": "int8"}
 
@@ -74,8 +95,15 @@ def _real(v) -> float | None:
     return None
 
 
-def require_number(name: str, v, *, minimum: float | None = None, above: float | None = None,
-                   maximum: float | None = None, finite: bool = True) -> float:
+def require_number(
+    name: str,
+    v,
+    *,
+    minimum: float | None = None,
+    above: float | None = None,
+    maximum: float | None = None,
+    finite: bool = True,
+) -> float:
     """`v` as a float; WrongTypeError unless it is a real number, ValueError naming `name` unless it is finite
     (when `finite`), ≥ `minimum`, > `above` and ≤ `maximum`.
 
@@ -84,7 +112,7 @@ def require_number(name: str, v, *, minimum: float | None = None, above: float |
     ValueError: t_math_s must be a finite number ≥ 0, got -1
     """
     what = "a finite number" if finite else "a number"
-    if maximum is not None and (minimum is None) != (above is None):   # a range reads as one: "in (0, 1]"
+    if maximum is not None and (minimum is None) != (above is None):  # a range reads as one: "in (0, 1]"
         low, bracket = (minimum, "[") if above is None else (above, "(")
         what += f" in {bracket}{low:g}, {maximum:g}]"
     else:
@@ -97,8 +125,13 @@ def require_number(name: str, v, *, minimum: float | None = None, above: float |
     x = _real(v)
     if x is None:
         raise WrongTypeError(f"{name} must be {what}, got {v!r}")
-    bad = (math.isnan(x) or (finite and math.isinf(x)) or (minimum is not None and x < minimum)
-           or (above is not None and x <= above) or (maximum is not None and x > maximum))
+    bad = (
+        math.isnan(x)
+        or (finite and math.isinf(x))
+        or (minimum is not None and x < minimum)
+        or (above is not None and x <= above)
+        or (maximum is not None and x > maximum)
+    )
     if bad:
         raise ValueError(f"{name} must be {what}, got {v!r}")
     return x
@@ -199,7 +232,8 @@ def require_positive_values(name: str, v):
     if x is not None:
         require_positive(**{name: v})
         return x
-    import numpy as np   # only array inputs need numpy
+    import numpy as np  # only array inputs need numpy
+
     if v is None or isinstance(v, (str, bytes, bool, dict, set)):
         raise WrongTypeError(f"{name} must be a positive number or an array of them, got {v!r}")
     try:
@@ -286,24 +320,62 @@ def format_count(n: float) -> str:
 
 #: Base units understood by `parse_quantity`, mapped to (canonical unit, factor).
 _BASE_UNITS: dict[str, tuple[str, float]] = {
-    "s": ("s", 1.0), "sec": ("s", 1.0), "second": ("s", 1.0), "seconds": ("s", 1.0),
-    "B": ("B", 1.0), "byte": ("B", 1.0), "bytes": ("B", 1.0),
-    "b": ("B", 1 / 8), "bit": ("B", 1 / 8), "bits": ("B", 1 / 8),
-    "B/s": ("B/s", 1.0), "Bps": ("B/s", 1.0), "bytes/s": ("B/s", 1.0),
-    "bit/s": ("B/s", 1 / 8), "bps": ("B/s", 1 / 8), "b/s": ("B/s", 1 / 8),
-    "FLOP": ("FLOP", 1.0), "FLOPs": ("FLOP", 1.0), "FLOPS": ("FLOP", 1.0), "flop": ("FLOP", 1.0), "flops": ("FLOP", 1.0),
-    "OP": ("FLOP", 1.0), "OPs": ("FLOP", 1.0),
-    "FLOP/s": ("FLOP/s", 1.0), "FLOPs/s": ("FLOP/s", 1.0), "flop/s": ("FLOP/s", 1.0), "flops/s": ("FLOP/s", 1.0),
-    "OP/s": ("FLOP/s", 1.0), "OPs/s": ("FLOP/s", 1.0),
-    "FLOPs/byte": ("FLOP/B", 1.0), "FLOP/B": ("FLOP/B", 1.0), "OPs/byte": ("FLOP/B", 1.0),
-    "Hz": ("Hz", 1.0), "hz": ("Hz", 1.0),
-    "tokens": ("", 1.0), "token": ("", 1.0),
+    "s": ("s", 1.0),
+    "sec": ("s", 1.0),
+    "second": ("s", 1.0),
+    "seconds": ("s", 1.0),
+    "B": ("B", 1.0),
+    "byte": ("B", 1.0),
+    "bytes": ("B", 1.0),
+    "b": ("B", 1 / 8),
+    "bit": ("B", 1 / 8),
+    "bits": ("B", 1 / 8),
+    "B/s": ("B/s", 1.0),
+    "Bps": ("B/s", 1.0),
+    "bytes/s": ("B/s", 1.0),
+    "bit/s": ("B/s", 1 / 8),
+    "bps": ("B/s", 1 / 8),
+    "b/s": ("B/s", 1 / 8),
+    "FLOP": ("FLOP", 1.0),
+    "FLOPs": ("FLOP", 1.0),
+    "FLOPS": ("FLOP", 1.0),
+    "flop": ("FLOP", 1.0),
+    "flops": ("FLOP", 1.0),
+    "OP": ("FLOP", 1.0),
+    "OPs": ("FLOP", 1.0),
+    "FLOP/s": ("FLOP/s", 1.0),
+    "FLOPs/s": ("FLOP/s", 1.0),
+    "flop/s": ("FLOP/s", 1.0),
+    "flops/s": ("FLOP/s", 1.0),
+    "OP/s": ("FLOP/s", 1.0),
+    "OPs/s": ("FLOP/s", 1.0),
+    "FLOPs/byte": ("FLOP/B", 1.0),
+    "FLOP/B": ("FLOP/B", 1.0),
+    "OPs/byte": ("FLOP/B", 1.0),
+    "Hz": ("Hz", 1.0),
+    "hz": ("Hz", 1.0),
+    "tokens": ("", 1.0),
+    "token": ("", 1.0),
     "": ("", 1.0),
 }
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _QTY = re.compile(rf"^\s*({_NUMBER})\s*([A-Za-zµμ/]*)\s*$")
-_TIME_WORDS = {"ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9, "ps": 1e-12, "min": 60.0, "h": 3600.0,
-               "hr": 3600.0, "hour": 3600.0, "hours": 3600.0, "d": 86400.0, "days": 86400.0, "day": 86400.0}
+_TIME_WORDS = {
+    "ms": 1e-3,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "μs": 1e-6,
+    "ns": 1e-9,
+    "ps": 1e-12,
+    "min": 60.0,
+    "h": 3600.0,
+    "hr": 3600.0,
+    "hour": 3600.0,
+    "hours": 3600.0,
+    "d": 86400.0,
+    "days": 86400.0,
+    "day": 86400.0,
+}
 
 
 def parse_quantity(text: str) -> tuple[float, str]:
@@ -318,22 +390,26 @@ def parse_quantity(text: str) -> tuple[float, str]:
     """
     m = _QTY.match(str(text))
     if not m:
-        raise ValueError(f"cannot read {text!r} as a quantity; write a number and a unit, e.g. '194 us', '1.3 GB', "
-                         "'197 TFLOP/s'")
+        raise ValueError(
+            f"cannot read {text!r} as a quantity; write a number and a unit, e.g. '194 us', '1.3 GB', '197 TFLOP/s'"
+        )
     number, unit = float(m.group(1)), m.group(2)
     if not math.isfinite(number):
-        raise ValueError(f"cannot read {text!r} as a quantity: {m.group(1)} is not a finite number (it overflows "
-                         "a float)")
+        raise ValueError(
+            f"cannot read {text!r} as a quantity: {m.group(1)} is not a finite number (it overflows a float)"
+        )
     if unit in _TIME_WORDS:
         return number * _TIME_WORDS[unit], "s"
     if unit in _BASE_UNITS:
         base, f = _BASE_UNITS[unit]
         return number * f, base
     for prefix, scale in list(BINARY_PREFIXES.items()) + list(SI_PREFIXES.items()):
-        if prefix and unit.startswith(prefix) and unit[len(prefix):] in _BASE_UNITS:
-            base, f = _BASE_UNITS[unit[len(prefix):]]
+        if prefix and unit.startswith(prefix) and unit[len(prefix) :] in _BASE_UNITS:
+            base, f = _BASE_UNITS[unit[len(prefix) :]]
             if base == "":
                 break
             return number * scale * f, base
-    raise ValueError(f"unknown unit {unit!r} in {text!r}; use s/ms/us, B/KB/MB/GB (or KiB/MiB/GiB), B/s, FLOPs, "
-                     "FLOP/s, Hz with an SI prefix (k, M, G, T, P)")
+    raise ValueError(
+        f"unknown unit {unit!r} in {text!r}; use s/ms/us, B/KB/MB/GB (or KiB/MiB/GiB), B/s, FLOPs, "
+        "FLOP/s, Hz with an SI prefix (k, M, G, T, P)"
+    )

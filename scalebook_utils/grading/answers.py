@@ -22,8 +22,8 @@ import inspect
 import json
 import numbers
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 

@@ -28,14 +28,29 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scalebook_utils.grading.answers import decode_value, encode_value, probe
 from scalebook_utils.core.units import parse_quantity
+from scalebook_utils.grading.answers import decode_value, encode_value, probe
 
 if TYPE_CHECKING:
     from scalebook_utils.questions import Question
 
-_UNIT_BASE = {"s": "s", "bytes": "B", "B": "B", "B/s": "B/s", "bytes/s": "B/s", "Hz": "Hz", "FLOPs": "FLOP", "OPs": "FLOP", "FLOPs/s": "FLOP/s",
-              "FLOPs/byte": "FLOP/B", "OPs/byte": "FLOP/B", "tokens": "", "count": "", "params": "", "": ""}
+_UNIT_BASE = {
+    "s": "s",
+    "bytes": "B",
+    "B": "B",
+    "B/s": "B/s",
+    "bytes/s": "B/s",
+    "Hz": "Hz",
+    "FLOPs": "FLOP",
+    "OPs": "FLOP",
+    "FLOPs/s": "FLOP/s",
+    "FLOPs/byte": "FLOP/B",
+    "OPs/byte": "FLOP/B",
+    "tokens": "",
+    "count": "",
+    "params": "",
+    "": "",
+}
 _FORMULA_POINTS = 8
 _FORMULA_RTOL = 1e-6
 
@@ -56,6 +71,7 @@ def check(qid: str, answer) -> None:
 
 def _get_question(qid: str):
     from scalebook_utils.questions import get_question  # lazily: absent inside the grader's sandbox
+
     return get_question(qid)
 
 
@@ -177,8 +193,11 @@ _FACTORS = {
     "fma": [(2.0, "2 FLOPs per multiply-add")],
     "bidirectional": [(2.0, "one-way vs bidirectional link bandwidth")],
     "percent": [(100.0, "a percentage where a fraction is asked (write 0.25, or the string '25%')")],
-    "time-unit": [(86400.0, "days vs seconds (1 day = 86,400 s; or write '44 days')"),
-                  (3600.0, "hours vs seconds (or write '3 h')"), (60.0, "minutes vs seconds")],
+    "time-unit": [
+        (86400.0, "days vs seconds (1 day = 86,400 s; or write '44 days')"),
+        (3600.0, "hours vs seconds (or write '3 h')"),
+        (60.0, "minutes vs seconds"),
+    ],
 }
 _GIB = (2**30 / 1e9, (2**30 / 1e9) ** 2, 2**40 / 1e12)
 
@@ -194,8 +213,10 @@ def _slip_hint(ratio: float, q: Question) -> str | None:
             if _near(ratio, k, 0.03):
                 if q.unit in _DIMENSIONLESS:
                     return f"off by a factor of {name}: thousands vs millions vs billions (k, M, B)?"
-                return (f"off by a factor of {name}: check the unit prefix (s vs ms vs us, B vs KB vs GB); "
-                        "answers are in SI base units unless you pass a string such as '1.1 ms'")
+                return (
+                    f"off by a factor of {name}: check the unit prefix (s vs ms vs us, B vs KB vs GB); "
+                    "answers are in SI base units unless you pass a string such as '1.1 ms'"
+                )
     reasons: dict[float, list[str]] = {}
     for slip in q.slips:
         for factor, why in _FACTORS.get(slip, ()):
@@ -219,8 +240,7 @@ def _slip_hint(ratio: float, q: Question) -> str | None:
 def _miss_hint(value: float, want: float, q: Question) -> str:
     """No declared slip fits: say how far off (close, or the direction) — never a factor it cannot know."""
     ratio = value / want
-    within = (f"not within {q.rtol:.0%} of the expected value" if q.accept is None
-              else "outside the accepted range")
+    within = f"not within {q.rtol:.0%} of the expected value" if q.accept is None else "outside the accepted range"
     if 0.9 <= ratio <= 1.1:
         return f"close, but {within} ({abs(ratio - 1):.0%} off): check rounding and the inputs you used"
     return ("too high" if value > want else "too low") + f" ({within})"
@@ -250,21 +270,26 @@ def _points(q: Question) -> list[dict[str, float]]:
     pts = []
     for _ in range(_FORMULA_POINTS):
         # log-uniform integers: dims in the book are sizes, and products span many decades
-        pts.append({v: float(round(math.exp(rng.uniform(math.log(lo), math.log(hi)))))
-                    for v, (lo, hi) in q.domains.items()})
+        pts.append(
+            {v: float(round(math.exp(rng.uniform(math.log(lo), math.log(hi))))) for v, (lo, hi) in q.domains.items()}
+        )
     return pts
 
 
 def _check_formula(q: Question, rec: dict) -> tuple[bool, str]:
     if not rec.get("callable"):
-        return False, (f"incorrect — this answer is a formula: write a function of ({', '.join(q.variables)}), "
-                       f"e.g. lambda {', '.join(q.variables)}: ...")
+        return False, (
+            f"incorrect — this answer is a formula: write a function of ({', '.join(q.variables)}), "
+            f"e.g. lambda {', '.join(q.variables)}: ..."
+        )
     names, var_kw = rec.get("params"), rec.get("var_kw", False)
     if names is not None and not var_kw:
         missing = [v for v in q.variables if v not in names]
         if missing:
-            return False, (f"incorrect — the function must take the arguments ({', '.join(q.variables)}); "
-                           f"missing {', '.join(missing)}")
+            return False, (
+                f"incorrect — the function must take the arguments ({', '.join(q.variables)}); "
+                f"missing {', '.join(missing)}"
+            )
     ref = q.compute()
     outputs = rec.get("outputs", [])
     ratios = []
@@ -292,8 +317,19 @@ def _check_formula(q: Question, rec: dict) -> tuple[bool, str]:
 # --- choices and code -----------------------------------------------------------------------------
 
 
-_ASCII = (("×", "x"), ("·", "*"), ("≤", "<="), ("≥", ">="), ("→", "->"), ("−", "-"), ("–", "-"), ("—", "-"),
-          ("’", "'"), ("“", '"'), ("”", '"'))
+_ASCII = (
+    ("×", "x"),
+    ("·", "*"),
+    ("≤", "<="),
+    ("≥", ">="),
+    ("→", "->"),
+    ("−", "-"),
+    ("–", "-"),
+    ("—", "-"),
+    ("’", "'"),
+    ("“", '"'),
+    ("”", '"'),
+)
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
@@ -329,8 +365,11 @@ def _choose(q: Question, answer: str) -> tuple[int | None, str | None]:
         if len(pre) == 1:
             return pre[0], None
         if len(pre) > 1:
-            return None, ("incorrect — that matches several options: "
-                          + "; ".join(f"({_LETTERS[i]}) {q.options[i]}" for i in pre) + " — answer with a letter")
+            return None, (
+                "incorrect — that matches several options: "
+                + "; ".join(f"({_LETTERS[i]}) {q.options[i]}" for i in pre)
+                + " — answer with a letter"
+            )
     return None, f"incorrect — answer with a letter or one of: {lettered_options(q)}"
 
 
@@ -354,8 +393,10 @@ def _check_code(q: Question, rec: dict) -> tuple[bool, str]:
             return False, f"incorrect — no result for test input {i + 1}"
         out = outputs[i]
         if "untraceable" in out:
-            return False, (f"incorrect — jax.jit could not trace your function ({out['untraceable']}); the question "
-                           "asks for a JAX program: use jnp and jax.lax, and return the jax array")
+            return False, (
+                f"incorrect — jax.jit could not trace your function ({out['untraceable']}); the question "
+                "asks for a JAX program: use jnp and jax.lax, and return the jax array"
+            )
         if "raised" in out:
             return False, f"incorrect — your function raised {out['raised']} on test input {i + 1}"
         got = np.asarray(decode_value(out["value"]), dtype=np.float64)
@@ -400,8 +441,8 @@ def _array_problem(rule, args, module) -> str | None:
         return f"it builds an array of shape {list(shape)}"
     shape = rule.value("no_gather_of", args)
     if shape is not None:
-        for op in module.instructions:     # an async all-gather-start's type is (operands…, gathered outputs…)
-            gathered = op.outputs[len(op.outputs) // 2:] if op.async_half == "start" else op.outputs
+        for op in module.instructions:  # an async all-gather-start's type is (operands…, gathered outputs…)
+            gathered = op.outputs[len(op.outputs) // 2 :] if op.async_half == "start" else op.outputs
             if op.collective == "all-gather" and tuple(shape) in {a.dims for a in gathered}:
                 return f"it all-gathers the whole {list(shape)} array"
     return None
@@ -409,6 +450,7 @@ def _array_problem(rule, args, module) -> str | None:
 
 def _tile_problem(rule, args, module) -> str | None:
     from scalebook_utils.core.hlo.text import MATMUL_OPS
+
     dots = rule.value("min_dots", args)
     if dots is not None:
         n = sum(op.opcode in MATMUL_OPS for op in module.instructions)
@@ -429,6 +471,7 @@ def _out_spec_problem(rule, args, out_spec) -> str | None:
 
 def _direction_problem(rule, module) -> str | None:
     from scalebook_utils.core.hlo.collectives import source_target_pairs
+
     if rule.bidirectional:
         pairs = {p for op in module.instructions for p in source_target_pairs(op.attributes)}
         if not any((b, a) in pairs for a, b in pairs if a != b):
@@ -442,11 +485,16 @@ def compiled_problem(rule, args: tuple, hlo: str, out_spec="?") -> str | None:
     the checks in order (collectives, partitions, arrays, tiles, output sharding, ring direction)."""
     from scalebook_utils.core.hlo.collectives import count_hlo_collectives
     from scalebook_utils.core.hlo.text import parse_module
+
     if not hlo.strip():
         return "no compiled program was recorded"
     module = parse_module(hlo)
-    checks = (lambda: _collective_problem(rule, args, count_hlo_collectives(hlo)),
-              lambda: _partition_problem(rule, args, module), lambda: _array_problem(rule, args, module),
-              lambda: _tile_problem(rule, args, module), lambda: _out_spec_problem(rule, args, out_spec),
-              lambda: _direction_problem(rule, module))
+    checks = (
+        lambda: _collective_problem(rule, args, count_hlo_collectives(hlo)),
+        lambda: _partition_problem(rule, args, module),
+        lambda: _array_problem(rule, args, module),
+        lambda: _tile_problem(rule, args, module),
+        lambda: _out_spec_problem(rule, args, out_spec),
+        lambda: _direction_problem(rule, module),
+    )
     return next((problem for check in checks if (problem := check()) is not None), None)

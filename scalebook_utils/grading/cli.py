@@ -11,8 +11,7 @@ import argparse
 import math
 import sys
 
-from scalebook_utils.grading import exercises, report, runner
-from scalebook_utils.grading import sandbox
+from scalebook_utils.grading import exercises, report, runner, sandbox
 
 _GRADE_EPILOG = """\
 Each submission runs in a fresh kernel in its own bubblewrap sandbox (read-only system and package,
@@ -29,32 +28,52 @@ exit status: 0 when grading ran, 2 for misuse (missing or corrupt file, wrong ex
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="scalebook",
-        description="Tools for the scalebook notebooks (companion to 'How to Scale Your Model').")
+        prog="scalebook", description="Tools for the scalebook notebooks (companion to 'How to Scale Your Model')."
+    )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     g = sub.add_parser(
-        "grade", help="grade submitted exercise notebooks with nbval",
+        "grade",
+        help="grade submitted exercise notebooks with nbval",
         description="Grade submitted exercise notebooks against the exercise they answer.",
-        epilog=_GRADE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=_GRADE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     g.add_argument("submissions", nargs="+", metavar="SUBMISSION", help="a student's .ipynb file")
-    g.add_argument("--against", required=True, metavar="EXERCISE.ipynb",
-                   help="the exercise notebook, e.g. exercises/01_rooflines.ipynb")
+    g.add_argument(
+        "--against",
+        required=True,
+        metavar="EXERCISE.ipynb",
+        help="the exercise notebook, e.g. exercises/01_rooflines.ipynb",
+    )
     fmt = g.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print JSON instead of a table")
     fmt.add_argument("--csv", action="store_true", help="print CSV instead of a table")
-    g.add_argument("--timeout", type=_positive("--timeout", "seconds"), default=runner.DEFAULT_TIMEOUT_PER_CELL,
-                   metavar="SECONDS", help="time limit per cell, a finite number > 0 (default %(default)g)")
-    g.add_argument("--memory-limit", type=_positive("--memory-limit", "GiB", allow_none=True),
-                   default=runner.DEFAULT_MEMORY_LIMIT_BYTES / 2**30, metavar="GiB",
-                   help="memory limit of the kernel (RLIMIT_DATA), a finite number > 0, or 'none' (default %(default)g)")
+    g.add_argument(
+        "--timeout",
+        type=_positive("--timeout", "seconds"),
+        default=runner.DEFAULT_TIMEOUT_PER_CELL,
+        metavar="SECONDS",
+        help="time limit per cell, a finite number > 0 (default %(default)g)",
+    )
+    g.add_argument(
+        "--memory-limit",
+        type=_positive("--memory-limit", "GiB", allow_none=True),
+        default=runner.DEFAULT_MEMORY_LIMIT_BYTES / 2**30,
+        metavar="GiB",
+        help="memory limit of the kernel (RLIMIT_DATA), a finite number > 0, or 'none' (default %(default)g)",
+    )
     g.add_argument("--jobs", type=int, default=1, metavar="N", help="grade N submissions at once (default 1)")
-    g.add_argument("--no-sandbox", action="store_true",
-                   help="run without bubblewrap even where it works (trusted submissions only)")
+    g.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run without bubblewrap even where it works (trusted submissions only)",
+    )
     return p
 
 
 def _positive(flag: str, unit: str, allow_none: bool = False):
     """argparse type: a finite number > 0 (NaN, inf, 0 and negatives are usage errors), or 'none'."""
+
     def parse(text: str):
         if allow_none and text.strip().lower() == "none":
             return None
@@ -66,6 +85,7 @@ def _positive(flag: str, unit: str, allow_none: bool = False):
             allowed = "a finite number > 0" + (" or 'none'" if allow_none else "")
             raise argparse.ArgumentTypeError(f"{flag} must be {allowed} ({unit}), got {text!r}")
         return value
+
     return parse
 
 
@@ -78,14 +98,21 @@ def _grade(args, parser) -> int:
         parser.error("--jobs must be at least 1")
     sandboxed = False if args.no_sandbox else None
     if not args.no_sandbox and not sandbox.available():
-        print(f"scalebook grade: warning: {sandbox.unavailable_reason()}; grading WITHOUT a sandbox, with time "
-              "and memory limits only: a submission can read and change your files and other grades",
-              file=sys.stderr)
+        print(
+            f"scalebook grade: warning: {sandbox.unavailable_reason()}; grading WITHOUT a sandbox, with time "
+            "and memory limits only: a submission can read and change your files and other grades",
+            file=sys.stderr,
+        )
     try:
         results = runner.grade(
-            args.submissions, args.against, timeout_per_cell=args.timeout,
+            args.submissions,
+            args.against,
+            timeout_per_cell=args.timeout,
             memory_limit_bytes=None if args.memory_limit is None else int(args.memory_limit * 2**30),
-            jobs=args.jobs, progress=_progress if sys.stderr.isatty() else None, sandboxed=sandboxed)
+            jobs=args.jobs,
+            progress=_progress if sys.stderr.isatty() else None,
+            sandboxed=sandboxed,
+        )
     except exercises.GradingError as exc:
         print(f"scalebook grade: error: {exc}", file=sys.stderr)
         return 2

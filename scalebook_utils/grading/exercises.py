@@ -16,7 +16,6 @@ import nbformat
 
 from scalebook_utils.questions import get_question
 
-
 BEGIN_SOLUTION = "### BEGIN SOLUTION"
 END_SOLUTION = "### END SOLUTION"
 ANSWER_PLACEHOLDER = "{var} = ...  # your answer here"
@@ -27,7 +26,6 @@ _SOLUTION_BLOCK = re.compile(
     r"^[ \t]*" + re.escape(END_SOLUTION) + r"[^\n]*(?P<nl>\n?)",
     re.M | re.S,
 )
-
 
 
 class GradingError(ValueError):
@@ -64,8 +62,7 @@ def strip_solution(source: str, variable: str) -> str:
     """`source` with each BEGIN…END SOLUTION block (markers included) replaced by the placeholder."""
     if BEGIN_SOLUTION not in source or END_SOLUTION not in source:
         raise ValueError(f"no '{BEGIN_SOLUTION}' … '{END_SOLUTION}' block")
-    out, n = _SOLUTION_BLOCK.subn(
-        lambda m: m["indent"] + ANSWER_PLACEHOLDER.format(var=variable) + m["nl"], source)
+    out, n = _SOLUTION_BLOCK.subn(lambda m: m["indent"] + ANSWER_PLACEHOLDER.format(var=variable) + m["nl"], source)
     if n == 0 or BEGIN_SOLUTION in out or END_SOLUTION in out:
         raise ValueError(f"unbalanced '{BEGIN_SOLUTION}' / '{END_SOLUTION}' markers")
     return out
@@ -93,8 +90,10 @@ def make_exercise(solution_nb):
             printed = printed_text(cell)
             if printed != f"{qid}: correct\n":
                 shown = printed.strip().splitlines()[0][:80] if printed.strip() else "nothing"
-                raise ValueError(f"check cell {i} ({qid}) shows {shown!r}, not '{qid}: correct' "
-                                 "(execute the solution with tools/execute_notebooks.py first)")
+                raise ValueError(
+                    f"check cell {i} ({qid}) shows {shown!r}, not '{qid}: correct' "
+                    "(execute the solution with tools/execute_notebooks.py first)"
+                )
             # the student sees what running the check on an empty answer prints, never the solution's "correct"
             cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"{qid}: not answered yet\n")]
         if role == "answer":
@@ -114,8 +113,12 @@ def make_exercise(solution_nb):
 
 
 def _comparable_cell(cell) -> dict:
-    d = {"cell_type": cell.cell_type, "id": cell.get("id"), "source": cell.source,
-         "metadata": _jsonable(cell.get("metadata", {}))}
+    d = {
+        "cell_type": cell.cell_type,
+        "id": cell.get("id"),
+        "source": cell.source,
+        "metadata": _jsonable(cell.get("metadata", {})),
+    }
     if cell.cell_type == "code" and cell_role(cell) == "check":
         d["outputs"] = _jsonable(cell.get("outputs", []))
         d["execution_count"] = cell.get("execution_count")
@@ -156,5 +159,16 @@ def printed_text(cell) -> str:
     return "".join(parts)
 
 
-__all__ = ["BEGIN_SOLUTION", "END_SOLUTION", "ANSWER_PLACEHOLDER", "GradingError", "cell_role", "cell_qid",
-           "check_cells", "strip_solution", "make_exercise", "exercise_differences", "printed_text"]
+__all__ = [
+    "BEGIN_SOLUTION",
+    "END_SOLUTION",
+    "ANSWER_PLACEHOLDER",
+    "GradingError",
+    "cell_role",
+    "cell_qid",
+    "check_cells",
+    "strip_solution",
+    "make_exercise",
+    "exercise_differences",
+    "printed_text",
+]

@@ -16,11 +16,8 @@ from pathlib import Path
 
 import nbformat
 
+from scalebook_utils.grading.exercises import GradingError, cell_qid, cell_role, check_cells
 from scalebook_utils.questions import get_question
-
-from scalebook_utils.grading.exercises import (GradingError, cell_qid,
-                                               cell_role, check_cells)
-
 
 # --- reading notebooks -----------------------------------------------------------------------------
 
@@ -88,8 +85,10 @@ def check_belongs(nb, ref: Reference, path) -> None:
     theirs = {cell_qid(c) for c in nb.cells if cell_qid(c)}
     theirs |= {q for q in ref.qids for c in nb.cells if c.cell_type == "code" and _calls_check(c.source, q)}
     if not theirs & set(ref.qids):
-        raise GradingError(f"submission {path}: does not look like a submission for {ref.path} "
-                           f"(none of its question ids {ref.qids[0]} … {ref.qids[-1]} is in it)")
+        raise GradingError(
+            f"submission {path}: does not look like a submission for {ref.path} "
+            f"(none of its question ids {ref.qids[0]} … {ref.qids[-1]} is in it)"
+        )
 
 
 # --- the graded copy -------------------------------------------------------------------------------
@@ -98,16 +97,18 @@ def check_belongs(nb, ref: Reference, path) -> None:
 @dataclass
 class GradedCopy:
     nb: object
-    check_index: dict[str, int]              # qid → code-cell index (nbval's "Cell N")
-    answer_index: dict[str, list[int]]       # qid → code-cell indices of the answer cells
+    check_index: dict[str, int]  # qid → code-cell index (nbval's "Cell N")
+    answer_index: dict[str, list[int]]  # qid → code-cell indices of the answer cells
 
 
 def probe_source(qid: str) -> str:
     """The cell that replaces `qid`'s check cell in the graded copy: it records the answer (answers.record)."""
     var = get_question(qid).variable_name
-    return ("# scalebook grade: records the answer; it is judged outside this kernel\n"
-            "from scalebook_utils.answers import record\n"
-            f"record({qid!r}, lambda: {var})\n")
+    return (
+        "# scalebook grade: records the answer; it is judged outside this kernel\n"
+        "from scalebook_utils.answers import record\n"
+        f"record({qid!r}, lambda: {var})\n"
+    )
 
 
 def build_graded_copy(submission_nb, ref: Reference) -> GradedCopy:
@@ -118,14 +119,31 @@ def build_graded_copy(submission_nb, ref: Reference) -> GradedCopy:
     reference_positions = set()
     for r in ref.checks:
         qid = cell_qid(r)
-        hit = next((i for i, c in enumerate(cells) if i not in reference_positions and c.cell_type == "code"
-                    and cell_qid(c) == qid and cell_role(c) == "check"), None)
+        hit = next(
+            (
+                i
+                for i, c in enumerate(cells)
+                if i not in reference_positions
+                and c.cell_type == "code"
+                and cell_qid(c) == qid
+                and cell_role(c) == "check"
+            ),
+            None,
+        )
         if hit is None and r.get("id"):
-            hit = next((i for i, c in enumerate(cells) if i not in reference_positions and c.get("id") == r.id),
-                       None)
+            hit = next((i for i, c in enumerate(cells) if i not in reference_positions and c.get("id") == r.id), None)
         if hit is None:  # metadata lost (some editors drop it): the cell that calls check("<qid>", ...)
-            hit = next((i for i, c in enumerate(cells) if i not in reference_positions and c.cell_type == "code"
-                        and not cell_role(c) and _calls_check(c.source, qid)), None)
+            hit = next(
+                (
+                    i
+                    for i, c in enumerate(cells)
+                    if i not in reference_positions
+                    and c.cell_type == "code"
+                    and not cell_role(c)
+                    and _calls_check(c.source, qid)
+                ),
+                None,
+            )
         new = copy.deepcopy(r)
         new.source = probe_source(qid)
         new.outputs = []
@@ -159,4 +177,12 @@ def build_graded_copy(submission_nb, ref: Reference) -> GradedCopy:
     return GradedCopy(nb, check_index, answer_index)
 
 
-__all__ = ["read_notebook", "Reference", "load_reference", "check_belongs", "GradedCopy", "probe_source", "build_graded_copy"]
+__all__ = [
+    "read_notebook",
+    "Reference",
+    "load_reference",
+    "check_belongs",
+    "GradedCopy",
+    "probe_source",
+    "build_graded_copy",
+]

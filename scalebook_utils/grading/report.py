@@ -4,12 +4,8 @@ JSON, CSV and table forms (what `scalebook grade` prints)."""
 import csv
 import io
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
-
-
-
-
 
 # --- results ---------------------------------------------------------------------------------------
 
@@ -38,8 +34,12 @@ class SubmissionResult:
         return len(self.questions)
 
     def to_dict(self) -> dict:
-        return {"submission": self.submission, "passed": self.passed, "total": self.total,
-                "questions": [{"qid": q.qid, "passed": q.passed, "detail": q.detail} for q in self.questions]}
+        return {
+            "submission": self.submission,
+            "passed": self.passed,
+            "total": self.total,
+            "questions": [{"qid": q.qid, "passed": q.passed, "detail": q.detail} for q in self.questions],
+        }
 
 
 def results_to_json(results: Iterable[SubmissionResult]) -> str:
@@ -75,5 +75,11 @@ def format_results_table(results: Iterable[SubmissionResult]) -> str:
     return "\n\n".join(blocks)
 
 
-__all__ = ["QuestionResult", "SubmissionResult", "results_to_json", "results_to_csv", "summary_line",
-           "format_results_table"]
+__all__ = [
+    "QuestionResult",
+    "SubmissionResult",
+    "results_to_json",
+    "results_to_csv",
+    "summary_line",
+    "format_results_table",
+]

@@ -58,21 +58,24 @@ import time
 import uuid
 import warnings
 import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
 import nbformat
 
-from scalebook_utils.grading import answers
-from scalebook_utils.grading import sandbox
+from scalebook_utils.grading import answers, sandbox
 from scalebook_utils.grading.check import judge, spec_for
-
-from scalebook_utils.grading.graded_copy import (Reference, build_graded_copy, check_belongs, load_reference,
-                                                read_notebook)
-from scalebook_utils.grading.exercises import (GradingError, cell_qid)
-from scalebook_utils.grading.report import (QuestionResult, SubmissionResult)
+from scalebook_utils.grading.exercises import GradingError, cell_qid
+from scalebook_utils.grading.graded_copy import (
+    Reference,
+    build_graded_copy,
+    check_belongs,
+    load_reference,
+    read_notebook,
+)
+from scalebook_utils.grading.report import QuestionResult, SubmissionResult
 
 DEFAULT_TIMEOUT_PER_CELL = 60.0
 DEFAULT_MEMORY_LIMIT_BYTES = 4 * 2**30
@@ -88,7 +91,7 @@ _COPY_NAME = "submission.ipynb"
 
 @dataclass
 class _Item:
-    status: str          # passed | failed | error | xfailed | skipped | missing
+    status: str  # passed | failed | error | xfailed | skipped | missing
     message: str = ""
 
 
@@ -208,8 +211,15 @@ def _read_answers(path: Path, qids: set[str]) -> dict[str, dict]:
     return answers
 
 
-def _run_nbval(nb, rundir: Path, spec: dict, timeout_per_cell: float, memory_limit_bytes: int | None,
-               run_timeout: float, sandboxed: bool) -> _Run:
+def _run_nbval(
+    nb,
+    rundir: Path,
+    spec: dict,
+    timeout_per_cell: float,
+    memory_limit_bytes: int | None,
+    run_timeout: float,
+    sandboxed: bool,
+) -> _Run:
     """Run the graded copy with nbval once, in the fresh folder `rundir` (sandboxed when asked).
 
     rundir/work holds the notebook (the run's working folder, writable); rundir/probe holds the read-only
@@ -225,23 +235,52 @@ def _run_nbval(nb, rundir: Path, spec: dict, timeout_per_cell: float, memory_lim
     (probe / "pytest.ini").write_text("[pytest]\n")
     log_path = rundir / "pytest.log"
     token = uuid.uuid4().hex
-    package_dir = Path(__file__).resolve().parents[1]   # the scalebook_utils folder (this file is grading/runner.py)
+    package_dir = Path(__file__).resolve().parents[1]  # the scalebook_utils folder (this file is grading/runner.py)
     if sandboxed:
         inside_work, inside_probe = sandbox.SANDBOX_WORK, sandbox.SANDBOX_PROBE
-        env = {"PATH": os.defpath, "HOME": "/tmp/home", "LANG": "C.UTF-8", "JUPYTER_RUNTIME_DIR": "/tmp/jupyter",
-               "IPYTHONDIR": "/tmp/ipython", "MPLCONFIGDIR": "/tmp/matplotlib", "XDG_CACHE_HOME": "/tmp/cache",
-               "PYTHONPATH": sandbox.SANDBOX_PACKAGE_ROOT}
+        env = {
+            "PATH": os.defpath,
+            "HOME": "/tmp/home",
+            "LANG": "C.UTF-8",
+            "JUPYTER_RUNTIME_DIR": "/tmp/jupyter",
+            "IPYTHONDIR": "/tmp/ipython",
+            "MPLCONFIGDIR": "/tmp/matplotlib",
+            "XDG_CACHE_HOME": "/tmp/cache",
+            "PYTHONPATH": sandbox.SANDBOX_PACKAGE_ROOT,
+        }
     else:
         inside_work, inside_probe = str(work), str(probe)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "SCALEBOOK_"))}
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(package_dir.parent), env.get("PYTHONPATH")) if p)
-    env.update(SCALEBOOK_GRADING="1", SCALEBOOK_GRADE_RUN=token, MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1",
-               JAX_PLATFORMS="cpu", **{answers.PROBE_DIR_ENV: inside_probe})
+    env.update(
+        SCALEBOOK_GRADING="1",
+        SCALEBOOK_GRADE_RUN=token,
+        MPLBACKEND="Agg",
+        PYTHONDONTWRITEBYTECODE="1",
+        JAX_PLATFORMS="cpu",
+        **{answers.PROBE_DIR_ENV: inside_probe},
+    )
     report = f"{inside_work}/nbval-report.xml"
-    argv = [sys.executable, "-c", _LAUNCHER, str(memory_limit_bytes or 0),  # then pytest's arguments:
-            "-c", f"{inside_probe}/pytest.ini", "--rootdir", inside_work, "-p", "no:cacheprovider", "--noconftest",
-            "--nbval-lax", "--nbval-current-env", f"--nbval-cell-timeout={timeout_per_cell:g}",
-            f"--junitxml={report}", "--color=no", "-vv", _COPY_NAME]
+    argv = [
+        sys.executable,
+        "-c",
+        _LAUNCHER,
+        str(memory_limit_bytes or 0),  # then pytest's arguments:
+        "-c",
+        f"{inside_probe}/pytest.ini",
+        "--rootdir",
+        inside_work,
+        "-p",
+        "no:cacheprovider",
+        "--noconftest",
+        "--nbval-lax",
+        "--nbval-current-env",
+        f"--nbval-cell-timeout={timeout_per_cell:g}",
+        f"--junitxml={report}",
+        "--color=no",
+        "-vv",
+        _COPY_NAME,
+    ]
     if sandboxed:
         cmd = sandbox.bwrap_command(argv, package_dir=package_dir, work_dir=work, probe_dir=probe, env=env)
     else:
@@ -250,8 +289,15 @@ def _run_nbval(nb, rundir: Path, spec: dict, timeout_per_cell: float, memory_lim
     run_timed_out = False
     # output to a file, not a pipe: a process the notebook leaves behind may hold the pipe open
     with open(log_path, "wb") as log_file:
-        proc = subprocess.Popen(cmd, cwd=work, env=None if sandboxed else env, stdin=subprocess.DEVNULL,
-                                stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=work,
+            env=None if sandboxed else env,
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             proc.wait(timeout=run_timeout)
         except subprocess.TimeoutExpired:
@@ -272,8 +318,14 @@ def _run_nbval(nb, rundir: Path, spec: dict, timeout_per_cell: float, memory_lim
             items = {}
     if not items:  # no report: take what the verbose log shows
         for m in _VERBOSE_LINE.finditer(log or ""):
-            status = {"PASSED": "passed", "XPASS": "passed", "FAILED": "failed", "ERROR": "error",
-                      "XFAIL": "xfailed", "SKIPPED": "skipped"}[m[2]]
+            status = {
+                "PASSED": "passed",
+                "XPASS": "passed",
+                "FAILED": "failed",
+                "ERROR": "error",
+                "XFAIL": "xfailed",
+                "SKIPPED": "skipped",
+            }[m[2]]
             items[int(m[1])] = _Item(status, "")
     found = _read_answers(probe / "out" / "answers.jsonl", set(spec))
     return _Run(items, seconds, run_timed_out, log or "", found)
@@ -320,15 +372,25 @@ def _is_timeout(item: _Item) -> bool:
 
 
 def _neutralized_source(detail: str) -> str:
-    return ("# scalebook grade: this cell was not run again\n"
-            f"raise RuntimeError({('scalebook grade: this cell is skipped: ' + detail)!r})\n")
+    return (
+        "# scalebook grade: this cell was not run again\n"
+        f"raise RuntimeError({('scalebook grade: this cell is skipped: ' + detail)!r})\n"
+    )
 
 
 # --- grading ---------------------------------------------------------------------------------------
 
 
-def _grade_one(path: str, nb, ref: Reference, timeout_per_cell: float, memory_limit_bytes: int | None,
-               run_timeout: float | None, tmp_root: str | None, sandboxed: bool) -> SubmissionResult:
+def _grade_one(
+    path: str,
+    nb,
+    ref: Reference,
+    timeout_per_cell: float,
+    memory_limit_bytes: int | None,
+    run_timeout: float | None,
+    tmp_root: str | None,
+    sandboxed: bool,
+) -> SubmissionResult:
     t0 = time.monotonic()
     graded = build_graded_copy(nb, ref)
     spec = {cell_qid(r): spec_for(cell_qid(r)) for r in ref.checks}
@@ -341,8 +403,15 @@ def _grade_one(path: str, nb, ref: Reference, timeout_per_cell: float, memory_li
     with tempfile.TemporaryDirectory(prefix="scalebook-grade-", dir=tmp_root) as tmp:
         for attempt in range(MAX_RERUNS + 1):
             # a fresh folder for every run: a rerun never sees what an earlier run wrote (e.g. a conftest.py)
-            run = _run_nbval(graded.nb, Path(tmp) / f"run{attempt}", spec, timeout_per_cell, memory_limit_bytes,
-                             run_timeout, sandboxed)
+            run = _run_nbval(
+                graded.nb,
+                Path(tmp) / f"run{attempt}",
+                spec,
+                timeout_per_cell,
+                memory_limit_bytes,
+                run_timeout,
+                sandboxed,
+            )
             found = run.answers
             final = dict(run.items)
             final.update(forced)
@@ -352,14 +421,18 @@ def _grade_one(path: str, nb, ref: Reference, timeout_per_cell: float, memory_li
                 break
             if not run.items:
                 reason = _last_error_line(run.log) if run.log.strip() else "no report"
-                final = {i: _Item("missing", f"grading error: nbval did not run ({reason})")
-                         for i in range(len(code_cells))}
+                final = {
+                    i: _Item("missing", f"grading error: nbval did not run ({reason})") for i in range(len(code_cells))
+                }
                 break
             new_timeouts = sorted(i for i, it in run.items.items() if i not in forced and _is_timeout(it))
             if not new_timeouts:
                 break
-            masked = any(it.status == "xfailed" or "Kernel dead" in it.message
-                         for i, it in run.items.items() if i > new_timeouts[0])
+            masked = any(
+                it.status == "xfailed" or "Kernel dead" in it.message
+                for i, it in run.items.items()
+                if i > new_timeouts[0]
+            )
             for i in new_timeouts:
                 forced[i] = _Item("timeout", _timeout_text(run.items[i].message, timeout_per_cell))
             final.update(forced)
@@ -383,33 +456,43 @@ def _grade_one(path: str, nb, ref: Reference, timeout_per_cell: float, memory_li
             detail = "answer cell raised " + _last_error_line(raised.message)
         elif qid not in found:
             item = final.get(graded.check_index[qid], _Item("missing", "not run"))
-            detail = _item_detail(item, timeout_per_cell) if item.status != "passed" else \
-                f"{qid}: no answer was recorded"
+            detail = (
+                _item_detail(item, timeout_per_cell) if item.status != "passed" else f"{qid}: no answer was recorded"
+            )
         questions.append(QuestionResult(qid, passed, detail))
     return SubmissionResult(str(path), questions, time.monotonic() - t0, sandboxed)
 
 
 def _check_limits(timeout_per_cell, memory_limit_bytes, run_timeout, jobs) -> None:
     """Limits must be finite and positive (a NaN or infinite timeout would silently fail every student)."""
+
     def bad(x) -> bool:
         return isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0
+
     if bad(timeout_per_cell):
         raise GradingError(f"timeout_per_cell must be a finite number of seconds > 0, got {timeout_per_cell!r}")
     if memory_limit_bytes is not None and bad(memory_limit_bytes):
-        raise GradingError(f"memory_limit_bytes must be a finite number of bytes > 0 or None (no limit), "
-                           f"got {memory_limit_bytes!r}")
+        raise GradingError(
+            f"memory_limit_bytes must be a finite number of bytes > 0 or None (no limit), got {memory_limit_bytes!r}"
+        )
     if run_timeout is not None and bad(run_timeout):
         raise GradingError(f"run_timeout must be a finite number of seconds > 0 or None, got {run_timeout!r}")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise GradingError(f"jobs must be an integer ≥ 1, got {jobs!r}")
 
 
-def grade(submissions: Iterable[str | os.PathLike], against: str | os.PathLike, *,
-          timeout_per_cell: float = DEFAULT_TIMEOUT_PER_CELL,
-          memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT_BYTES,
-          run_timeout: float | None = None, jobs: int = 1, tmp_root: str | None = None,
-          progress: Callable[[SubmissionResult], None] | None = None,
-          sandboxed: bool | None = None) -> list[SubmissionResult]:
+def grade(
+    submissions: Iterable[str | os.PathLike],
+    against: str | os.PathLike,
+    *,
+    timeout_per_cell: float = DEFAULT_TIMEOUT_PER_CELL,
+    memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT_BYTES,
+    run_timeout: float | None = None,
+    jobs: int = 1,
+    tmp_root: str | None = None,
+    progress: Callable[[SubmissionResult], None] | None = None,
+    sandboxed: bool | None = None,
+) -> list[SubmissionResult]:
     """Grade each submission against the exercise notebook `against`; one result per submission.
 
     Every input is checked before anything runs: GradingError (one line) for a missing, unreadable or
@@ -435,8 +518,9 @@ def grade(submissions: Iterable[str | os.PathLike], against: str | os.PathLike, 
         loaded.append((str(s), nb))
 
     def one(item):
-        result = _grade_one(item[0], item[1], ref, timeout_per_cell, memory_limit_bytes, run_timeout, tmp_root,
-                            sandboxed)
+        result = _grade_one(
+            item[0], item[1], ref, timeout_per_cell, memory_limit_bytes, run_timeout, tmp_root, sandboxed
+        )
         if progress is not None:
             progress(result)
         return result

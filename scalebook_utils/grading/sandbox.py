@@ -47,11 +47,17 @@ def unavailable_reason() -> str | None:
     """None when bubblewrap runs here; else one sentence saying why not and how to get it."""
     exe = _bwrap()
     if exe is None:
-        return ("bubblewrap (bwrap) is not installed: install Debian's 'bubblewrap' package "
-                "(apt-get install bubblewrap) to sandbox each submission")
+        return (
+            "bubblewrap (bwrap) is not installed: install Debian's 'bubblewrap' package "
+            "(apt-get install bubblewrap) to sandbox each submission"
+        )
     try:
-        proc = subprocess.run([exe, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
-                              capture_output=True, text=True, timeout=30)
+        proc = subprocess.run(
+            [exe, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bubblewrap cannot start here ({type(exc).__name__}: {exc})"
     if proc.returncode != 0:
@@ -66,8 +72,14 @@ def available() -> bool:
 
 def _python_dirs() -> list[str]:
     """Every folder the Python that runs the grader needs: prefixes, site-packages, the interpreter's folder."""
-    dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-            str(Path(sys.executable).parent), str(Path(os.path.realpath(sys.executable)).parent.parent)}
+    dirs = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sys.base_exec_prefix,
+        str(Path(sys.executable).parent),
+        str(Path(os.path.realpath(sys.executable)).parent.parent),
+    }
     with contextlib.suppress(AttributeError):  # pragma: no cover - some virtualenv versions lack it
         dirs.update(site.getsitepackages())
     dirs.update(p for p in sys.path if p and os.path.isdir(p) and "site-packages" in p)
@@ -78,7 +90,8 @@ def _python_dirs() -> list[str]:
 REGISTRY_STUB = (
     '"""Stand-in for the answer registry inside the grader\'s sandbox (scalebook_utils/sandbox.py)."""\n'
     'raise ImportError("scalebook_utils.questions (the answer registry) is not available while a submission is '
-    'graded: the grader judges the answers outside this kernel; everything else in scalebook_utils works")\n')
+    'graded: the grader judges the answers outside this kernel; everything else in scalebook_utils works")\n'
+)
 
 
 def _registry_stub(probe_dir) -> Path:
@@ -88,8 +101,14 @@ def _registry_stub(probe_dir) -> Path:
     return stub
 
 
-def bwrap_command(argv: list[str], *, package_dir: str | os.PathLike, work_dir: str | os.PathLike,
-                  probe_dir: str | os.PathLike, env: dict[str, str]) -> list[str]:
+def bwrap_command(
+    argv: list[str],
+    *,
+    package_dir: str | os.PathLike,
+    work_dir: str | os.PathLike,
+    probe_dir: str | os.PathLike,
+    env: dict[str, str],
+) -> list[str]:
     """The bwrap command line that runs `argv` in the sandbox described in the module docstring.
 
     `package_dir` is the host's `scalebook_utils` folder; `work_dir` (writable) appears at /grade/work
@@ -100,8 +119,19 @@ def bwrap_command(argv: list[str], *, package_dir: str | os.PathLike, work_dir: 
     if exe is None:
         raise RuntimeError(unavailable_reason() or "bubblewrap is not installed")
     pkg = f"{SANDBOX_PACKAGE_ROOT}/scalebook_utils"
-    cmd = [exe, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
-           "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    cmd = [
+        exe,
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+    ]
     for d in _SYSTEM_DIRS:
         if os.path.islink(d):
             cmd += ["--symlink", os.readlink(d), d]
@@ -109,12 +139,25 @@ def bwrap_command(argv: list[str], *, package_dir: str | os.PathLike, work_dir: 
             cmd += ["--ro-bind", d, d]
     for d in _python_dirs():
         cmd += ["--ro-bind", d, d]
-    cmd += ["--ro-bind", str(package_dir), pkg,
-            "--ro-bind", str(_registry_stub(probe_dir)), f"{pkg}/questions",   # the answer registry: replaced
-            "--ro-bind", str(probe_dir), SANDBOX_PROBE,
-            "--bind", str(Path(probe_dir) / "out"), f"{SANDBOX_PROBE}/out",
-            "--bind", str(work_dir), SANDBOX_WORK,
-            "--chdir", SANDBOX_WORK]
+    cmd += [
+        "--ro-bind",
+        str(package_dir),
+        pkg,
+        "--ro-bind",
+        str(_registry_stub(probe_dir)),
+        f"{pkg}/questions",  # the answer registry: replaced
+        "--ro-bind",
+        str(probe_dir),
+        SANDBOX_PROBE,
+        "--bind",
+        str(Path(probe_dir) / "out"),
+        f"{SANDBOX_PROBE}/out",
+        "--bind",
+        str(work_dir),
+        SANDBOX_WORK,
+        "--chdir",
+        SANDBOX_WORK,
+    ]
     for key, value in env.items():
         cmd += ["--setenv", key, value]
     return cmd + ["--"] + list(argv)

@@ -72,8 +72,12 @@ def check_jax_version(version: str | None = None) -> bool:
     """True when `version` (default: the installed one) is in the supported range; warns when too old."""
     v = parse_version(version or jax.__version__)
     if v < MIN_JAX:
-        warnings.warn(f"scalebook supports jax {SUPPORTED_JAX[0]} ({SUPPORTED_JAX[1]}); "
-                      f"found {version or jax.__version__}. Some helpers may fail.", RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"scalebook supports jax {SUPPORTED_JAX[0]} ({SUPPORTED_JAX[1]}); "
+            f"found {version or jax.__version__}. Some helpers may fail.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
         return False
     return True
 
@@ -157,7 +161,8 @@ def set_cpu_device_count(n: int) -> None:
             raise RuntimeError(
                 f"JAX is already running with {have} CPU device(s), so it cannot switch to {n}. "
                 "Restart the kernel (Kernel → Restart) and run the setup cell first, before anything else "
-                "uses JAX.")
+                "uses JAX."
+            )
         return
     if has_num_cpu_devices_option():
         jax.config.update("jax_num_cpu_devices", n)
@@ -184,6 +189,7 @@ def make_mesh_auto(axis_shapes, axis_names, *, devices=None):
     make = getattr(jax, "make_mesh", None)
     if make is None:  # pragma: no cover - older than supported
         from jax.experimental import mesh_utils
+
         devs = mesh_utils.create_device_mesh(axis_shapes, devices=devices)
         return jax.sharding.Mesh(devs, axis_names)
     if has_axis_types() and "axis_types" in inspect.signature(make).parameters:
@@ -245,6 +251,7 @@ def all_gather_invariant(x, axis_name, *, axis: int = 0, tiled: bool = False):
     JAX has neither (its checker is off under `shard_map(check=None)`, see difference 5).
     """
     from jax import lax
+
     if "to" in inspect.signature(lax.all_gather).parameters:
         return lax.all_gather(x, axis_name, axis=axis, tiled=tiled, to="invarying")
     if hasattr(lax, "all_gather_invariant"):
@@ -255,6 +262,7 @@ def all_gather_invariant(x, axis_name, *, axis: int = 0, tiled: bool = False):
 def axis_size(axis_name) -> int:
     """Devices along a mesh axis inside shard_map (difference 9): `lax.axis_size`, or `psum(1)` on old JAX."""
     from jax import lax
+
     return int(lax.axis_size(axis_name)) if hasattr(lax, "axis_size") else int(lax.psum(1, axis_name))
 
 
@@ -263,8 +271,11 @@ def axis_size(axis_name) -> int:
 
 def explicit_sharding_missing() -> list[str]:
     """The APIs of explicit sharding (difference 10) this JAX lacks, by name; [] when it has them all."""
-    have = {"jax.sharding.AxisType": has_axis_types(), "jax.typeof": hasattr(jax, "typeof"),
-            "jax.sharding.reshard": hasattr(jax.sharding, "reshard")}
+    have = {
+        "jax.sharding.AxisType": has_axis_types(),
+        "jax.typeof": hasattr(jax, "typeof"),
+        "jax.sharding.reshard": hasattr(jax.sharding, "reshard"),
+    }
     return [name for name, ok in have.items() if not ok]
 
 
@@ -291,8 +302,24 @@ def block_until_ready(tree):
 
 
 __all__ = [
-    "SUPPORTED_JAX", "MIN_JAX", "NEWEST_TESTED_JAX", "JAX_VERSION", "parse_version", "check_jax_version",
-    "cost_analysis_dict", "has_num_cpu_devices_option", "backends_initialized", "cpu_device_count",
-    "set_cpu_device_count", "has_axis_types", "make_mesh_auto", "use_mesh", "shard_map", "all_gather_invariant",
-    "axis_size", "explicit_sharding_missing", "has_cpu_collectives_option", "block_until_ready",
+    "SUPPORTED_JAX",
+    "MIN_JAX",
+    "NEWEST_TESTED_JAX",
+    "JAX_VERSION",
+    "parse_version",
+    "check_jax_version",
+    "cost_analysis_dict",
+    "has_num_cpu_devices_option",
+    "backends_initialized",
+    "cpu_device_count",
+    "set_cpu_device_count",
+    "has_axis_types",
+    "make_mesh_auto",
+    "use_mesh",
+    "shard_map",
+    "all_gather_invariant",
+    "axis_size",
+    "explicit_sharding_missing",
+    "has_cpu_collectives_option",
+    "block_until_ready",
 ]

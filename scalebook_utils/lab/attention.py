@@ -21,8 +21,9 @@ import numpy as np
 
 def _check_qkv(q, k, v):
     if q.ndim != 4 or k.ndim != 4 or v.shape != k.shape:
-        raise ValueError(f"expected q[B, T, N, H] and k, v[B, S, K, H]; got q{tuple(q.shape)}, "
-                         f"k{tuple(k.shape)}, v{tuple(v.shape)}")
+        raise ValueError(
+            f"expected q[B, T, N, H] and k, v[B, S, K, H]; got q{tuple(q.shape)}, k{tuple(k.shape)}, v{tuple(v.shape)}"
+        )
     B, T, N, H = q.shape
     if k.shape[0] != B or k.shape[3] != H:
         raise ValueError(f"q{tuple(q.shape)} and k{tuple(k.shape)} disagree on B or H")
@@ -115,8 +116,11 @@ def chunked_attention(q, k, v, *, chunk: int, causal: bool = True):
         O2 = jnp.einsum("bkgtc,bckh->bkgth", p, vj.astype(jnp.float32))
         return _merge(M, L, O, M2, L2, O2), None
 
-    init = (jnp.full((B, K, G, T), -jnp.inf, jnp.float32), jnp.zeros((B, K, G, T), jnp.float32),
-            jnp.zeros((B, K, G, T, H), jnp.float32))
+    init = (
+        jnp.full((B, K, G, T), -jnp.inf, jnp.float32),
+        jnp.zeros((B, K, G, T), jnp.float32),
+        jnp.zeros((B, K, G, T, H), jnp.float32),
+    )
     (M, L, O), _ = jax.lax.scan(step, init, (jnp.arange(n_chunks), kc, vc))
     out = O / L[..., None]  # [B, K, G, T, H]
     return out.transpose(0, 3, 1, 2, 4).reshape(B, T, N, H).astype(q.dtype)
@@ -190,6 +194,12 @@ def softmax_row(q_row, k, v) -> np.ndarray:
     return (p / p.sum()) @ v
 
 
-
-__all__ = ["naive_attention", "chunked_attention", "jax_attention", "check_chunk", "FlashStep", "flash_steps",
-           "softmax_row"]
+__all__ = [
+    "naive_attention",
+    "chunked_attention",
+    "jax_attention",
+    "check_chunk",
+    "FlashStep",
+    "flash_steps",
+    "softmax_row",
+]

@@ -71,13 +71,19 @@ class Calibration:
         how_c = self.details.get("matmul_method", "jaxlab.calibrate matmul")
         how_w = self.details.get("bandwidth_method", "jaxlab.calibrate array update")
         return ChipSpec(
-            name=f"measured-{self.backend}", vendor="measured", generation=str(kind),
+            name=f"measured-{self.backend}",
+            vendor="measured",
+            generation=str(kind),
             peak_flops_per_s={self.mode: float(self.flops_per_s)},
             hbm_bytes=float(self.details.get("memory_bytes", 0.0)),
             hbm_bandwidth_bytes_per_s=float(self.bytes_per_s),
-            sources={"peak_flops_per_s": f"measured: {how_c}", "hbm_bandwidth_bytes_per_s": f"measured: {how_w}",
-                     "hbm_bytes": "os.sysconf / device memory_stats"},
-            notes=("Measured by scalebook_utils.jaxlab.calibrate on this machine; noisy, best of several runs.",))
+            sources={
+                "peak_flops_per_s": f"measured: {how_c}",
+                "hbm_bandwidth_bytes_per_s": f"measured: {how_w}",
+                "hbm_bytes": "os.sysconf / device memory_stats",
+            },
+            notes=("Measured by scalebook_utils.jaxlab.calibrate on this machine; noisy, best of several runs.",),
+        )
 
 
 def _best_chain(step: Callable, state, inner: int, repeats: int):
@@ -148,7 +154,7 @@ def calibrate(quick: bool = True, dtype: str = "float32") -> Calibration:
         kx, kw = jax.random.split(jax.random.PRNGKey(N))
         x = jax.random.normal(kx, (N, N), jdt)  # x: dtype[N, N]
         w = jax.random.normal(kw, (N, N), jdt)  # w: dtype[N, N]
-        _compat.block_until_ready(mm(x, w))     # compile and warm up
+        _compat.block_until_ready(mm(x, w))  # compile and warm up
         t, _ = _best_chain(lambda _prev, x=x, w=w: mm(x, w), None, inner, mm_repeats)
         by_n[N] = 2.0 * N**3 / t
         del x, w
@@ -162,18 +168,29 @@ def calibrate(quick: bool = True, dtype: str = "float32") -> Calibration:
     chain = f", {inner} calls chained per timing" if inner > 1 else ""
     details = {
         "device_kind": jax.devices()[0].device_kind,
-        "matmul_N": N, "matmul_seconds": t_mm, "matmul_repeats": mm_repeats, "matmul_flops_per_s_by_N": by_n,
-        "matmul_method": (f"best of {mm_repeats}{chain} (max over N in {list(Ns)}, best N={N}): "
-                          f"jit(jnp.dot) {canonical_dtype(dtype)}[N,N] @ [N,N], 2N³ FLOPs"),
-        "bandwidth_array_bytes": nb, "bandwidth_seconds": t_bw, "bandwidth_repeats": bw_repeats,
-        "bandwidth_method": (f"best of {bw_repeats}{chain}: donated in-place y ← −y over {nb / 2**20:.0f} MiB "
-                             "(read + write)"),
+        "matmul_N": N,
+        "matmul_seconds": t_mm,
+        "matmul_repeats": mm_repeats,
+        "matmul_flops_per_s_by_N": by_n,
+        "matmul_method": (
+            f"best of {mm_repeats}{chain} (max over N in {list(Ns)}, best N={N}): "
+            f"jit(jnp.dot) {canonical_dtype(dtype)}[N,N] @ [N,N], 2N³ FLOPs"
+        ),
+        "bandwidth_array_bytes": nb,
+        "bandwidth_seconds": t_bw,
+        "bandwidth_repeats": bw_repeats,
+        "bandwidth_method": (
+            f"best of {bw_repeats}{chain}: donated in-place y ← −y over {nb / 2**20:.0f} MiB (read + write)"
+        ),
         "bytes_per_s_no_donation": 2.0 * nb / t_fresh,
         "memory_bytes": _memory_bytes(backend),
-        "quick": quick, "wall_seconds": time.perf_counter() - t_start, "jax_version": jax.__version__,
+        "quick": quick,
+        "wall_seconds": time.perf_counter() - t_start,
+        "jax_version": jax.__version__,
     }
-    return Calibration(flops_per_s=flops_per_s, bytes_per_s=bytes_per_s, dtype=str(dtype), backend=backend,
-                       details=details)
+    return Calibration(
+        flops_per_s=flops_per_s, bytes_per_s=bytes_per_s, dtype=str(dtype), backend=backend, details=details
+    )
 
 
 # --- matmul timing and the roofline prediction -----------------------------------------------------
@@ -200,8 +217,13 @@ class MatmulMeasurement:
         return self.flops / self.bytes
 
 
-def measure_matmuls(shapes: Sequence[tuple[int, int, int]], dtype: str = "float32", repeats: int = 5,
-                    min_time: float = 0.005, chain: int | None = None) -> list[MatmulMeasurement]:
+def measure_matmuls(
+    shapes: Sequence[tuple[int, int, int]],
+    dtype: str = "float32",
+    repeats: int = 5,
+    min_time: float = 0.005,
+    chain: int | None = None,
+) -> list[MatmulMeasurement]:
     """Time jit(X @ W) for each (B, D, F) in `shapes`: seconds per matmul, best of `repeats`.
 
     chain=1 (the default on CPU): `time_fn`, waiting for every call. chain=k > 1 (the default, 10,
@@ -226,8 +248,11 @@ def measure_matmuls(shapes: Sequence[tuple[int, int, int]], dtype: str = "float3
         else:
             _compat.block_until_ready(mm(x, w))  # compile and warm up
             t, _ = _best_chain(lambda _prev, x=x, w=w: mm(x, w), None, chain, repeats)
-        out.append(MatmulMeasurement(B=B, D=D, F=F, seconds=t, flops=2.0 * B * D * F,
-                                     bytes=float((B * D + D * F + B * F) * itemsize)))
+        out.append(
+            MatmulMeasurement(
+                B=B, D=D, F=F, seconds=t, flops=2.0 * B * D * F, bytes=float((B * D + D * F + B * F) * itemsize)
+            )
+        )
         del x, w
     return out
 
@@ -244,10 +269,16 @@ class PredictionRow(NamedTuple):
     ratio: float
 
 
-def predict_vs_measure(calibration: Calibration | None, shapes: Sequence[tuple[int, int, int]], *,
-                       chip: ChipSpec | str | None = None, mode: str | None = None, dtype: str | None = None,
-                       repeats: int = 5, measurements: Sequence[MatmulMeasurement] | None = None
-                       ) -> list[PredictionRow]:
+def predict_vs_measure(
+    calibration: Calibration | None,
+    shapes: Sequence[tuple[int, int, int]],
+    *,
+    chip: ChipSpec | str | None = None,
+    mode: str | None = None,
+    dtype: str | None = None,
+    repeats: int = 5,
+    measurements: Sequence[MatmulMeasurement] | None = None,
+) -> list[PredictionRow]:
     """Roofline prediction T_lower = max(2BDF / C, (BD + DF + BF)·s / W) against the measured time.
 
     chip=None: C and W from `calibration` (`calibration.as_chip()`, mode 'fp32' for a float32
@@ -266,8 +297,9 @@ def predict_vs_measure(calibration: Calibration | None, shapes: Sequence[tuple[i
         if isinstance(chip, str) and chip == "runtime":
             name = runtime().chip
             if name is None:
-                raise ValueError("chip='runtime' needs a TPU/GPU that scalebook knows; this runtime is "
-                                 f"{describe_runtime()}")
+                raise ValueError(
+                    f"chip='runtime' needs a TPU/GPU that scalebook knows; this runtime is {describe_runtime()}"
+                )
             chip = name
         spec = get_chip(chip)
         mode = mode or "bf16"
@@ -297,6 +329,12 @@ def format_rows(rows: Sequence[PredictionRow | tuple]) -> str:
 
 
 __all__ = [
-    "Calibration", "calibrate", "MatmulMeasurement", "measure_matmuls", "PredictionRow", "predict_vs_measure",
-    "median_ratio", "format_rows",
+    "Calibration",
+    "calibrate",
+    "MatmulMeasurement",
+    "measure_matmuls",
+    "PredictionRow",
+    "predict_vs_measure",
+    "median_ratio",
+    "format_rows",
 ]

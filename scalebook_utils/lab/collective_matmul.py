@@ -61,7 +61,7 @@ def _ag_body(a, w, *, axis="Y"):
     idx, k = lax.axis_index(axis), a.shape[1]
     acc = jnp.zeros((a.shape[0], w.shape[1]), jnp.result_type(a, w))
     for s in range(n):
-        nxt = lax.ppermute(a, axis, perm) if s < n - 1 else None   # issued first: it can overlap the dot
+        nxt = lax.ppermute(a, axis, perm) if s < n - 1 else None  # issued first: it can overlap the dot
         acc = acc + a @ lax.dynamic_slice_in_dim(w, ((idx + s) % n) * k, k, axis=0)
         a = nxt
     return acc
@@ -70,8 +70,11 @@ def _ag_body(a, w, *, axis="Y"):
 def ag_matmul_fn(mesh, axis: str = "Y"):
     """Jitted collective matmul A[B_X, D_Y] · W[D, F_Y] → Out[B_X, F_Y] (book ch. 10 "Collective
     matmul"): Y − 1 collective-permutes of A-blocks interleaved with Y partial matmuls, no AllGather."""
-    return jax.jit(_compat.shard_map(partial(_ag_body, axis=axis), mesh=mesh,
-                                     in_specs=(P("X", axis), P(None, axis)), out_specs=P("X", axis)))
+    return jax.jit(
+        _compat.shard_map(
+            partial(_ag_body, axis=axis), mesh=mesh, in_specs=(P("X", axis), P(None, axis)), out_specs=P("X", axis)
+        )
+    )
 
 
 def plain_matmul_fn(mesh, out_spec=("X", "Y")):
@@ -103,38 +106,55 @@ def _rs_body(x, w, *, axis="Y", bidirectional=False):
     blk = w.shape[1] // axis_size(axis)
     if not bidirectional:
         return rs_chunks(x, w, axis, 1, slice(0, blk))
-    h = blk // 2   # half of each block goes clockwise, half counter-clockwise: both links busy
+    h = blk // 2  # half of each block goes clockwise, half counter-clockwise: both links busy
     return jnp.concatenate([rs_chunks(x, w, axis, 1, slice(0, h)), rs_chunks(x, w, axis, -1, slice(h, blk))], axis=1)
 
 
 def rs_matmul_fn(mesh, axis: str = "Y", bidirectional: bool = False):
     """Jitted ReduceScatter collective matmul Tmp[B_X, F_Y] ·_F W2[F_Y, D] → Out[B_X, D_Y] (ch10.q3b):
     each step sends one [B/X, D/Y] block of running sums — the least any reduce-scatter can send."""
-    return jax.jit(_compat.shard_map(partial(_rs_body, axis=axis, bidirectional=bidirectional), mesh=mesh,
-                                     in_specs=(P("X", axis), P(axis, None)), out_specs=P("X", axis)))
+    return jax.jit(
+        _compat.shard_map(
+            partial(_rs_body, axis=axis, bidirectional=bidirectional),
+            mesh=mesh,
+            in_specs=(P("X", axis), P(axis, None)),
+            out_specs=P("X", axis),
+        )
+    )
 
 
 def _ar_body(x, w, *, axis="Y", bidirectional=False):
-    if bidirectional:   # a bidirectional reduce-scatter matmul, then AllGather the reduced blocks
+    if bidirectional:  # a bidirectional reduce-scatter matmul, then AllGather the reduced blocks
         return _compat.all_gather_invariant(_rs_body(x, w, axis=axis, bidirectional=True), axis, axis=1, tiled=True)
     n = axis_size(axis)
-    blk = w.shape[1] // n   # tile the output: the psum of tile t can run while tile t + 1 is multiplied
-    return jnp.concatenate([lax.psum(x @ w[:, t * blk:(t + 1) * blk], axis) for t in range(n)], axis=1)
+    blk = w.shape[1] // n  # tile the output: the psum of tile t can run while tile t + 1 is multiplied
+    return jnp.concatenate([lax.psum(x @ w[:, t * blk : (t + 1) * blk], axis) for t in range(n)], axis=1)
 
 
 def ar_matmul_fn(mesh, axis: str = "Y", bidirectional: bool = False):
     """Jitted AllReduce collective matmul A[B_X, D_Y] ·_D W[D_Y, F] → Out[B_X, F] (ch10.q3a, ch10.q4)."""
-    return jax.jit(_compat.shard_map(partial(_ar_body, axis=axis, bidirectional=bidirectional), mesh=mesh,
-                                     in_specs=(P("X", axis), P(axis, None)), out_specs=P("X", None)))
+    return jax.jit(
+        _compat.shard_map(
+            partial(_ar_body, axis=axis, bidirectional=bidirectional),
+            mesh=mesh,
+            in_specs=(P("X", axis), P(axis, None)),
+            out_specs=P("X", None),
+        )
+    )
 
 
 def mlp_block_fn(mesh, axis: str = "Y", bidirectional: bool = False):
     """In[B_X, D_Y] · W_in[D, F_Y] · W_out[F_Y, D] → Out[B_X, D_Y] (ch10.q3c): the AllGather collective
     matmul, then the ReduceScatter one; the intermediate [B_X, F_Y] never leaves its device."""
+
     def body(a, w_in, w_out):
         return _rs_body(_ag_body(a, w_in, axis=axis), w_out, axis=axis, bidirectional=bidirectional)
-    return jax.jit(_compat.shard_map(body, mesh=mesh, in_specs=(P("X", axis), P(None, axis), P(axis, None)),
-                                     out_specs=P("X", axis)))
+
+    return jax.jit(
+        _compat.shard_map(
+            body, mesh=mesh, in_specs=(P("X", axis), P(None, axis), P(axis, None)), out_specs=P("X", axis)
+        )
+    )
 
 
 def collective_matmul_check(B: int = 64, D: int = 256, F: int = 512, mesh_shape=(2, 4)) -> dict:
@@ -148,8 +168,12 @@ def collective_matmul_check(B: int = 64, D: int = 256, F: int = 512, mesh_shape=
     res = {}
     for name, f in (("collective", ag_matmul_fn(mesh)), ("plain", plain_matmul_fn(mesh))):
         hlo = hlo_text(f, A, W)
-        res[name] = {"out": np.asarray(f(A, W)), "hlo": dict(jaxlab.count_hlo_collectives(hlo)),
-                     "overlap": overlap_summary(hlo), "fn": f}
+        res[name] = {
+            "out": np.asarray(f(A, W)),
+            "hlo": dict(jaxlab.count_hlo_collectives(hlo)),
+            "overlap": overlap_summary(hlo),
+            "fn": f,
+        }
     res["equal"] = bool(np.array_equal(res["collective"]["out"], res["plain"]["out"]))
     res["exact"] = bool(np.array_equal(res["plain"]["out"], a @ w))
     res["args"] = (A, W)
@@ -157,6 +181,13 @@ def collective_matmul_check(B: int = 64, D: int = 256, F: int = 512, mesh_shape=
 
 
 __all__ = [
-    "ag_matmul_fn", "plain_matmul_fn", "rs_matmul_fn", "ar_matmul_fn", "mlp_block_fn", "hlo_schedule",
-    "hlo_dependencies", "overlap_summary", "collective_matmul_check",
+    "ag_matmul_fn",
+    "plain_matmul_fn",
+    "rs_matmul_fn",
+    "ar_matmul_fn",
+    "mlp_block_fn",
+    "hlo_schedule",
+    "hlo_dependencies",
+    "overlap_summary",
+    "collective_matmul_check",
 ]

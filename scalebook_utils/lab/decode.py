@@ -23,27 +23,37 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from scalebook_utils.core.inference import costs as inference
+from scalebook_utils.core.roofline import lower_bound, upper_bound
+from scalebook_utils.core.transformer import TransformerConfig, kv_cache_bytes_per_token, matmul_params, param_count
+from scalebook_utils.core.units import canonical_dtype, dtype_bytes, is_int, require_positive
 from scalebook_utils.lab import runtime as jaxlab
 from scalebook_utils.lab import tinymodel
 from scalebook_utils.lab._compat import block_until_ready
-from scalebook_utils.core.roofline import lower_bound, upper_bound
-from scalebook_utils.lab.tinymodel import check_tokens, is_tracer, check_config, rms_norm
-from scalebook_utils.core.transformer import TransformerConfig, kv_cache_bytes_per_token, matmul_params, param_count
-from scalebook_utils.core.units import canonical_dtype, dtype_bytes, is_int, require_positive
+from scalebook_utils.lab.tinymodel import check_config, check_tokens, is_tracer, rms_norm
 
 #: Demo model for timing decode on a 2-core CPU in float32 (not from the book): 19.9 M matmul parameters,
 #: 80 MB of weights read per step (≈ 2× the 36 MiB L3 cache, so they stream from DRAM), 4 KiB of KV per
 #: token. B_crit = (C/W)·w/2 = 2·C/W with w = 4-byte weights ≈ 10–16 here, so B = 1 … 128 spans memory- to
 #: compute-bound; two layers keep each compilation ≈ 0.6 s.
-DECODE_DEMO = TransformerConfig("decode-demo", L=2, D=1024, F=2048, N=8, K=2, H=128, V=2048,
-                                source="scalebook ch. 7 CPU decode demo (not from the book)")
+DECODE_DEMO = TransformerConfig(
+    "decode-demo",
+    L=2,
+    D=1024,
+    F=2048,
+    N=8,
+    K=2,
+    H=128,
+    V=2048,
+    source="scalebook ch. 7 CPU decode demo (not from the book)",
+)
 #: Cached and recomputed logits agree within this, absolute and relative (float32; seen: ≤ 3e-6).
 LOGITS_TOL = 1e-4
 ROOFLINE_FORMS = ("upper", "book", "lower")
@@ -79,12 +89,16 @@ def cache_bytes(cache: dict) -> int:
 def _check_cache(cache, cfg: TransformerConfig) -> tuple[int, int]:
     """(B, max_len) of a cache that `init_cache` made for `cfg`; ValueError otherwise."""
     if not isinstance(cache, dict) or set(cache) != {"k", "v"}:
-        raise ValueError(f"cache must be the dict {{'k', 'v'}} of init_cache/prefill, got {type(cache).__name__} "
-                         f"{sorted(cache) if isinstance(cache, dict) else ''}")
+        raise ValueError(
+            f"cache must be the dict {{'k', 'v'}} of init_cache/prefill, got {type(cache).__name__} "
+            f"{sorted(cache) if isinstance(cache, dict) else ''}"
+        )
     shape = tuple(cache["k"].shape)
     if len(shape) != 5 or (shape[0], shape[2], shape[4]) != (cfg.L, cfg.K, cfg.H) or cache["v"].shape != shape:
-        raise ValueError(f"cache arrays must be [L, B, K, max_len, H] = [{cfg.L}, B, {cfg.K}, max_len, {cfg.H}] "
-                         f"for {cfg.name!r}; got k{shape}, v{tuple(cache['v'].shape)}")
+        raise ValueError(
+            f"cache arrays must be [L, B, K, max_len, H] = [{cfg.L}, B, {cfg.K}, max_len, {cfg.H}] "
+            f"for {cfg.name!r}; got k{shape}, v{tuple(cache['v'].shape)}"
+        )
     return shape[1], shape[3]
 
 
@@ -115,11 +129,17 @@ def serving_params(params, cfg: TransformerConfig) -> dict:
     for layer in params["layers"]:
         a, m = layer["attn"], layer["mlp"]
         new = {"w_qkv": t(a["wq"], a["wk"], a["wv"]), "wo": t(a["wo"].reshape(-1, cfg.D))}
-        new.update({"w_gate_up": t(m["w_gate"], m["w_up"]), "w_down": t(m["w_down"])} if cfg.gated_mlp
-                   else {"w_in": t(m["w_in"]), "w_out": t(m["w_out"])})
+        new.update(
+            {"w_gate_up": t(m["w_gate"], m["w_up"]), "w_down": t(m["w_down"])}
+            if cfg.gated_mlp
+            else {"w_in": t(m["w_in"]), "w_out": t(m["w_out"])}
+        )
         layers.append({**new, **{n: v for n, v in layer.items() if n.endswith("norm")}})
-    out = {"embedding": params["embedding"], "layers": layers,
-           "unembedding_t": params["embedding"] if cfg.tied_embeddings else t(params["unembedding"])}
+    out = {
+        "embedding": params["embedding"],
+        "layers": layers,
+        "unembedding_t": params["embedding"] if cfg.tied_embeddings else t(params["unembedding"]),
+    }
     return {**out, **({"final_norm": params["final_norm"]} if "final_norm" in params else {})}
 
 
@@ -202,8 +222,9 @@ def prefill(params, tokens, cfg: TransformerConfig, max_len: int, *, dtype=None)
     tokens = check_tokens(tokens, cfg)
     if tokens.shape[1] > _positive("max_len", max_len):
         raise ValueError(f"prompt length T={tokens.shape[1]} exceeds the cache: max_len={max_len}")
-    logits, cache = _prefill_jit(params, tokens, cfg=cfg, max_len=max_len,
-                                 dtype=str(jnp.dtype(dtype or params["embedding"].dtype)))
+    logits, cache = _prefill_jit(
+        params, tokens, cfg=cfg, max_len=max_len, dtype=str(jnp.dtype(dtype or params["embedding"].dtype))
+    )
     return logits.T, cache
 
 
@@ -240,8 +261,9 @@ def decode_step(params, token, cache: dict, pos, cfg: TransformerConfig):
 _forward_jit = jax.jit(tinymodel.forward, static_argnames=("cfg",))
 
 
-def generate(params, prompt, cfg: TransformerConfig, steps: int, *, use_cache: bool = True,
-             return_logits: bool = False):
+def generate(
+    params, prompt, cfg: TransformerConfig, steps: int, *, use_cache: bool = True, return_logits: bool = False
+):
     """Greedy decoding: `steps` new tokens int32[B, steps] after prompt[B, T] (book ch. 7 §3.1).
 
     use_cache=True: `prefill` (max_len = T + steps − 1), then steps − 1 decode steps (cache donated).
@@ -254,8 +276,7 @@ def generate(params, prompt, cfg: TransformerConfig, steps: int, *, use_cache: b
     steps = _positive("steps", steps)
     (B, T), n = tokens.shape, tokens.shape[1] + steps - 1
     if not use_cache and "unembedding_t" in params:
-        raise ValueError("use_cache=False runs tinymodel.forward, which needs tinymodel parameters, not "
-                         "serving_params")
+        raise ValueError("use_cache=False runs tinymodel.forward, which needs tinymodel parameters, not serving_params")
     if use_cache:
         params = serving_params(params, cfg)
         logits, cache = prefill(params, tokens, cfg, n)
@@ -276,8 +297,9 @@ def generate(params, prompt, cfg: TransformerConfig, steps: int, *, use_cache: b
     return (out, jnp.stack(all_logits, axis=1)) if return_logits else out
 
 
-def cache_matches_recompute(cfg: TransformerConfig = tinymodel.TINY, B: int = 2, T: int = 8, steps: int = 8,
-                            key=0, *, tol: float = LOGITS_TOL) -> bool:
+def cache_matches_recompute(
+    cfg: TransformerConfig = tinymodel.TINY, B: int = 2, T: int = 8, steps: int = 8, key=0, *, tol: float = LOGITS_TOL
+) -> bool:
     """True when cached and recomputed greedy decoding give exactly the same tokens, and logits within `tol`
     (absolute and relative), for seeded parameters and a seeded random prompt [B, T]."""
     params = tinymodel.init_params(cfg, key)
@@ -295,8 +317,15 @@ def served_model(cfg: TransformerConfig) -> inference.ServedModel:
     (the embedding lookup reads only B rows; a tied embedding is the unembedding, counted once); active =
     P_matmul (with the D·V unembedding); KV elements 2·L·K·H per token; 4·N·H·L attention FLOPs per key."""
     check_config(cfg)
-    return inference.ServedModel(cfg.name, matmul_params(cfg) + param_count(cfg).norms, matmul_params(cfg),
-                                 kv_cache_bytes_per_token(cfg, "fp32") / 4, 4.0 * cfg.N * cfg.H * cfg.L, cfg.D, cfg.L)
+    return inference.ServedModel(
+        cfg.name,
+        matmul_params(cfg) + param_count(cfg).norms,
+        matmul_params(cfg),
+        kv_cache_bytes_per_token(cfg, "fp32") / 4,
+        4.0 * cfg.N * cfg.H * cfg.L,
+        cfg.D,
+        cfg.L,
+    )
 
 
 def _read_timer(n_bytes: int):
@@ -336,8 +365,15 @@ def _calibration(best: dict, calibration, read_bytes_per_s) -> jaxlab.Calibratio
     return jaxlab.Calibration(c, w, "float32", jax.default_backend(), details={"timed": "alongside the steps"})
 
 
-def decode_bounds(cfg: TransformerConfig, B: int, S: int, calibration: jaxlab.Calibration,
-                  dtype: str = "float32", *, read_bytes_per_s: float | None = None) -> inference.DecodeStep:
+def decode_bounds(
+    cfg: TransformerConfig,
+    B: int,
+    S: int,
+    calibration: jaxlab.Calibration,
+    dtype: str = "float32",
+    *,
+    read_bytes_per_s: float | None = None,
+) -> inference.DecodeStep:
     """`inference.decode_step` for one step of the model on this machine (`calibration.as_chip()`, seconds):
     t_math = 2·B·P_matmul/C, t_math_attention = 4·B·S·N·H·L/C, t_hbm_weights = P_read·w/W,
     t_hbm_kv = B·S·2·L·K·H·w/W, with w bytes per element of `dtype`; W = read_bytes_per_s if given."""
@@ -347,12 +383,21 @@ def decode_bounds(cfg: TransformerConfig, B: int, S: int, calibration: jaxlab.Ca
         calibration = dataclasses.replace(calibration, bytes_per_s=float(read_bytes_per_s))
     w = dtype_bytes(dtype)
     precision = inference.Precision(canonical_dtype(dtype), w, w, calibration.mode, w)
-    return inference.decode_step(served_model(cfg), B, S, chip=calibration.as_chip(), precision=precision,
-                                 check_memory=False)
+    return inference.decode_step(
+        served_model(cfg), B, S, chip=calibration.as_chip(), precision=precision, check_memory=False
+    )
 
 
-def decode_roofline(cfg: TransformerConfig, B: int, S: int, calibration: jaxlab.Calibration,
-                    dtype: str = "float32", *, form: str = "upper", read_bytes_per_s: float | None = None) -> float:
+def decode_roofline(
+    cfg: TransformerConfig,
+    B: int,
+    S: int,
+    calibration: jaxlab.Calibration,
+    dtype: str = "float32",
+    *,
+    form: str = "upper",
+    read_bytes_per_s: float | None = None,
+) -> float:
     """Predicted seconds of one decode step of B sequences over S cached keys (book ch. 7 §3.4 with ch. 1).
 
     T_math = (2·B·P_matmul + 4·B·S·N·H·L)/C, T_comms = (P_read + B·S·2·L·K·H)·w/W (`decode_bounds`):
@@ -413,9 +458,17 @@ def _best_times(fns: dict, rounds: int, min_time: float = 0.01) -> dict:
     return best
 
 
-def measure_decode(cfg: TransformerConfig = DECODE_DEMO, batches: Sequence[int] = (1, 2, 4, 8, 16, 32, 64, 128),
-                   S: int = 64, calibration: jaxlab.Calibration | None = None, *, rounds: int = 3,
-                   form: str = "upper", read_bytes_per_s: float | None = None, key=0) -> list[DecodeRow]:
+def measure_decode(
+    cfg: TransformerConfig = DECODE_DEMO,
+    batches: Sequence[int] = (1, 2, 4, 8, 16, 32, 64, 128),
+    S: int = 64,
+    calibration: jaxlab.Calibration | None = None,
+    *,
+    rounds: int = 3,
+    form: str = "upper",
+    read_bytes_per_s: float | None = None,
+    key=0,
+) -> list[DecodeRow]:
     """Time the jitted decode step (float32, serving layout) at each batch size against `decode_roofline`.
 
     The cache holds S positions; the step writes position S and reads S + 1 keys. Each B compiles once
@@ -451,10 +504,15 @@ def measure_decode(cfg: TransformerConfig = DECODE_DEMO, batches: Sequence[int] 
 
 def format_decode_rows(rows: Sequence[DecodeRow]) -> str:
     """An aligned table of `measure_decode` rows (times in ms), headed by the constants C and W used."""
-    lines = [f"C = {rows[0].flops_per_s / 1e9:.0f} GFLOP/s, W = {rows[0].bytes_per_s / 1e9:.1f} GB/s (reads)"
-             if rows else "no rows", f"{'B':>5} {'measured ms':>12} {'predicted ms':>13} {'pred/meas':>10}  bound"]
-    lines += [f"{r.B:>5} {r.measured_s * 1e3:>12.3f} {r.predicted_s * 1e3:>13.3f} {r.ratio:>10.2f}  {r.bound}"
-              for r in rows]
+    lines = [
+        f"C = {rows[0].flops_per_s / 1e9:.0f} GFLOP/s, W = {rows[0].bytes_per_s / 1e9:.1f} GB/s (reads)"
+        if rows
+        else "no rows",
+        f"{'B':>5} {'measured ms':>12} {'predicted ms':>13} {'pred/meas':>10}  bound",
+    ]
+    lines += [
+        f"{r.B:>5} {r.measured_s * 1e3:>12.3f} {r.predicted_s * 1e3:>13.3f} {r.ratio:>10.2f}  {r.bound}" for r in rows
+    ]
     return "\n".join(lines)
 
 
@@ -480,13 +538,22 @@ class PrefillVsDecode(NamedTuple):
         return self.predicted_decode_s * self.T / self.predicted_prefill_s
 
     def __str__(self) -> str:
-        return (f"B={self.B} T={self.T}: prefill {self.prefill_s / (self.B * self.T) * 1e6:.1f} µs/token, decode "
-                f"{self.decode_s / self.B * 1e6:.1f} µs/token → decode costs {self.ratio:.1f}× more per token "
-                f"(roofline: {self.predicted_ratio:.1f}×)")
+        return (
+            f"B={self.B} T={self.T}: prefill {self.prefill_s / (self.B * self.T) * 1e6:.1f} µs/token, decode "
+            f"{self.decode_s / self.B * 1e6:.1f} µs/token → decode costs {self.ratio:.1f}× more per token "
+            f"(roofline: {self.predicted_ratio:.1f}×)"
+        )
 
 
-def prefill_vs_decode(cfg: TransformerConfig = DECODE_DEMO, B: int = 1, T: int = 128,
-                      calibration: jaxlab.Calibration | None = None, *, rounds: int = 3, key=0) -> PrefillVsDecode:
+def prefill_vs_decode(
+    cfg: TransformerConfig = DECODE_DEMO,
+    B: int = 1,
+    T: int = 128,
+    calibration: jaxlab.Calibration | None = None,
+    *,
+    rounds: int = 3,
+    key=0,
+) -> PrefillVsDecode:
     """Time a jitted prefill of B prompts of T tokens (T + 1 cache slots) and a decode step at context T
     (float32, serving layout), interleaved, with the "upper" roofline of each: prefill
     B·T·(2·P_matmul + 4·(T + 1)·N·H·L)/C + P_read·4/W, decode `decode_roofline` with S = T + 1. C and W are
@@ -495,21 +562,45 @@ def prefill_vs_decode(cfg: TransformerConfig = DECODE_DEMO, B: int = 1, T: int =
     B, T = _positive("B (batch)", B), _positive("T (prompt)", T)
     params = serving_params(tinymodel.init_params(cfg, key), cfg)
     tokens = tinymodel.sample_tokens(cfg, B, T, key)
-    timers = {"prefill": lambda: _prefill_jit(params, tokens, cfg=cfg, max_len=T + 1, dtype="float32"),
-              "decode": _decode_timer(params, cfg, B, T)}
+    timers = {
+        "prefill": lambda: _prefill_jit(params, tokens, cfg=cfg, max_len=T + 1, dtype="float32"),
+        "decode": _decode_timer(params, cfg, B, T),
+    }
     block_until_ready(timers["prefill"]())
     timers.update(_roofline_timers() if calibration is None else {"read": _read_timer(READ_BYTES)})
     best = _best_times(timers, rounds)
     cal, m = _calibration(best, calibration, None), served_model(cfg)
     flops = B * T * (2 * m.active_params + (T + 1) * m.attn_flops_per_key)
-    return PrefillVsDecode(B, T, best["prefill"], best["decode"],
-                           upper_bound(flops / cal.flops_per_s, m.params * 4 / cal.bytes_per_s),
-                           decode_roofline(cfg, B, T + 1, cal))
+    return PrefillVsDecode(
+        B,
+        T,
+        best["prefill"],
+        best["decode"],
+        upper_bound(flops / cal.flops_per_s, m.params * 4 / cal.bytes_per_s),
+        decode_roofline(cfg, B, T + 1, cal),
+    )
 
 
 __all__ = [
-    "DECODE_DEMO", "LOGITS_TOL", "ROOFLINE_FORMS", "READ_BYTES", "MATMUL_N", "init_cache", "cache_bytes", "serving_params",
-    "prefill", "decode_step", "generate", "cache_matches_recompute", "served_model", "read_bandwidth",
-    "decode_bounds", "decode_roofline", "DecodeRow", "measure_decode", "format_decode_rows", "PrefillVsDecode",
+    "DECODE_DEMO",
+    "LOGITS_TOL",
+    "ROOFLINE_FORMS",
+    "READ_BYTES",
+    "MATMUL_N",
+    "init_cache",
+    "cache_bytes",
+    "serving_params",
+    "prefill",
+    "decode_step",
+    "generate",
+    "cache_matches_recompute",
+    "served_model",
+    "read_bandwidth",
+    "decode_bounds",
+    "decode_roofline",
+    "DecodeRow",
+    "measure_decode",
+    "format_decode_rows",
+    "PrefillVsDecode",
     "prefill_vs_decode",
 ]

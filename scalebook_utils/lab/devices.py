@@ -30,16 +30,16 @@ from scalebook_utils.lab import _compat
 #: specific patterns come first. A None value means "recognised, but not a chip of the book".
 DEVICE_KIND_PATTERNS: tuple[tuple[str, str | None], ...] = (
     (r"tpu\s*v?7|ironwood", "tpu7x"),
-    (r"tpu\s*v6\s*(lite|e)?\b", "tpu-v6e"),     # Colab/Cloud report v6e as "TPU v6 lite"
-    (r"tpu\s*v5\s*(lite|e)\b", "tpu-v5e"),      # "TPU v5 lite" (v5e)
-    (r"tpu\s*v5p?\b", "tpu-v5p"),               # "TPU v5" / "TPU v5p"
-    (r"tpu\s*v4\s*(lite|i)\b", None),           # v4i: an inference chip the book does not cover
+    (r"tpu\s*v6\s*(lite|e)?\b", "tpu-v6e"),  # Colab/Cloud report v6e as "TPU v6 lite"
+    (r"tpu\s*v5\s*(lite|e)\b", "tpu-v5e"),  # "TPU v5 lite" (v5e)
+    (r"tpu\s*v5p?\b", "tpu-v5p"),  # "TPU v5" / "TPU v5p"
+    (r"tpu\s*v4\s*(lite|i)\b", None),  # v4i: an inference chip the book does not cover
     (r"tpu\s*v4p?\b", "tpu-v4p"),
     (r"tpu\s*v3\b", "tpu-v3"),
     (r"\bgb200\b", "gb200"),
     (r"\bb200\b", "b200"),
     (r"\bh200\b", "h200"),
-    (r"\bh100\b", "h100"),                      # SXM, PCIe and NVL all map to the book's (SXM) H100
+    (r"\bh100\b", "h100"),  # SXM, PCIe and NVL all map to the book's (SXM) H100
     (r"\ba100\b", "a100"),
     (r"\bv100\b", "v100"),
 )
@@ -109,9 +109,16 @@ def runtime() -> RuntimeInfo:
     except RuntimeError:  # pragma: no cover - CPU backend disabled via JAX_PLATFORMS
         n_cpu = 0
     where = _where()
-    return RuntimeInfo(backend=backend, device_kind=kind, n_devices=len(devs), on_colab=where == "Colab",
-                       jax_version=jax.__version__, chip=None if backend == "cpu" else chip_from_device_kind(kind),
-                       n_cpu_devices=n_cpu, where=where)
+    return RuntimeInfo(
+        backend=backend,
+        device_kind=kind,
+        n_devices=len(devs),
+        on_colab=where == "Colab",
+        jax_version=jax.__version__,
+        chip=None if backend == "cpu" else chip_from_device_kind(kind),
+        n_cpu_devices=n_cpu,
+        where=where,
+    )
 
 
 def describe_runtime(info: RuntimeInfo | None = None, n_sharding: int = 8) -> str:
@@ -165,9 +172,11 @@ def sharding_devices(n: int = 8) -> list:
         return list(accelerators[:n])
     cpus = jax.devices("cpu")
     if len(cpus) < n:
-        raise RuntimeError(f"{n} devices are needed but JAX has {len(cpus)} CPU devices; "
-                           f"call jaxlab.use_simulated_devices({n}) first "
-                           "(then restart the kernel if JAX already ran)")
+        raise RuntimeError(
+            f"{n} devices are needed but JAX has {len(cpus)} CPU devices; "
+            f"call jaxlab.use_simulated_devices({n}) first "
+            "(then restart the kernel if JAX already ran)"
+        )
     return list(cpus[:n])
 
 
@@ -185,9 +194,11 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *, cpu: boo
     if cpu:
         cpus = jax.devices("cpu")
         if len(cpus) < n:
-            raise RuntimeError(f"a {tuple(axis_shapes)} mesh needs {n} devices but JAX has {len(cpus)} CPU devices; "
-                               f"call jaxlab.use_simulated_devices({n}) first "
-                               "(then restart the kernel if JAX already ran)")
+            raise RuntimeError(
+                f"a {tuple(axis_shapes)} mesh needs {n} devices but JAX has {len(cpus)} CPU devices; "
+                f"call jaxlab.use_simulated_devices({n}) first "
+                "(then restart the kernel if JAX already ran)"
+            )
         devices = cpus[:n]
     return _compat.make_mesh_auto(axis_shapes, axis_names, devices=devices)
 
@@ -235,6 +246,15 @@ def jnp_dtype(dtype: str):
 
 
 __all__ = [
-    "RuntimeInfo", "runtime", "describe_runtime", "shards_on_accelerators", "chip_from_device_kind",
-    "DEVICE_KIND_PATTERNS", "use_simulated_devices", "sharding_devices", "make_mesh", "time_fn", "jnp_dtype",
+    "RuntimeInfo",
+    "runtime",
+    "describe_runtime",
+    "shards_on_accelerators",
+    "chip_from_device_kind",
+    "DEVICE_KIND_PATTERNS",
+    "use_simulated_devices",
+    "sharding_devices",
+    "make_mesh",
+    "time_fn",
+    "jnp_dtype",
 ]

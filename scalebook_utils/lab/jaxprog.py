@@ -41,9 +41,25 @@ from jax import lax
 
 from scalebook_utils.lab import _compat
 from scalebook_utils.lab import runtime as jaxlab
+
 # The collective-matmul section (C10.7, ch10.q3, ch10.q4) lives in `collective_matmul`; its public names are
 # re-exported here (jaxprog.ag_matmul_fn, …) and the helpers this module shares with it are imported from it.
-from scalebook_utils.lab.collective_matmul import (NS, P, axis_size, hlo_text, put, ag_matmul_fn, ar_matmul_fn, collective_matmul_check, hlo_dependencies, hlo_schedule, mlp_block_fn, overlap_summary, plain_matmul_fn, rs_chunks, rs_matmul_fn)
+from scalebook_utils.lab.collective_matmul import (
+    NS,
+    P,
+    ag_matmul_fn,
+    ar_matmul_fn,
+    axis_size,
+    collective_matmul_check,
+    hlo_dependencies,
+    hlo_schedule,
+    hlo_text,
+    mlp_block_fn,
+    overlap_summary,
+    plain_matmul_fn,
+    put,
+    rs_matmul_fn,
+)
 
 
 def _mesh(X: int, Y: int | None = None):
@@ -71,10 +87,12 @@ def auto_matmul(B: int = 8, D: int = 512, F: int = 1024, mesh_shape=(4, 2), out_
     f = jax.jit(lambda x, y: x @ y, out_shardings=NS(mesh, P(*out_spec)))
     hlo = hlo_text(f, A, W)
     out = f(A, W)
-    return {"correct": bool(np.array_equal(np.asarray(out), a @ w)),
-            "collectives": jaxlab.parse_hlo_collectives(hlo, mesh_shape, ("X", "Y")),
-            "local": {n: tuple(v.addressable_shards[0].data.shape) for n, v in (("In", A), ("W", W), ("Out", out))},
-            "out_spec": tuple(out.sharding.spec)}
+    return {
+        "correct": bool(np.array_equal(np.asarray(out), a @ w)),
+        "collectives": jaxlab.parse_hlo_collectives(hlo, mesh_shape, ("X", "Y")),
+        "local": {n: tuple(v.addressable_shards[0].data.shape) for n, v in (("In", A), ("W", W), ("Out", out))},
+        "out_spec": tuple(out.sharding.spec),
+    }
 
 
 # --- explicit mode (C10.3–C10.5) --------------------------------------------------------------------
@@ -94,8 +112,12 @@ def explicit_mesh(axis_shapes=(2, 2), axis_names=("X", "Y")):
     if why:
         raise RuntimeError(why)
     n = math.prod(axis_shapes)
-    return jax.make_mesh(tuple(axis_shapes), tuple(axis_names),
-                         axis_types=(jax.sharding.AxisType.Explicit,) * len(axis_names), devices=jax.devices("cpu")[:n])
+    return jax.make_mesh(
+        tuple(axis_shapes),
+        tuple(axis_names),
+        axis_types=(jax.sharding.AxisType.Explicit,) * len(axis_names),
+        devices=jax.devices("cpu")[:n],
+    )
 
 
 def explicit_types() -> dict:
@@ -185,8 +207,9 @@ def slice_and_average(n: int = 512, mesh_shape=(2, 4)) -> np.ndarray:
     `pmean` over both axes averages them → [224, 225, 226, 227] for arange(512)."""
     mesh = jaxlab.make_mesh(mesh_shape, ("x", "y"), cpu=True)
     x = put(np.arange(n, dtype=np.int32), mesh, P(("x", "y")))
-    f = _compat.shard_map(lambda b: lax.pmean(b[:4].astype(jnp.float32), ("x", "y")), mesh=mesh,
-                          in_specs=P(("x", "y")), out_specs=P())
+    f = _compat.shard_map(
+        lambda b: lax.pmean(b[:4].astype(jnp.float32), ("x", "y")), mesh=mesh, in_specs=P(("x", "y")), out_specs=P()
+    )
     return np.asarray(jax.jit(f)(x))
 
 
@@ -196,8 +219,15 @@ def shard_map_collectives(mesh_shape=(8,), n: int = 64) -> list[dict]:
     rows = []
     for kind in jaxlab.SHARD_MAP_KINDS:
         r = jaxlab.shard_map_demo(kind, mesh_shape, n=n)
-        rows.append({"jax": kind, "hlo": sorted(r["hlo"]), "correct": r["correct"],
-                     "local_in": r["local_in"], "local_out": r["local_out"]})
+        rows.append(
+            {
+                "jax": kind,
+                "hlo": sorted(r["hlo"]),
+                "correct": r["correct"],
+                "local_in": r["local_in"],
+                "local_out": r["local_out"],
+            }
+        )
     return rows
 
 
@@ -213,8 +243,9 @@ def q1a_jit(x, X: int, Y: int) -> jax.Array:
 
 
 def _q1a_sm(mesh):
-    return jax.jit(_compat.shard_map(lambda b: b.mean(keepdims=True), mesh=mesh, in_specs=P("X", "Y"),
-                                     out_specs=P("X", "Y")))
+    return jax.jit(
+        _compat.shard_map(lambda b: b.mean(keepdims=True), mesh=mesh, in_specs=P("X", "Y"), out_specs=P("X", "Y"))
+    )
 
 
 def q1a_shard_map(x, X: int, Y: int) -> jax.Array:
@@ -228,15 +259,20 @@ def q1a_collectives(S: int = 64, D: int = 64, X: int = 2, Y: int = 4) -> dict:
     mesh = _mesh(X, Y)
     xs = put(np.ones((S, D), np.float32), mesh, P("X", "Y"))
     jit_f = jax.jit(lambda v: v.reshape(X, S // X, Y, D // Y).mean(axis=(1, 3)), out_shardings=NS(mesh, P("X", "Y")))
-    return {"jit": dict(jaxlab.count_hlo_collectives(hlo_text(jit_f, xs))),
-            "shard_map": dict(jaxlab.count_hlo_collectives(hlo_text(_q1a_sm(mesh), xs)))}
+    return {
+        "jit": dict(jaxlab.count_hlo_collectives(hlo_text(jit_f, xs))),
+        "shard_map": dict(jaxlab.count_hlo_collectives(hlo_text(_q1a_sm(mesh), xs))),
+    }
 
 
 def q1b(x, X: int, Y: int, shift: int) -> jax.Array:
     """roll(x, shift, axis=0) − x inside each X shard of x[S_X, D_Y], with shard_map (ch10.q1b)."""
     mesh = _mesh(X, Y)
-    f = jax.jit(_compat.shard_map(lambda b: jnp.roll(b, shift, axis=0) - b, mesh=mesh,
-                                  in_specs=P("X", "Y"), out_specs=P("X", "Y")))
+    f = jax.jit(
+        _compat.shard_map(
+            lambda b: jnp.roll(b, shift, axis=0) - b, mesh=mesh, in_specs=P("X", "Y"), out_specs=P("X", "Y")
+        )
+    )
     return f(put(jnp.asarray(x, jnp.float32), mesh, P("X", "Y")))
 
 
@@ -245,9 +281,11 @@ def _moe_masked(a, w, b, e0=0):
 
     Expert 0 seeds the running sum (rather than zeros), so inside shard_map the carry has the same
     per-device "varying" type as each step's result on every JAX version."""
+
     def step(acc, ew):
         e, we = ew
         return acc + jnp.where((b == e0 + e)[:, None], a @ we, 0), None
+
     acc0 = jnp.where((b == e0)[:, None], a @ w[0], 0)
     return lax.scan(step, acc0, (jnp.arange(1, w.shape[0]), w[1:]))[0]
 
@@ -267,13 +305,16 @@ def moe_ragged(A, W, B) -> jax.Array:
         sizes = jnp.bincount(b, length=w.shape[0]).astype(jnp.int32)
         y = lax.ragged_dot(a[order], w, sizes)
         return jnp.zeros_like(y).at[order].set(y)
+
     return f(A, W, B)
 
 
 def _moe_inputs(A, W, B, mesh):
-    return (put(jnp.asarray(A, jnp.float32), mesh, P("X", None)),
-            put(jnp.asarray(W, jnp.float32), mesh, P("X", None, None)),
-            put(jnp.asarray(B, jnp.int32), mesh, P("X")))
+    return (
+        put(jnp.asarray(A, jnp.float32), mesh, P("X", None)),
+        put(jnp.asarray(W, jnp.float32), mesh, P("X", None, None)),
+        put(jnp.asarray(B, jnp.int32), mesh, P("X")),
+    )
 
 
 def moe_jit_fn(mesh):
@@ -299,8 +340,11 @@ def _gather_body(a, w, b):
 
 def moe_gather_fn(mesh):
     """ch10.q2c(a) as shard_map: AllGather_X(A), AllGather_X(B), local experts, ReduceScatter_X(Out)."""
-    return jax.jit(_compat.shard_map(_gather_body, mesh=mesh, in_specs=(P("X", None), P("X", None, None), P("X")),
-                                     out_specs=P("X", None)))
+    return jax.jit(
+        _compat.shard_map(
+            _gather_body, mesh=mesh, in_specs=(P("X", None), P("X", None, None), P("X")), out_specs=P("X", None)
+        )
+    )
 
 
 def moe_gather(A, W, B, X: int) -> jax.Array:
@@ -315,21 +359,24 @@ def _a2a_body(a, w, b):
     capacity of S_loc per destination, so no token is ever dropped (a ragged all-to-all would send only
     the real tokens; the book's version loops with `ragged` sizes)."""
     n, e_loc, s = axis_size("X"), w.shape[0], a.shape[0]
-    dest = b // e_loc                                             # [S_loc] owner of each token's expert
-    hit = jnp.arange(n)[:, None] == dest[None, :]                  # [X, S_loc]
-    send_a = jnp.where(hit[..., None], a[None], 0)                 # [X, S_loc, D]
-    send_b = jnp.where(hit, b[None], -1)                           # -1: an empty slot
-    recv_a = lax.all_to_all(send_a, "X", 0, 0, tiled=True)         # [X, S_loc, D] from every source
+    dest = b // e_loc  # [S_loc] owner of each token's expert
+    hit = jnp.arange(n)[:, None] == dest[None, :]  # [X, S_loc]
+    send_a = jnp.where(hit[..., None], a[None], 0)  # [X, S_loc, D]
+    send_b = jnp.where(hit, b[None], -1)  # -1: an empty slot
+    recv_a = lax.all_to_all(send_a, "X", 0, 0, tiled=True)  # [X, S_loc, D] from every source
     recv_b = lax.all_to_all(send_b, "X", 0, 0, tiled=True)
     y = _moe_masked(recv_a.reshape(n * s, -1), w, recv_b.reshape(-1), e0=lax.axis_index("X") * e_loc)
-    back = lax.all_to_all(y.reshape(n, s, -1), "X", 0, 0, tiled=True)   # [X, S_loc, F]: outputs home
-    return back.sum(0)                                             # exactly one slot per token is non-zero
+    back = lax.all_to_all(y.reshape(n, s, -1), "X", 0, 0, tiled=True)  # [X, S_loc, F]: outputs home
+    return back.sum(0)  # exactly one slot per token is non-zero
 
 
 def moe_all_to_all_fn(mesh):
     """ch10.q2c(b) as shard_map: AllToAll dispatch and combine; no [E, S, D] or gathered [S, D] array."""
-    return jax.jit(_compat.shard_map(_a2a_body, mesh=mesh, in_specs=(P("X", None), P("X", None, None), P("X")),
-                                     out_specs=P("X", None)))
+    return jax.jit(
+        _compat.shard_map(
+            _a2a_body, mesh=mesh, in_specs=(P("X", None), P("X", None, None), P("X")), out_specs=P("X", None)
+        )
+    )
 
 
 def moe_all_to_all(A, W, B, X: int) -> jax.Array:
@@ -376,10 +423,38 @@ def q4(x, w, X: int, Y: int, kind: str) -> jax.Array:
 
 
 __all__ = [
-    "auto_matmul", "explicit_unavailable", "explicit_mesh", "explicit_types", "explicit_contraction", "reshard_demo",
-    "slice_and_average", "shard_map_collectives", "ag_matmul_fn", "plain_matmul_fn", "rs_matmul_fn", "ar_matmul_fn",
-    "mlp_block_fn", "hlo_schedule", "hlo_dependencies", "overlap_summary", "collective_matmul_check", "q1a_jit",
-    "q1a_shard_map", "q1a_collectives", "q1b", "moe_local", "moe_ragged", "moe_jit_fn", "moe_jit", "moe_gather_fn",
+    "auto_matmul",
+    "explicit_unavailable",
+    "explicit_mesh",
+    "explicit_types",
+    "explicit_contraction",
+    "reshard_demo",
+    "slice_and_average",
+    "shard_map_collectives",
+    "ag_matmul_fn",
+    "plain_matmul_fn",
+    "rs_matmul_fn",
+    "ar_matmul_fn",
+    "mlp_block_fn",
+    "hlo_schedule",
+    "hlo_dependencies",
+    "overlap_summary",
+    "collective_matmul_check",
+    "q1a_jit",
+    "q1a_shard_map",
+    "q1a_collectives",
+    "q1b",
+    "moe_local",
+    "moe_ragged",
+    "moe_jit_fn",
+    "moe_jit",
+    "moe_gather_fn",
     "moe_gather",
-    "moe_all_to_all_fn", "moe_all_to_all", "moe_topk", "q3a", "q3b", "q3c", "q4",
+    "moe_all_to_all_fn",
+    "moe_all_to_all",
+    "moe_topk",
+    "q3a",
+    "q3b",
+    "q3c",
+    "q4",
 ]

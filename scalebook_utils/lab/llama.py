@@ -21,12 +21,21 @@ from scalebook_utils.lab.attention import check_chunk, chunked_attention, jax_at
 
 #: The scaled-down LLaMA of book ch. 6 §"What runs on a CPU": L=2, D=256, F=3.5·D, 8 query heads sharing
 #: 2 KV heads of 32, a 1000-token vocabulary; two RMSNorms per layer, a final norm, untied embeddings.
-TINY = TransformerConfig("tiny-llama", L=2, D=256, F=896, N=8, K=2, H=32, V=1000,
-                         source="book ch. 6, scaled-down LLaMA for CPU checks (L=2, D=256, F=896, N=8, K=2, "
-                                "H=32, V=1000)")
+TINY = TransformerConfig(
+    "tiny-llama",
+    L=2,
+    D=256,
+    F=896,
+    N=8,
+    K=2,
+    H=32,
+    V=1000,
+    source="book ch. 6, scaled-down LLaMA for CPU checks (L=2, D=256, F=896, N=8, K=2, H=32, V=1000)",
+)
 #: An even smaller GQA model for fast tests and CPU training (106,496 matmul parameters, 115,008 in all).
-MICRO = TransformerConfig("micro-llama", L=2, D=64, F=192, N=4, K=2, H=16, V=128,
-                          source="scalebook test model (not from the book)")
+MICRO = TransformerConfig(
+    "micro-llama", L=2, D=64, F=192, N=4, K=2, H=16, V=128, source="scalebook test model (not from the book)"
+)
 
 ATTENTION_KINDS = ("naive", "chunked", "jax")
 REMAT_POLICIES = ("none", "big_matmuls", "block")
@@ -47,8 +56,10 @@ def check_config(cfg: TransformerConfig) -> TransformerConfig:
         what = "an MoE (E > 0)" if cfg.is_moe else "multi-head latent attention (kv_lora_rank > 0)"
         raise ValueError(f"the tiny model supports dense GQA transformers only; {cfg.name!r} uses {what}")
     if cfg.norms_per_layer > 2:
-        raise ValueError(f"the tiny model has at most 2 norms per layer (before attention and before the MLP); "
-                         f"{cfg.name!r} asks for {cfg.norms_per_layer}")
+        raise ValueError(
+            f"the tiny model has at most 2 norms per layer (before attention and before the MLP); "
+            f"{cfg.name!r} asks for {cfg.norms_per_layer}"
+        )
     return cfg
 
 
@@ -74,8 +85,7 @@ def _rng(key) -> np.random.Generator:
 def _matrix_shapes(cfg: TransformerConfig) -> dict[str, dict[str, tuple[int, ...]]]:
     D, F, N, K, H = cfg.D, cfg.F, cfg.N, cfg.K, cfg.H
     attn = {"wq": (D, N, H), "wk": (D, K, H), "wv": (D, K, H), "wo": (N, H, D)}
-    mlp = ({"w_gate": (D, F), "w_up": (D, F), "w_down": (F, D)} if cfg.gated_mlp
-           else {"w_in": (D, F), "w_out": (F, D)})
+    mlp = {"w_gate": (D, F), "w_up": (D, F), "w_down": (F, D)} if cfg.gated_mlp else {"w_in": (D, F), "w_out": (F, D)}
     return {"attn": attn, "mlp": mlp}
 
 
@@ -112,9 +122,11 @@ def init_params(cfg: TransformerConfig, key=0, dtype="float32") -> dict:
     fan_in = {"wo": cfg.N * cfg.H, "w_down": cfg.F, "w_out": cfg.F}
     layers = []
     for _ in range(cfg.L):
-        layer = {part: {name: normal(shape, fan_in.get(name, cfg.D)) for name, shape in shapes[part].items()}
-                 for part in ("attn", "mlp")}
-        for norm in _NORM_NAMES[:cfg.norms_per_layer]:
+        layer = {
+            part: {name: normal(shape, fan_in.get(name, cfg.D)) for name, shape in shapes[part].items()}
+            for part in ("attn", "mlp")
+        }
+        for norm in _NORM_NAMES[: cfg.norms_per_layer]:
             layer[norm] = ones()
         layers.append(layer)
     params = {"embedding": embedding, "layers": layers}
@@ -158,8 +170,13 @@ def component_counts(params, cfg: TransformerConfig) -> dict[str, int]:
 
     if len(params["layers"]) != cfg.L:
         raise ValueError(f"params have {len(params['layers'])} layers, cfg {cfg.name!r} has L={cfg.L}")
-    out = {"embedding": expect(params["embedding"], (cfg.V, cfg.D), "embedding"), "attention": 0, "mlp": 0,
-           "norms": 0, "unembedding": 0}
+    out = {
+        "embedding": expect(params["embedding"], (cfg.V, cfg.D), "embedding"),
+        "attention": 0,
+        "mlp": 0,
+        "norms": 0,
+        "unembedding": 0,
+    }
     for l, layer in enumerate(params["layers"]):
         for part, key in (("attn", "attention"), ("mlp", "mlp")):
             if set(layer[part]) != set(shapes[part]):
@@ -276,8 +293,16 @@ def _logits(params, x, cfg):
     return jnp.einsum("btd,dv->btv", x, w)
 
 
-def forward(params, tokens, cfg: TransformerConfig, *, attention: str = "naive", chunk: int | None = None,
-            causal: bool = True, remat: str = "none"):
+def forward(
+    params,
+    tokens,
+    cfg: TransformerConfig,
+    *,
+    attention: str = "naive",
+    chunk: int | None = None,
+    causal: bool = True,
+    remat: str = "none",
+):
     """Logits [B, T, V] for token ids [B, T] (int, 0 ≤ id < V).
 
     attention: "naive" (materialised scores), "chunked" (flash-style, needs `chunk`) or "jax"
@@ -297,8 +322,16 @@ def _cross_entropy(logits, targets):
     return -jnp.mean(jnp.take_along_axis(logp, targets[..., None], axis=-1))
 
 
-def loss(params, tokens, cfg: TransformerConfig, *, attention: str = "naive", chunk: int | None = None,
-         causal: bool = True, remat: str = "none"):
+def loss(
+    params,
+    tokens,
+    cfg: TransformerConfig,
+    *,
+    attention: str = "naive",
+    chunk: int | None = None,
+    causal: bool = True,
+    remat: str = "none",
+):
     """Mean next-token cross-entropy (nats): the model reads tokens[:, :-1] and predicts tokens[:, 1:].
 
     tokens: [B, T + 1] ids, so the model runs on T positions. With remat="block" the output head
@@ -322,8 +355,21 @@ def sample_tokens(cfg: TransformerConfig, B: int, T: int, key=0):
     return jnp.asarray(_rng(key).integers(0, cfg.V, size=(B, T)), jnp.int32)
 
 
-
 __all__ = [
-    "TINY", "MICRO", "ATTENTION_KINDS", "REMAT_POLICIES", "RMS_EPS", "check_config", "init_params", "count_params",
-    "component_counts", "rms_norm", "is_tracer", "check_tokens", "remat_policy", "forward", "loss", "sample_tokens",
+    "TINY",
+    "MICRO",
+    "ATTENTION_KINDS",
+    "REMAT_POLICIES",
+    "RMS_EPS",
+    "check_config",
+    "init_params",
+    "count_params",
+    "component_counts",
+    "rms_norm",
+    "is_tracer",
+    "check_tokens",
+    "remat_policy",
+    "forward",
+    "loss",
+    "sample_tokens",
 ]

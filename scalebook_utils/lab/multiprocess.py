@@ -31,6 +31,7 @@ Command line (what the parent runs, once per process)::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -56,6 +57,7 @@ def expected_results(num_processes: int = 2, local_devices: int = 4, n: int = 4)
     """What every worker must report (numpy only): x = arange(D·n).reshape(D, n) over D devices,
     psum → the column sums, gathered → x itself."""
     import numpy as np
+
     D = num_processes * local_devices
     x = np.arange(D * n, dtype=np.float32).reshape(D, n)
     return {"global_devices": D, "local_devices": local_devices, "psum": x.sum(0).tolist(), "gathered": x.tolist()}
@@ -64,20 +66,24 @@ def expected_results(num_processes: int = 2, local_devices: int = 4, n: int = 4)
 # --- the worker (runs in a child process) ----------------------------------------------------------------
 
 
-def worker(port: int, process_id: int, num_processes: int, local_devices: int, n: int = 4,
-           init_timeout: int = 60) -> dict:
+def worker(
+    port: int, process_id: int, num_processes: int, local_devices: int, n: int = 4, init_timeout: int = 60
+) -> dict:
     """One process of the group: connect, run the cross-process collectives, return what it saw."""
     import jax
 
     from scalebook_utils.lab import _compat
-    _compat.set_cpu_device_count(local_devices)      # config option (new JAX) or XLA_FLAGS (old, set by the parent)
-    jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(f"127.0.0.1:{port}", num_processes=num_processes, process_id=process_id,
-                               initialization_timeout=init_timeout)
-    import numpy as np
-    from jax.sharding import NamedSharding, PartitionSpec as P
 
-    devices = jax.devices()                                # every process's devices, in a global order
+    _compat.set_cpu_device_count(local_devices)  # config option (new JAX) or XLA_FLAGS (old, set by the parent)
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(
+        f"127.0.0.1:{port}", num_processes=num_processes, process_id=process_id, initialization_timeout=init_timeout
+    )
+    import numpy as np
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    devices = jax.devices()  # every process's devices, in a global order
     D = len(devices)
     mesh = jax.sharding.Mesh(np.array(devices), ("i",))
     x_np = np.arange(D * n, dtype=np.float32).reshape(D, n)
@@ -89,11 +95,15 @@ def worker(port: int, process_id: int, num_processes: int, local_devices: int, n
     gathered = jax.jit(lambda v: v, out_shardings=NamedSharding(mesh, P()))(x)
     hlo = f.lower(x).compile().as_text()
     return {
-        "process_id": jax.process_index(), "process_count": jax.process_count(), "global_devices": D,
-        "local_devices": len(jax.local_devices()), "local_device_ids": [d.id for d in jax.local_devices()],
+        "process_id": jax.process_index(),
+        "process_count": jax.process_count(),
+        "global_devices": D,
+        "local_devices": len(jax.local_devices()),
+        "local_device_ids": [d.id for d in jax.local_devices()],
         "psum_rows": [np.asarray(s.data)[0].tolist() for s in summed.addressable_shards],
         "gathered": np.asarray(gathered.addressable_shards[0].data).tolist(),
-        "hlo_all_reduce": "all-reduce" in hlo, "jax": jax.__version__,
+        "hlo_all_reduce": "all-reduce" in hlo,
+        "jax": jax.__version__,
     }
 
 
@@ -119,8 +129,10 @@ class MultiResult:
         if not self.ok:
             return f"failed: {self.reason}"
         r = self.results[0]
-        return (f"{len(self.results)} processes × {r['local_devices']} CPU devices = {r['global_devices']} "
-                f"global devices; cross-process psum and all-gather correct in every process ({self.seconds:.1f} s)")
+        return (
+            f"{len(self.results)} processes × {r['local_devices']} CPU devices = {r['global_devices']} "
+            f"global devices; cross-process psum and all-gather correct in every process ({self.seconds:.1f} s)"
+        )
 
 
 def unavailable() -> str | None:
@@ -130,9 +142,11 @@ def unavailable() -> str | None:
     except ImportError:  # pragma: no cover
         return "JAX is not installed"
     from scalebook_utils.lab import _compat
+
     if not _compat.has_cpu_collectives_option():
-        return (f"JAX {jax.__version__} has no gloo CPU collectives (jax_cpu_collectives_implementation); "
-                "need JAX ≥ 0.4.27")
+        return (
+            f"JAX {jax.__version__} has no gloo CPU collectives (jax_cpu_collectives_implementation); need JAX ≥ 0.4.27"
+        )
     return None
 
 
@@ -141,7 +155,7 @@ def _child_env(local_devices: int) -> dict:
     flags = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith(_FORCE_FLAG))
     env["XLA_FLAGS"] = f"{flags} {_FORCE_FLAG}={local_devices}".strip()
     env["JAX_PLATFORMS"] = "cpu"
-    root = str(Path(__file__).resolve().parents[1])   # run from a checkout without installing
+    root = str(Path(__file__).resolve().parents[1])  # run from a checkout without installing
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
 
@@ -149,19 +163,16 @@ def _child_env(local_devices: int) -> dict:
 def _kill(procs) -> None:
     for p in procs:
         if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)   # each worker leads its own process group
-            except (ProcessLookupError, PermissionError):
-                pass
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(p.pid, signal.SIGKILL)  # each worker leads its own process group
     for p in procs:
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):  # pragma: no cover
             p.wait(timeout=5)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            pass
 
 
-def run_processes(num_processes: int = 2, local_devices: int = 4, n: int = 4, timeout: float = 120.0,
-                  python: str | None = None) -> MultiResult:
+def run_processes(
+    num_processes: int = 2, local_devices: int = 4, n: int = 4, timeout: float = 120.0, python: str | None = None
+) -> MultiResult:
     """Start `num_processes` workers with `local_devices` CPU devices each; wait at most `timeout` s.
 
     Returns a `MultiResult`; never raises for a failed or hung run (the workers are killed, and
@@ -178,11 +189,29 @@ def run_processes(num_processes: int = 2, local_devices: int = 4, n: int = 4, ti
     timed_out = False
     try:
         for i in range(num_processes):
-            cmd = [python or sys.executable, "-m", "scalebook_utils.lab.multiprocess", "worker", "--port", str(port),
-                   "--process-id", str(i), "--num-processes", str(num_processes), "--local-devices", str(local_devices),
-                   "--n", str(n), "--init-timeout", str(max(10, int(timeout)))]
-            procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                          start_new_session=True))   # own process group: killpg on timeout
+            cmd = [
+                python or sys.executable,
+                "-m",
+                "scalebook_utils.lab.multiprocess",
+                "worker",
+                "--port",
+                str(port),
+                "--process-id",
+                str(i),
+                "--num-processes",
+                str(num_processes),
+                "--local-devices",
+                str(local_devices),
+                "--n",
+                str(n),
+                "--init-timeout",
+                str(max(10, int(timeout))),
+            ]
+            procs.append(
+                subprocess.Popen(
+                    cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+                )
+            )  # own process group: killpg on timeout
         for i, p in enumerate(procs):
             try:
                 outs[i] = p.communicate(timeout=max(timeout - (time.monotonic() - t0), 0.1))
@@ -200,21 +229,31 @@ def run_processes(num_processes: int = 2, local_devices: int = 4, n: int = 4, ti
     for i, (p, (stdout, err)) in enumerate(zip(procs, outs)):
         line = next((ln for ln in (stdout or "").splitlines() if ln.startswith(MARK)), None)
         if line is None:
-            why = (f"timed out after {timeout:.0f} s (workers killed)" if timed_out else
-                   f"worker {i} exited with {p.returncode}: {(err or '').strip()[-300:]}")
+            why = (
+                f"timed out after {timeout:.0f} s (workers killed)"
+                if timed_out
+                else f"worker {i} exited with {p.returncode}: {(err or '').strip()[-300:]}"
+            )
             return MultiResult(ok=False, seconds=seconds, logs=logs, reason=why, pids=pids)
-        results.append(json.loads(line[len(MARK):]))
+        results.append(json.loads(line[len(MARK) :]))
     results.sort(key=lambda r: r["process_id"])
     want = expected_results(num_processes, local_devices, n)
-    bad = [r["process_id"] for r in results
-           if r["global_devices"] != want["global_devices"] or r["local_devices"] != local_devices
-           or any(row != want["psum"] for row in r["psum_rows"]) or r["gathered"] != want["gathered"]]
+    bad = [
+        r["process_id"]
+        for r in results
+        if r["global_devices"] != want["global_devices"]
+        or r["local_devices"] != local_devices
+        or any(row != want["psum"] for row in r["psum_rows"])
+        or r["gathered"] != want["gathered"]
+    ]
     reason = f"wrong results in process(es) {bad}" if bad else ""
     return MultiResult(ok=not bad, results=results, seconds=seconds, reason=reason, logs=logs, pids=pids)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m scalebook_utils.lab.multiprocess", description="multi-process JAX demo")
+    ap = argparse.ArgumentParser(
+        prog="python -m scalebook_utils.lab.multiprocess", description="multi-process JAX demo"
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     w = sub.add_parser("worker", help="one process of the group (started by run_processes)")
     w.add_argument("--port", type=int, required=True)
@@ -229,9 +268,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "worker":
         out = worker(args.port, args.process_id, args.num_processes, args.local_devices, args.n, args.init_timeout)
         sys.stdout.write(MARK + json.dumps(out) + "\n")
-        sys.stdout.flush()                       # report first: a slow shutdown cannot lose the results
+        sys.stdout.flush()  # report first: a slow shutdown cannot lose the results
         import jax
-        jax.distributed.shutdown()               # waits for the other processes (a barrier)
+
+        jax.distributed.shutdown()  # waits for the other processes (a barrier)
         return 0
     res = run_processes(timeout=args.timeout)
     print(res.summary())

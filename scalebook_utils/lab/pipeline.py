@@ -36,9 +36,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from scalebook_utils.core.units import require_int
 from scalebook_utils.lab import _compat
 from scalebook_utils.lab.runtime import HloCollective, make_mesh, parse_hlo_collectives
-from scalebook_utils.core.units import require_int
 from scalebook_utils.lab.train import prng_key
 
 _P = jax.sharding.PartitionSpec
@@ -62,7 +62,7 @@ def pipeline_layer(x, w):
 
 
 def _pipeline_loss(y):
-    return jnp.mean(y ** 2)   # the snippet's made-up loss: mean of squares of the last activation
+    return jnp.mean(y**2)  # the snippet's made-up loss: mean of squares of the last activation
 
 
 def sequential_forward(weights, x):
@@ -176,7 +176,7 @@ def gpipe_forward(weights, x, microbatches: int, *, axis: str = "stage") -> GPip
     perm = [(i, i + 1) for i in range(P - 1)]
     T = M + P - 1
 
-    def body(w, xs):                               # w: [1, D, D] (this stage's layer); xs: [M, b, D]
+    def body(w, xs):  # w: [1, D, D] (this stage's layer); xs: [M, b, D]
         s = jax.lax.axis_index(axis)
         w = w[0]
         state = jnp.zeros((b, D), xs.dtype)
@@ -196,8 +196,9 @@ def gpipe_forward(weights, x, microbatches: int, *, axis: str = "stage") -> GPip
             state_id = jax.lax.ppermute(cur_id + 1, axis, perm) - 1
         return outs[None], jnp.stack(ids)[None]
 
-    f = jax.jit(_compat.shard_map(body, mesh=mesh, in_specs=(_P(axis), _P()),
-                                  out_specs=(_P(axis), _P(axis)), check=False))
+    f = jax.jit(
+        _compat.shard_map(body, mesh=mesh, in_specs=(_P(axis), _P()), out_specs=(_P(axis), _P(axis)), check=False)
+    )
     Ws = jax.device_put(W, _NS(mesh, _P(axis)))
     xs = jax.device_put(x.reshape(M, b, D), _NS(mesh, _P()))
     hlo = f.lower(Ws, xs).compile().as_text()
@@ -207,6 +208,14 @@ def gpipe_forward(weights, x, microbatches: int, *, axis: str = "stage") -> GPip
 
 
 __all__ = [
-    "init_pipeline_weights", "pipeline_layer", "sequential_forward", "reference_pipeline_step", "place_stages",
-    "naive_pipeline_step", "pipeline_schedule", "idle_fraction", "GPipeResult", "gpipe_forward",
+    "init_pipeline_weights",
+    "pipeline_layer",
+    "sequential_forward",
+    "reference_pipeline_step",
+    "place_stages",
+    "naive_pipeline_step",
+    "pipeline_schedule",
+    "idle_fraction",
+    "GPipeResult",
+    "gpipe_forward",
 ]

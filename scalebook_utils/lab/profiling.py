@@ -81,8 +81,10 @@ class OpRow:
     shape: str = ""
 
     def __str__(self) -> str:
-        return (f"{self.name:<28} {self.category:<10} {self.total_s * 1e6:>11.1f} µs {self.count:>5}× "
-                f"{self.fraction:>6.1%}  {self.shape}")
+        return (
+            f"{self.name:<28} {self.category:<10} {self.total_s * 1e6:>11.1f} µs {self.count:>5}× "
+            f"{self.fraction:>6.1%}  {self.shape}"
+        )
 
 
 def _op_events(trace: Trace, module: str | None, ops: dict[str, HloOp] | None) -> list[TraceEvent]:
@@ -110,8 +112,10 @@ def op_table(trace: Trace, *, module: str | None = None, ops: dict[str, HloOp] |
     if not events:
         mods = sorted({e.hlo_module for e in trace.events if e.is_xla_op})
         of = f" of module {module or trace.module!r}" if (module or trace.module) else ""
-        raise ValueError(f"no XLA op events{of} in the trace (modules with ops: {mods or 'none'}); "
-                         "was the step executed inside jax.profiler.trace?")
+        raise ValueError(
+            f"no XLA op events{of} in the trace (modules with ops: {mods or 'none'}); "
+            "was the step executed inside jax.profiler.trace?"
+        )
     totals: dict[str, list] = {}
     for e in events:
         t = totals.setdefault(e.hlo_op, [0.0, 0])
@@ -121,8 +125,17 @@ def op_table(trace: Trace, *, module: str | None = None, ops: dict[str, HloOp] |
     rows = []
     for name, (total, count) in totals.items():
         op = ops.get(name) if ops else None
-        rows.append(OpRow(name, categorize(name, ops), total, count, total / grand,
-                          total / (trace.calls or count), str(op.shape) if op and op.shape else ""))
+        rows.append(
+            OpRow(
+                name,
+                categorize(name, ops),
+                total,
+                count,
+                total / grand,
+                total / (trace.calls or count),
+                str(op.shape) if op and op.shape else "",
+            )
+        )
     rows.sort(key=lambda r: (-r.total_s, r.name))
     return rows
 
@@ -145,8 +158,10 @@ def timeline(trace: Trace, *, module: str | None = None) -> list[Span]:
     if not events:
         raise ValueError("the trace has no XLA op events to draw")
     t0 = min(e.start_s for e in events)
-    return [Span(e.thread or f"pid {e.pid}", e.hlo_op, categorize(e.hlo_op, trace.ops), e.start_s - t0, e.duration_s)
-            for e in events]
+    return [
+        Span(e.thread or f"pid {e.pid}", e.hlo_op, categorize(e.hlo_op, trace.ops), e.start_s - t0, e.duration_s)
+        for e in events
+    ]
 
 
 def top_ops(rows: Sequence[OpRow], k: int = 5) -> list[OpRow]:
@@ -174,16 +189,21 @@ def scope_totals(rows: Sequence[OpRow], ops: dict[str, HloOp], scopes: Sequence[
     return out
 
 
-def format_side_by_side(before: Sequence[OpRow], after: Sequence[OpRow], k: int = 8,
-                        labels: tuple[str, str] = ("before", "after")) -> str:
+def format_side_by_side(
+    before: Sequence[OpRow], after: Sequence[OpRow], k: int = 8, labels: tuple[str, str] = ("before", "after")
+) -> str:
     """Two op tables next to each other (the k largest rows of each, µs per step), and a line of µs per step
     per category for each, so a fix's effect on the profile can be read row by row."""
+
     def cells(rows):
         return [f"{r.name[:24]:<24} {r.category:<10} {r.per_call_s * 1e6:>9.0f}" for r in list(rows)[:k]]
+
     a, b = cells(before), cells(after)
     width = 46
-    lines = [f"{labels[0]:<{width}} | {labels[1]}", f"{'op':<24} {'category':<10} {'µs/step':>9}".ljust(width)
-             + f" | {'op':<24} {'category':<10} {'µs/step':>9}"]
+    lines = [
+        f"{labels[0]:<{width}} | {labels[1]}",
+        f"{'op':<24} {'category':<10} {'µs/step':>9}".ljust(width) + f" | {'op':<24} {'category':<10} {'µs/step':>9}",
+    ]
     lines += [f"{x:<{width}} | {y}" for x, y in zip(a + [""] * (len(b) - len(a)), b + [""] * (len(a) - len(b)))]
     for lab, rows in zip(labels, (before, after)):
         per_cat = {c: sum(r.per_call_s for r in rows if r.category == c) for c in CATEGORIES}
@@ -222,8 +242,10 @@ class MatmulCheck:
         return self.predicted_s / self.measured_s
 
     def __str__(self) -> str:
-        return (f"{self.name:<24} [{self.B}×{self.D}]·[{self.D}×{self.F}] measured {self.measured_s * 1e6:9.1f} µs "
-                f"roofline {self.predicted_s * 1e6:9.1f} µs → {self.ratio:.2f}")
+        return (
+            f"{self.name:<24} [{self.B}×{self.D}]·[{self.D}×{self.F}] measured {self.measured_s * 1e6:9.1f} µs "
+            f"roofline {self.predicted_s * 1e6:9.1f} µs → {self.ratio:.2f}"
+        )
 
 
 def dot_dims(op: HloOp, ops: dict[str, HloOp] | None = None) -> tuple[int, int, int]:
@@ -257,8 +279,14 @@ def dot_dims(op: HloOp, ops: dict[str, HloOp] | None = None) -> tuple[int, int, 
     raise ValueError(f"cannot read the matmul sizes of {op.name} from {[str(s) for s in op.operands]} → {out}")
 
 
-def matmul_vs_roofline(trace: Trace, chip: ChipSpec | str | None = None, *, mode: str | None = None,
-                       calibration=None, rows: Sequence[OpRow] | None = None) -> list[MatmulCheck]:
+def matmul_vs_roofline(
+    trace: Trace,
+    chip: ChipSpec | str | None = None,
+    *,
+    mode: str | None = None,
+    calibration=None,
+    rows: Sequence[OpRow] | None = None,
+) -> list[MatmulCheck]:
     """Each matmul op of the profile: measured time per call vs the roofline T = max(2BDF/C, bytes/W).
 
     Give `calibration` (`jaxlab.calibrate()`: this machine's measured C and W) or a `chip` name / ChipSpec
@@ -300,12 +328,19 @@ class BandwidthCheck:
         return self.predicted_s / self.measured_s
 
     def __str__(self) -> str:
-        return (f"{self.name:<28} {self.category:<8} {self.bytes / 2**20:8.2f} MiB measured "
-                f"{self.measured_s * 1e6:9.1f} µs, bytes/W {self.predicted_s * 1e6:9.1f} µs → {self.ratio:.2f}")
+        return (
+            f"{self.name:<28} {self.category:<8} {self.bytes / 2**20:8.2f} MiB measured "
+            f"{self.measured_s * 1e6:9.1f} µs, bytes/W {self.predicted_s * 1e6:9.1f} µs → {self.ratio:.2f}"
+        )
 
 
-def memory_vs_roofline(trace: Trace, bytes_per_s: float, *, rows: Sequence[OpRow] | None = None,
-                       categories: Sequence[str] = ("fusion", "copy", "other")) -> list[BandwidthCheck]:
+def memory_vs_roofline(
+    trace: Trace,
+    bytes_per_s: float,
+    *,
+    rows: Sequence[OpRow] | None = None,
+    categories: Sequence[str] = ("fusion", "copy", "other"),
+) -> list[BandwidthCheck]:
     """Ops of the given categories against the memory roofline: (operand bytes + output bytes) / W vs the
     measured time per execution, largest total time first. Elementwise fusions and copies have an arithmetic
     intensity near 0 (ch. 1), so bandwidth is their only limit; a ratio far below 1 marks a slow kernel
@@ -377,10 +412,37 @@ def hlo_listing(hlo: str, mesh_shape: Sequence[int] = (1,), axis_names: Sequence
 
 
 __all__ = [
-    "CATEGORIES", "HLO_ITEMSIZE", "HloShape", "parse_hlo_shape", "tiled_shape", "padding_overhead", "HloOp",
-    "parse_hlo_ops", "categorize", "TraceEvent", "Trace", "find_trace_file", "load_trace", "capture_trace", "OpRow",
-    "op_table", "Span", "timeline", "top_ops", "category_totals", "format_op_table", "step_times", "scope_totals",
-    "format_side_by_side", "MatmulCheck", "dot_dims", "matmul_vs_roofline",
-    "BandwidthCheck", "memory_vs_roofline",
-    "HloListing", "hlo_listing", "MemoryReport", "memory_report",
+    "CATEGORIES",
+    "HLO_ITEMSIZE",
+    "HloShape",
+    "parse_hlo_shape",
+    "tiled_shape",
+    "padding_overhead",
+    "HloOp",
+    "parse_hlo_ops",
+    "categorize",
+    "TraceEvent",
+    "Trace",
+    "find_trace_file",
+    "load_trace",
+    "capture_trace",
+    "OpRow",
+    "op_table",
+    "Span",
+    "timeline",
+    "top_ops",
+    "category_totals",
+    "format_op_table",
+    "step_times",
+    "scope_totals",
+    "format_side_by_side",
+    "MatmulCheck",
+    "dot_dims",
+    "matmul_vs_roofline",
+    "BandwidthCheck",
+    "memory_vs_roofline",
+    "HloListing",
+    "hlo_listing",
+    "MemoryReport",
+    "memory_report",
 ]

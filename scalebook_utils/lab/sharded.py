@@ -36,8 +36,10 @@ def partition_spec(array):
     """
     arr = sh.parse_array(array)
     if arr.unreduced:
-        raise ValueError(f"{arr.spec()} is unreduced over {', '.join(arr.unreduced)}; a PartitionSpec "
-                         "describes only how dims are split (reduce it first, or drop the {U_…})")
+        raise ValueError(
+            f"{arr.spec()} is unreduced over {', '.join(arr.unreduced)}; a PartitionSpec "
+            "describes only how dims are split (reduce it first, or drop the {U_…})"
+        )
     items = [None if ax is None else (ax[0] if len(ax) == 1 else ax) for ax in arr.partition_spec()]
     return jax.sharding.PartitionSpec(*items)
 
@@ -114,8 +116,11 @@ def run_sharded_matmul(matmul, mesh_dict, shapes=None, dtype: str = "float32", s
         "dynamic_slices": sum(op.opcode == "dynamic-slice" for op in parse_module(hlo).instructions),
         "hlo": hlo,
         "output_spec": spec_tuple(c.sharding.spec, c.ndim),
-        "local_shapes": {m.a.name: a.addressable_shards[0].data.shape, m.b.name: b.addressable_shards[0].data.shape,
-                         m.out_name: c.addressable_shards[0].data.shape},
+        "local_shapes": {
+            m.a.name: a.addressable_shards[0].data.shape,
+            m.b.name: b.addressable_shards[0].data.shape,
+            m.out_name: c.addressable_shards[0].data.shape,
+        },
         "shapes": shapes,
     }
 
@@ -148,9 +153,15 @@ def compile_matmul(mesh, matmul: str) -> dict:
         r = run_sharded_matmul(matmul, mesh)
         p = sh.plan(matmul, mesh, r["shapes"])
         ok, why = sh.predicted_vs_compiled(p, r["collectives"], r["hlo"])
-        _COMPILE_CACHE[key] = dict(collectives=r["collectives"], result_matches=r["result_matches"],
-                                   dynamic_slices=r["dynamic_slices"], agree=ok, why=why, plan=p,
-                                   strategy=sh.matched_strategy(p, r["collectives"], r["hlo"]))
+        _COMPILE_CACHE[key] = dict(
+            collectives=r["collectives"],
+            result_matches=r["result_matches"],
+            dynamic_slices=r["dynamic_slices"],
+            agree=ok,
+            why=why,
+            plan=p,
+            strategy=sh.matched_strategy(p, r["collectives"], r["hlo"]),
+        )
     return _COMPILE_CACHE[key]
 
 
@@ -174,6 +185,7 @@ def simulate_collective(kind: str, x):
     `kind` may be spelled as in `collectives.normalize_kind` ('AllGather', 'psum', …). Book ch. 3, Q8.
     """
     from scalebook_utils.core.collectives import normalize_kind
+
     k = normalize_kind(kind)
     ops = {
         "all_gather": lambda v: jax.lax.all_gather(v, "i", tiled=True),
@@ -188,11 +200,15 @@ def simulate_collective(kind: str, x):
     return np.asarray(out)
 
 
-
 #: The JAX collectives `shard_map_demo` runs (book ch. 3 names: AllReduce, AllGather, ReduceScatter,
 #: AllToAll, ppermute) → the collectives.KINDS name of their cost model.
-SHARD_MAP_KINDS = {"psum": "all_reduce", "all_gather": "all_gather", "psum_scatter": "reduce_scatter",
-                   "all_to_all": "all_to_all", "ppermute": "ppermute"}
+SHARD_MAP_KINDS = {
+    "psum": "all_reduce",
+    "all_gather": "all_gather",
+    "psum_scatter": "reduce_scatter",
+    "all_to_all": "all_to_all",
+    "ppermute": "ppermute",
+}
 
 
 def shard_map_demo(kind: str, mesh_shape: Sequence[int] = (8,), n: int = 1024, chip: str = "tpu-v5e") -> dict:
@@ -224,7 +240,7 @@ def shard_map_demo(kind: str, mesh_shape: Sequence[int] = (8,), n: int = 1024, c
     if kind in ("psum", "all_gather", "ppermute"):
         x = np.arange(D * n, dtype=np.float32).reshape(D, n) % 97
     else:
-        x = (np.arange(D * D * n, dtype=np.float32).reshape(D, D * n) % 89)
+        x = np.arange(D * D * n, dtype=np.float32).reshape(D, D * n) % 89
     if kind == "psum":
         body, out_spec, ref = (lambda a: lax.psum(a, ax)), P(), lambda: x.sum(0, keepdims=True)
         n_bytes, sent = n * item, 2 * (D - 1) * n * item / D
@@ -253,11 +269,18 @@ def shard_map_demo(kind: str, mesh_shape: Sequence[int] = (8,), n: int = 1024, c
     kw = {"hops": 1} if model_kind == "ppermute" else {"wraparound": True}
     cost = collectives.collective(model_kind, float(n_bytes), mesh_shape, chip, **kw)
     return {
-        "kind": kind, "mesh_shape": mesh_shape, "n_devices": D,
+        "kind": kind,
+        "mesh_shape": mesh_shape,
+        "n_devices": D,
         "correct": bool(got.shape == want.shape and np.allclose(got, want)),
-        "local_in": tuple(xa.addressable_shards[0].data.shape), "local_out": tuple(y.addressable_shards[0].data.shape),
-        "bytes_sent": float(sent), "model_bytes": float(cost.bytes_per_device), "n_bytes": float(n_bytes),
-        "model_seconds": float(cost.seconds), "regime": cost.regime, "hlo": count_hlo_collectives(hlo),
+        "local_in": tuple(xa.addressable_shards[0].data.shape),
+        "local_out": tuple(y.addressable_shards[0].data.shape),
+        "bytes_sent": float(sent),
+        "model_bytes": float(cost.bytes_per_device),
+        "n_bytes": float(n_bytes),
+        "model_seconds": float(cost.seconds),
+        "regime": cost.regime,
+        "hlo": count_hlo_collectives(hlo),
     }
 
 
@@ -285,14 +308,13 @@ def collective_matmul_fn(mesh, axis: str | None = None):
         for s in range(D):
             src = (idx + s) % D
             if s < D - 1:
-                nxt = lax.ppermute(blk, axis, perm)   # issued before the multiply: the two can overlap
+                nxt = lax.ppermute(blk, axis, perm)  # issued before the multiply: the two can overlap
             out = lax.dynamic_update_slice(out, blk @ wb, (src * rows, 0))
             if s < D - 1:
                 blk = nxt
         return out
 
-    return jax.jit(_compat.shard_map(body, mesh=mesh, in_specs=(P(axis, None), P(None, axis)),
-                                     out_specs=P(None, axis)))
+    return jax.jit(_compat.shard_map(body, mesh=mesh, in_specs=(P(axis, None), P(None, axis)), out_specs=P(None, axis)))
 
 
 def collective_matmul(x, w, mesh, axis: str | None = None):
@@ -305,7 +327,17 @@ def collective_matmul(x, w, mesh, axis: str | None = None):
 
 
 __all__ = [
-    "partition_spec", "book_spec", "book_matmul", "spec_tuple", "run_sharded_matmul", "predicted_vs_compiled",
-    "compile_matmul", "clear_compile_cache", "simulate_collective", "SHARD_MAP_KINDS", "shard_map_demo",
-    "collective_matmul_fn", "collective_matmul",
+    "partition_spec",
+    "book_spec",
+    "book_matmul",
+    "spec_tuple",
+    "run_sharded_matmul",
+    "predicted_vs_compiled",
+    "compile_matmul",
+    "clear_compile_cache",
+    "simulate_collective",
+    "SHARD_MAP_KINDS",
+    "shard_map_demo",
+    "collective_matmul_fn",
+    "collective_matmul",
 ]

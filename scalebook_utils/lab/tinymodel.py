@@ -90,19 +90,20 @@ from scalebook_utils.lab.llama import (
 #: agree to ±1); the others are counted by hand from the ops. exp, log and rsqrt are "transcendentals",
 #: a separate XLA counter, so they add nothing here.
 ELEMENTWISE_FLOPS = {
-    "rms_norm": (4, 15),        # measured 4 / 13: x², mean, ×rsqrt, ×scale; + 2 for the scale's gradient
-    "residual": (1, 1),         # x + f(x); the backward just passes the cotangent on
-    "q_scale": (1, 2),          # q · 1/√H
-    "softmax": (4, 13),         # measured: max, −max, Σ, ÷ (0.4.35: 12 with the backward)
-    "causal_mask": (1, 2),      # select(mask, s, −∞) (0.4.35 counts ≈ 2 in the forward)
-    "swiglu": (5, 23),          # measured: silu(a)·b = a·(1 / (1 + e^−a))·b
-    "silu": (4, 16),            # measured
-    "cross_entropy": (5, 10),   # measured: log_softmax over V, per logit, and picking the target
+    "rms_norm": (4, 15),  # measured 4 / 13: x², mean, ×rsqrt, ×scale; + 2 for the scale's gradient
+    "residual": (1, 1),  # x + f(x); the backward just passes the cotangent on
+    "q_scale": (1, 2),  # q · 1/√H
+    "softmax": (4, 13),  # measured: max, −max, Σ, ÷ (0.4.35: 12 with the backward)
+    "causal_mask": (1, 2),  # select(mask, s, −∞) (0.4.35 counts ≈ 2 in the forward)
+    "swiglu": (5, 23),  # measured: silu(a)·b = a·(1 / (1 + e^−a))·b
+    "silu": (4, 16),  # measured
+    "cross_entropy": (5, 10),  # measured: log_softmax over V, per logit, and picking the target
 }
 
 
-def elementwise_flops_estimate(cfg: TransformerConfig, B: int, T: int, kind: str = "forward", *,
-                               causal: bool = True) -> float:
+def elementwise_flops_estimate(
+    cfg: TransformerConfig, B: int, T: int, kind: str = "forward", *, causal: bool = True
+) -> float:
     """XLA-counted elementwise FLOPs of the tiny model, which the book's matmul formula leaves out.
 
     Per token and layer: norms_per_layer·c_norm·D + 2·c_res·D + c_q·N·H + (c_soft [+ c_mask])·S·N
@@ -117,8 +118,13 @@ def elementwise_flops_estimate(cfg: TransformerConfig, B: int, T: int, kind: str
     c = {k: v[i] for k, v in ELEMENTWISE_FLOPS.items()}
     act = c["swiglu"] if cfg.gated_mlp else c["silu"]
     soft = c["softmax"] + (c["causal_mask"] if causal else 0)
-    per_layer = cfg.norms_per_layer * c["rms_norm"] * cfg.D + 2 * c["residual"] * cfg.D + c["q_scale"] * cfg.N * cfg.H \
-        + soft * T * cfg.N + act * cfg.F
+    per_layer = (
+        cfg.norms_per_layer * c["rms_norm"] * cfg.D
+        + 2 * c["residual"] * cfg.D
+        + c["q_scale"] * cfg.N * cfg.H
+        + soft * T * cfg.N
+        + act * cfg.F
+    )
     once = (c["rms_norm"] * cfg.D if cfg.final_norm else 0) + (c["cross_entropy"] * cfg.V if i else 0)
     return float(B * T * (cfg.L * per_layer + once))
 
@@ -162,9 +168,11 @@ class FlopsCheck:
         return abs(self.fine_ratio - 1.0) <= self.fine_tolerance
 
     def __str__(self) -> str:
-        return (f"{self.cfg_name} {self.kind} B={self.B} T={self.T}: measured {self.measured:.4g} / predicted "
-                f"{self.predicted:.4g} = {self.ratio:.4f} (≤ 1 + {self.tolerance:.3f}); with elementwise "
-                f"{self.fine_ratio:.4f} (±{self.fine_tolerance})")
+        return (
+            f"{self.cfg_name} {self.kind} B={self.B} T={self.T}: measured {self.measured:.4g} / predicted "
+            f"{self.predicted:.4g} = {self.ratio:.4f} (≤ 1 + {self.tolerance:.3f}); with elementwise "
+            f"{self.fine_ratio:.4f} (±{self.fine_tolerance})"
+        )
 
 
 #: |measured / (matmuls + elementwise estimate) − 1| accepted by `FlopsCheck.fine_ok`.
@@ -220,8 +228,17 @@ def flops_check(cfg: TransformerConfig, B: int, T: int, kind: str = "forward") -
         measured = _cpu_flops(jax.value_and_grad(lambda p, t: loss(p, t, cfg)), params, tokens)
         predicted = training_flops_per_token(cfg, T) * B * T
     ew = elementwise_flops_estimate(cfg, B, T, kind)
-    return FlopsCheck(cfg.name, kind, B, T, measured, float(predicted), tolerance=2 * ew / predicted,
-                      elementwise=ew, fine_tolerance=FINE_TOLERANCE[kind])
+    return FlopsCheck(
+        cfg.name,
+        kind,
+        B,
+        T,
+        measured,
+        float(predicted),
+        tolerance=2 * ew / predicted,
+        elementwise=ew,
+        fine_tolerance=FINE_TOLERANCE[kind],
+    )
 
 
 @dataclass(frozen=True)
@@ -274,13 +291,17 @@ class RematFlops:
 
     def __str__(self) -> str:
         fused = "" if self.fused is None else f"; one jitted step: {6 * self.fused / self.six_pt:.3f}"
-        return (f"{self.cfg_name} remat={self.policy} B={self.B} T={self.T}: {self.multiple:.3f} · params · tokens "
-                f"(predicted {6 * self.predicted / self.six_pt:.3f}"
-                + (f", adjusted {6 * self.adjusted / self.six_pt:.3f})" if self.dropped else ")") + fused)
+        return (
+            f"{self.cfg_name} remat={self.policy} B={self.B} T={self.T}: {self.multiple:.3f} · params · tokens "
+            f"(predicted {6 * self.predicted / self.six_pt:.3f}"
+            + (f", adjusted {6 * self.adjusted / self.six_pt:.3f})" if self.dropped else ")")
+            + fused
+        )
 
 
-def train_flops_with_remat(cfg: TransformerConfig, B: int, T: int, policy: str = "none", *,
-                           fused: bool = False) -> RematFlops:
+def train_flops_with_remat(
+    cfg: TransformerConfig, B: int, T: int, policy: str = "none", *, fused: bool = False
+) -> RematFlops:
     """XLA's FLOPs for one training step of the tiny model under remat `policy`, and the book's.
 
     Policies (each block wrapped in `jax.checkpoint(prevent_cse=True)`): "none" saves everything;
@@ -307,24 +328,56 @@ def train_flops_with_remat(cfg: TransformerConfig, B: int, T: int, policy: str =
     f = lambda p, t: loss(p, t, cfg, remat=policy)  # noqa: E731
     fwd = lambda p, t: jax.vjp(lambda q: f(q, t), p)  # noqa: E731  (loss, pullback with the residuals)
     _, pullback = jax.eval_shape(fwd, params, tokens)
-    measured = _cpu_flops(fwd, params, tokens) + _cpu_flops(lambda pb, ct: pb(ct), pullback,
-                                                            jax.ShapeDtypeStruct((), jnp.float32))
+    measured = _cpu_flops(fwd, params, tokens) + _cpu_flops(
+        lambda pb, ct: pb(ct), pullback, jax.ShapeDtypeStruct((), jnp.float32)
+    )
     one_step = _cpu_flops(jax.value_and_grad(f), params, tokens) if fused else None
     predicted = training_flops_per_token(cfg, T, remat=policy) * B * T
     dropped = 2.0 * B * T * cfg.L * cfg.D * cfg.F if policy == "block" else 0.0
     ew = elementwise_flops_estimate(cfg, B, T, "train")
     if policy != "none":
         ew += elementwise_flops_estimate(cfg, B, T, "forward")
-    return RematFlops(cfg.name, policy, B, T, measured, float(predicted), dropped,
-                      tolerance=2 * ew / (predicted - dropped), six_pt=6.0 * matmul_params(cfg) * B * T,
-                      fused=one_step)
-
+    return RematFlops(
+        cfg.name,
+        policy,
+        B,
+        T,
+        measured,
+        float(predicted),
+        dropped,
+        tolerance=2 * ew / (predicted - dropped),
+        six_pt=6.0 * matmul_params(cfg) * B * T,
+        fused=one_step,
+    )
 
 
 __all__ = [
-    "TINY", "MICRO", "ATTENTION_KINDS", "REMAT_POLICIES", "check_config", "init_params", "count_params",
-    "component_counts", "rms_norm", "naive_attention", "chunked_attention", "jax_attention", "FlashStep",
-    "flash_steps", "softmax_row", "forward", "loss", "sample_tokens", "ELEMENTWISE_FLOPS",
-    "elementwise_flops_estimate", "FlopsCheck", "FINE_TOLERANCE", "flops_check", "RematFlops",
-    "train_flops_with_remat", "RMS_EPS", "is_tracer", "check_tokens",
+    "TINY",
+    "MICRO",
+    "ATTENTION_KINDS",
+    "REMAT_POLICIES",
+    "check_config",
+    "init_params",
+    "count_params",
+    "component_counts",
+    "rms_norm",
+    "naive_attention",
+    "chunked_attention",
+    "jax_attention",
+    "FlashStep",
+    "flash_steps",
+    "softmax_row",
+    "forward",
+    "loss",
+    "sample_tokens",
+    "ELEMENTWISE_FLOPS",
+    "elementwise_flops_estimate",
+    "FlopsCheck",
+    "FINE_TOLERANCE",
+    "flops_check",
+    "RematFlops",
+    "train_flops_with_remat",
+    "RMS_EPS",
+    "is_tracer",
+    "check_tokens",
 ]

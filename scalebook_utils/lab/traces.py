@@ -71,13 +71,19 @@ def find_trace_file(log_dir: str | os.PathLike) -> str:
     log_dir = os.fspath(log_dir)
     if not os.path.isdir(log_dir):
         raise FileNotFoundError(f"profile directory {log_dir!r} does not exist")
-    found = glob.glob(os.path.join(log_dir, "**", "*.trace.json.gz"), recursive=True) + \
-        glob.glob(os.path.join(log_dir, "**", "*.trace.json"), recursive=True)
+    found = glob.glob(os.path.join(log_dir, "**", "*.trace.json.gz"), recursive=True) + glob.glob(
+        os.path.join(log_dir, "**", "*.trace.json"), recursive=True
+    )
     if not found:
-        seen = sorted(os.path.relpath(p, log_dir) for p in glob.glob(os.path.join(log_dir, "**", "*"), recursive=True)
-                      if os.path.isfile(p))[:8]
-        raise FileNotFoundError(f"no *.trace.json.gz under {log_dir!r} (files there: {seen or 'none'}); was the "
-                                "profile written by jax.profiler.trace?")
+        seen = sorted(
+            os.path.relpath(p, log_dir)
+            for p in glob.glob(os.path.join(log_dir, "**", "*"), recursive=True)
+            if os.path.isfile(p)
+        )[:8]
+        raise FileNotFoundError(
+            f"no *.trace.json.gz under {log_dir!r} (files there: {seen or 'none'}); was the "
+            "profile written by jax.profiler.trace?"
+        )
     return max(found, key=os.path.getmtime)
 
 
@@ -102,17 +108,27 @@ def load_trace(path: str | os.PathLike, *, hlo: str = "", calls: int = 0) -> Tra
     raw = data.get("traceEvents") if isinstance(data, dict) else data
     if not isinstance(raw, list):
         raise ValueError(f"{path} has no 'traceEvents' list: not a Chrome trace")
-    threads = {(e.get("pid"), e.get("tid")): (e.get("args") or {}).get("name", "")
-               for e in raw if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == "thread_name"}
+    threads = {
+        (e.get("pid"), e.get("tid")): (e.get("args") or {}).get("name", "")
+        for e in raw
+        if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == "thread_name"
+    }
     events = []
     for e in raw:
         if not isinstance(e, dict) or e.get("ph") != "X" or str(e.get("name", "")).startswith("end: "):
             continue
         args = e.get("args") or {}
-        events.append(TraceEvent(str(e.get("name", "")), float(e.get("ts", 0.0)) * 1e-6,
-                                 float(e.get("dur", 0.0)) * 1e-6, threads.get((e.get("pid"), e.get("tid")), ""),
-                                 int(e.get("pid") or 0), str(args.get("hlo_op", "")),
-                                 str(args.get("hlo_module", ""))))
+        events.append(
+            TraceEvent(
+                str(e.get("name", "")),
+                float(e.get("ts", 0.0)) * 1e-6,
+                float(e.get("dur", 0.0)) * 1e-6,
+                threads.get((e.get("pid"), e.get("tid")), ""),
+                int(e.get("pid") or 0),
+                str(args.get("hlo_op", "")),
+                str(args.get("hlo_module", "")),
+            )
+        )
     events.sort(key=lambda ev: ev.start_s)
     trace = Trace(events, path)
     if hlo:
@@ -127,8 +143,10 @@ def step_times(trace: Trace, name: str) -> list[float]:
     Unlike a sum of op durations, this does not add up ops that ran at the same time on different threads."""
     out = [e.duration_s for e in trace.events if e.name == name and not e.hlo_op]
     if not out:
-        raise ValueError(f"no event named {name!r} in the trace: wrap each step in "
-                         f"jax.profiler.StepTraceAnnotation({name!r}, step_num=i)")
+        raise ValueError(
+            f"no event named {name!r} in the trace: wrap each step in "
+            f"jax.profiler.StepTraceAnnotation({name!r}, step_num=i)"
+        )
     return out
 
 
@@ -147,7 +165,7 @@ def capture_trace(f: Callable, *args, repeats: int = 3, log_dir: str | os.PathLi
     jf = jax.jit(f)
     compiled = jf.lower(*args).compile()
     hlo = compiled.as_text()
-    _compat.block_until_ready(jf(*args))                    # warm up: compile outside the trace
+    _compat.block_until_ready(jf(*args))  # warm up: compile outside the trace
     log_dir = os.fspath(log_dir) if log_dir is not None else tempfile.mkdtemp(prefix="scalebook-trace-")
     with jax.profiler.trace(log_dir):
         for i in range(int(repeats)):

@@ -108,16 +108,22 @@ def _as_model(model):
         return TinyTransformer()
     if model == "micro":
         from scalebook_utils.lab import tinymodel
+
         return TinyTransformer(cfg=tinymodel.MICRO)
-    if hasattr(model, "N") and hasattr(model, "V"):   # a TransformerConfig
+    if hasattr(model, "N") and hasattr(model, "V"):  # a TransformerConfig
         return TinyTransformer(cfg=model)
-    raise ValueError(f"model must be 'mlp', 'transformer' ('tiny'), 'micro', an MLPStack, a TinyTransformer or "
-                     f"a TransformerConfig; got {model!r}")
+    raise ValueError(
+        f"model must be 'mlp', 'transformer' ('tiny'), 'micro', an MLPStack, a TinyTransformer or "
+        f"a TransformerConfig; got {model!r}"
+    )
 
 
 def _check_divisible(model, strategy, X, Y):
-    bad = [f"{name} = {size} is not divisible by {dname} = {deg} ({why})"
-           for name, size, dname, deg, why in model.divisibility(strategy, X, Y) if size % deg]
+    bad = [
+        f"{name} = {size} is not divisible by {dname} = {deg} ({why})"
+        for name, size, dname, deg, why in model.divisibility(strategy, X, Y)
+        if size % deg
+    ]
     if bad:
         raise ValueError(f"{strategy} on a {X}×{Y} mesh cannot shard {model.name}: " + "; ".join(bad))
 
@@ -185,13 +191,16 @@ class TrainResult:
     def summary(self) -> str:
         counts = ", ".join(f"{k} ×{v}" for k, v in sorted(self.collective_counts().items())) or "no collectives"
         ref = "" if not self.reference_losses else f" (single device: max rel. diff {self.max_loss_rel_diff:.1e})"
-        return (f"{self.strategy} on {self.X}×{self.Y}: losses {', '.join(f'{v:.5f}' for v in self.losses)}{ref}; "
-                f"{counts}; params/device {self.param_bytes_per_device:,} B "
-                f"({self.param_fraction_per_device:.3g} of all)")
+        return (
+            f"{self.strategy} on {self.X}×{self.Y}: losses {', '.join(f'{v:.5f}' for v in self.losses)}{ref}; "
+            f"{counts}; params/device {self.param_bytes_per_device:,} B "
+            f"({self.param_fraction_per_device:.3g} of all)"
+        )
 
 
 def _sgd_step(model, lr, constrain, gathered=None):
     """p ← p − lr·∂loss/∂p. `gathered`: shardings the weights are used in (FSDP's just-in-time gather)."""
+
     def loss_fn(p, batch):
         if gathered is not None:
             p = jax.tree_util.tree_map(jax.lax.with_sharding_constraint, p, gathered)
@@ -200,6 +209,7 @@ def _sgd_step(model, lr, constrain, gathered=None):
     def step(params, batch):
         loss, grads = jax.value_and_grad(loss_fn)(params, batch)
         return jax.tree_util.tree_map(lambda p, g: p - lr * g, params, grads), loss
+
     return step
 
 
@@ -236,8 +246,17 @@ def _reference_run(model, steps, lr, seed):
     return tuple(losses), params
 
 
-def train(model="mlp", strategy: str = "fsdp", mesh_shape=None, steps: int = 3, lr: float = 0.1, seed: int = 0,
-          *, reference: bool = True, gather_weights: bool | None = None) -> TrainResult:
+def train(
+    model="mlp",
+    strategy: str = "fsdp",
+    mesh_shape=None,
+    steps: int = 3,
+    lr: float = 0.1,
+    seed: int = 0,
+    *,
+    reference: bool = True,
+    gather_weights: bool | None = None,
+) -> TrainResult:
     """Train `model` for `steps` SGD steps under `strategy` on a ('data', 'model') mesh of CPU devices.
 
     model: "mlp" (the chapter's MLP stack, `MLPStack()`), "transformer"/"tiny" (`tinymodel.TINY`),
@@ -270,9 +289,11 @@ def train(model="mlp", strategy: str = "fsdp", mesh_shape=None, steps: int = 3, 
     params = model.init(seed)
     batch = model.make_batch(seed)
     pspecs = jax.tree_util.tree_map_with_path(
-        lambda path, leaf: _NS(mesh, model.param_spec(_leaf_name(path), leaf.shape, strategy, X, Y)), params)
-    bspecs = jax.tree_util.tree_map(lambda s: _NS(mesh, s), model.batch_specs(strategy),
-                                    is_leaf=lambda s: isinstance(s, _P))
+        lambda path, leaf: _NS(mesh, model.param_spec(_leaf_name(path), leaf.shape, strategy, X, Y)), params
+    )
+    bspecs = jax.tree_util.tree_map(
+        lambda s: _NS(mesh, s), model.batch_specs(strategy), is_leaf=lambda s: isinstance(s, _P)
+    )
     constrain = None
     if isinstance(model, MLPStack):
         act = _NS(mesh, model.activation_spec(strategy))
@@ -282,8 +303,11 @@ def train(model="mlp", strategy: str = "fsdp", mesh_shape=None, steps: int = 3, 
         gather_weights = isinstance(model, TinyTransformer)
     if gather_weights and strategy in ("fsdp", "fsdp+tp"):
         gathered = jax.tree_util.tree_map(lambda s: _NS(mesh, _without_axis(s.spec, "data")), pspecs)
-    step = jax.jit(_sgd_step(model, lr, constrain, gathered), in_shardings=(pspecs, bspecs),
-                   out_shardings=(pspecs, _NS(mesh, _P())))
+    step = jax.jit(
+        _sgd_step(model, lr, constrain, gathered),
+        in_shardings=(pspecs, bspecs),
+        out_shardings=(pspecs, _NS(mesh, _P())),
+    )
     params = jax.device_put(params, pspecs)
     batch = jax.device_put(batch, bspecs)
     hlo = step.lower(params, batch).compile().as_text()
@@ -298,15 +322,51 @@ def train(model="mlp", strategy: str = "fsdp", mesh_shape=None, steps: int = 3, 
     ref_losses, diff = None, None
     if reference:
         ref_losses, ref_params = reference_run(model, steps, lr, seed)
-        diff = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
-                   for a, b in zip(jax.tree_util.tree_leaves(params), jax.tree_util.tree_leaves(ref_params)))
-    return TrainResult(model.name, model.kind, model.dims, strategy, (X, Y), steps, float(lr), int(seed),
-                       tuple(losses), ref_losses, tuple(parse_hlo_collectives(hlo, (X, Y), AXES)), per_device,
-                       total, diff, itemsize, jax.__version__, hlo)
+        diff = max(
+            float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
+            for a, b in zip(jax.tree_util.tree_leaves(params), jax.tree_util.tree_leaves(ref_params))
+        )
+    return TrainResult(
+        model.name,
+        model.kind,
+        model.dims,
+        strategy,
+        (X, Y),
+        steps,
+        float(lr),
+        int(seed),
+        tuple(losses),
+        ref_losses,
+        tuple(parse_hlo_collectives(hlo, (X, Y), AXES)),
+        per_device,
+        total,
+        diff,
+        itemsize,
+        jax.__version__,
+        hlo,
+    )
 
 
 __all__ = [
-    "AXES", "STRATEGIES", "LOSS_RTOL", "init_mlp_stack", "mlp_forward", "mlp_loss", "mlp_batch", "MLPStack",
-    "TinyTransformer", "check_strategy", "check_mesh", "default_mesh_shape", "TrainResult", "reference_run", "train",
-    "predicted_step", "CollectiveRow", "Comparison", "compare_collectives", "compare_compiled", "prng_key",
+    "AXES",
+    "STRATEGIES",
+    "LOSS_RTOL",
+    "init_mlp_stack",
+    "mlp_forward",
+    "mlp_loss",
+    "mlp_batch",
+    "MLPStack",
+    "TinyTransformer",
+    "check_strategy",
+    "check_mesh",
+    "default_mesh_shape",
+    "TrainResult",
+    "reference_run",
+    "train",
+    "predicted_step",
+    "CollectiveRow",
+    "Comparison",
+    "compare_collectives",
+    "compare_compiled",
+    "prng_key",
 ]

@@ -32,16 +32,18 @@ def _class(kind: str) -> str:
     return _FAMILY.get(kind, kind)
 
 
-def predicted_step(strategy: str, *, B: int, D: int, F: int, L: int, X: int, Y: int, bytes_per_element: float,
-                   regather: bool = True) -> list[training.Collective]:
+def predicted_step(
+    strategy: str, *, B: int, D: int, F: int, L: int, X: int, Y: int, bytes_per_element: float, regather: bool = True
+) -> list[training.Collective]:
     """The collectives of one whole training step of an L-block MLP stack, from `training.step_collectives`.
 
     L × the per-layer list, except (1) collectives on an axis of one device (none happen) and (2) the
     first block's work for dIn, because the input data needs no gradient: its ReduceScatter_Y of dIn
     and (with `regather`) its backward AllGather_X of W_in, which the book re-gathers only to form dIn.
     """
-    per_layer = training.step_collectives(strategy, B=B, D=D, F=F, X=X, Y=Y, bytes_per_element=bytes_per_element,
-                                          regather=regather)
+    per_layer = training.step_collectives(
+        strategy, B=B, D=D, F=F, X=X, Y=Y, bytes_per_element=bytes_per_element, regather=regather
+    )
     size = {"X": X, "Y": Y}
     out = []
     for layer in range(L):
@@ -104,11 +106,18 @@ class Comparison:
         head = f"{'model kind':<15}{'axis':<5}{'shape':<14}{'arrays':<16}{'predicted':>10}{'compiled':>9}  compiled as"
         lines = [f"{self.strategy} on {self.mesh_shape[0]}×{self.mesh_shape[1]} — agree: {self.agree}", head]
         for r in self.rows:
-            pred = (f"{r.predicted_min}" if r.predicted_min == r.predicted_max else
-                    f"≥ {r.predicted_min}" if r.predicted_max >= 10**9 else f"{r.predicted_min}–{r.predicted_max}")
+            pred = (
+                f"{r.predicted_min}"
+                if r.predicted_min == r.predicted_max
+                else f"≥ {r.predicted_min}"
+                if r.predicted_max >= 10**9
+                else f"{r.predicted_min}–{r.predicted_max}"
+            )
             shape = "×".join(map(str, r.shape)) or "-"
-            lines.append(f"{r.kind:<15}{r.axis:<5}{shape:<14}{','.join(r.arrays):<16}{pred:>10}{r.compiled:>9}  "
-                         f"{', '.join(r.compiled_kinds) or '—'}{'' if r.ok else '   ✗'}")
+            lines.append(
+                f"{r.kind:<15}{r.axis:<5}{shape:<14}{','.join(r.arrays):<16}{pred:>10}{r.compiled:>9}  "
+                f"{', '.join(r.compiled_kinds) or '—'}{'' if r.ok else '   ✗'}"
+            )
         if not self.kind_only:
             lo, hi = self.predicted_bytes
             pb = f"{lo:,.0f}" if lo == hi else f"{lo:,.0f}–{hi:,.0f}"
@@ -157,7 +166,7 @@ def compare_collectives(result) -> Comparison:
       V-sharded axis, [B, T] values) are reduces over Y and count with them. Bytes are not compared.
     """
     X, Y = result.mesh_shape
-    comp = [c for c in result.collectives if c.axes != ()]       # groups of one device move nothing
+    comp = [c for c in result.collectives if c.axes != ()]  # groups of one device move nothing
     trivial = len(result.collectives) - len(comp)
     scalars = tuple(c for c in comp if c.is_scalar and c.kind in _REDUCES)
     comp = [c for c in comp if not (c.is_scalar and c.kind in _REDUCES)]
@@ -195,21 +204,40 @@ def compare_collectives(result) -> Comparison:
         kinds, arrays, nb = info[k]
         got = matched.get(k, [])
         ck = tuple(sorted({c.kind for c in got}))
-        rows.append(CollectiveRow("/".join(sorted(kinds)), k[1], k[2], tuple(sorted(arrays)), lo_n.get(k, 0),
-                                  hi_n[k], len(got), ck, nb))
+        rows.append(
+            CollectiveRow(
+                "/".join(sorted(kinds)), k[1], k[2], tuple(sorted(arrays)), lo_n.get(k, 0), hi_n[k], len(got), ck, nb
+            )
+        )
         if "reduce-scatter" in kinds and "all-reduce" in ck:
-            notes.append(f"reduce-scatter of {'×'.join(map(str, k[2]))} over {k[1]} compiled as all-reduce "
-                         "(+ dynamic-slice): XLA:CPU's form")
+            notes.append(
+                f"reduce-scatter of {'×'.join(map(str, k[2]))} over {k[1]} compiled as all-reduce "
+                "(+ dynamic-slice): XLA:CPU's form"
+            )
         if k[0] == "gather" and lo_n.get(k, 0) < hi_n[k] and got:
             n, m = len(got) - lo_n.get(k, 0), hi_n[k] - lo_n.get(k, 0)
-            how = (" — the backward pass reuses the forward's gathered weights (regather=False)" if n == 0 else
-                   " — every backward use gathers again (regather=True)" if n == m else "")
-            notes.append(f"all-gather of {'×'.join(map(str, k[2]))} over {k[1]}: {n} of the {m} optional backward "
-                         f"re-gathers compiled{how}")
+            how = (
+                " — the backward pass reuses the forward's gathered weights (regather=False)"
+                if n == 0
+                else " — every backward use gathers again (regather=True)"
+                if n == m
+                else ""
+            )
+            notes.append(
+                f"all-gather of {'×'.join(map(str, k[2]))} over {k[1]}: {n} of the {m} optional backward "
+                f"re-gathers compiled{how}"
+            )
     compiled_bytes = float(sum(c.nbytes for cs in matched.values() for c in cs))
-    return Comparison(result.strategy, (X, Y), tuple(rows), (float(sum(c.nbytes for c in lo)),
-                      float(sum(c.nbytes for c in hi))), compiled_bytes, scalars, tuple(unexplained),
-                      tuple(notes))
+    return Comparison(
+        result.strategy,
+        (X, Y),
+        tuple(rows),
+        (float(sum(c.nbytes for c in lo)), float(sum(c.nbytes for c in hi))),
+        compiled_bytes,
+        scalars,
+        tuple(unexplained),
+        tuple(notes),
+    )
 
 
 @dataclass(frozen=True)
@@ -224,8 +252,9 @@ class _Compiled:
     model_kind: str = "mlp"
 
 
-def compare_compiled(collectives, strategy: str, mesh_shape, *, B: int, D: int, F: int, L: int,
-                     bytes_per_element: int = 4) -> Comparison:
+def compare_compiled(
+    collectives, strategy: str, mesh_shape, *, B: int, D: int, F: int, L: int, bytes_per_element: int = 4
+) -> Comparison:
     """`compare_collectives` for an MLP-stack step you jitted yourself (the notebook's visible step).
 
     collectives: `jaxlab.parse_hlo_collectives(hlo, (X, Y), axis_names)` of the compiled step, with the
@@ -260,23 +289,35 @@ def _compare_kinds(result, comp, scalars, notes):
     for k in sorted(pred, key=lambda k: (k[1], k[0])):
         ops = got.get(k, [])
         ck = tuple(sorted({c.kind for c in ops}))
-        rows.append(CollectiveRow("/".join(sorted(pred[k])), k[1], (), (), 0 if k in optional else 1, 10**9,
-                                  len(ops), ck, 0.0))
+        rows.append(
+            CollectiveRow("/".join(sorted(pred[k])), k[1], (), (), 0 if k in optional else 1, 10**9, len(ops), ck, 0.0)
+        )
         if "reduce-scatter" in pred[k] and "all-reduce" in ck and not (k[1] == "Y" and not got.get(("gather", "Y"))):
             notes.append(f"reduce-scatter over {k[1]} compiled as all-reduce (+ dynamic-slice): XLA:CPU's form")
         if k in optional and not ops:
-            notes.append("no all-gather over Y: XLA kept the residual stream replicated over 'model', so each "
-                         "block's ReduceScatter_Y and the next AllGather_Y are one AllReduce_Y (an AllReduce is a "
-                         "ReduceScatter then an AllGather, book ch. 3)")
+            notes.append(
+                "no all-gather over Y: XLA kept the residual stream replicated over 'model', so each "
+                "block's ReduceScatter_Y and the next AllGather_Y are one AllReduce_Y (an AllReduce is a "
+                "ReduceScatter then an AllGather, book ch. 3)"
+            )
     sub = [c for cs in got.values() for c in cs if c.subgroup]
     if sub:
         sizes = sorted({c.group_size for c in sub})
-        notes.append(f"{len(sub)} array(s) move within part of an axis (groups of {sizes} devices): attention "
-                     "reshapes the sharded heads N into (K, G), splitting the axis")
-    return Comparison(result.strategy, (X, Y), tuple(rows), (0.0, 0.0),
-                      float(sum(c.nbytes for cs in got.values() for c in cs)), scalars, tuple(unexplained),
-                      tuple(notes), kind_only=True)
-
+        notes.append(
+            f"{len(sub)} array(s) move within part of an axis (groups of {sizes} devices): attention "
+            "reshapes the sharded heads N into (K, G), splitting the axis"
+        )
+    return Comparison(
+        result.strategy,
+        (X, Y),
+        tuple(rows),
+        (0.0, 0.0),
+        float(sum(c.nbytes for cs in got.values() for c in cs)),
+        scalars,
+        tuple(unexplained),
+        tuple(notes),
+        kind_only=True,
+    )
 
 
 __all__ = ["predicted_step", "CollectiveRow", "Comparison", "compare_collectives", "compare_compiled"]

@@ -68,8 +68,8 @@ def mlp_forward(params, x, constrain: Callable | None = None):
     c = constrain or (lambda a: a)
     for layer in params["layers"]:
         x = c(x)
-        tmp = jax.nn.gelu(x @ layer["W_in"])          # tmp: [B, F]
-        x = x + tmp @ layer["W_out"]                  # x: [B, D]
+        tmp = jax.nn.gelu(x @ layer["W_in"])  # tmp: [B, F]
+        x = x + tmp @ layer["W_out"]  # x: [B, D]
     return c(x)
 
 
@@ -84,11 +84,14 @@ def mlp_batch(B: int, D: int, seed: int = 0, dtype="float32"):
     """(x, y): a seeded input In[B, D] and target [B, D], both standard normal."""
     kx, ky = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), 1))
     dt = _dtype(dtype)
-    return (jax.random.normal(kx, (B, D), jnp.float32).astype(dt),
-            jax.random.normal(ky, (B, D), jnp.float32).astype(dt))
+    return (
+        jax.random.normal(kx, (B, D), jnp.float32).astype(dt),
+        jax.random.normal(ky, (B, D), jnp.float32).astype(dt),
+    )
 
 
 # --- models that `train` accepts --------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class MLPStack:
@@ -123,8 +126,12 @@ class MLPStack:
         return mlp_loss(params, batch, constrain)
 
     def activation_spec(self, strategy: str):
-        return {"dp": _P("data", None), "fsdp": _P("data", None), "tp": _P(None, "model"),
-                "fsdp+tp": _P("data", "model")}[strategy]
+        return {
+            "dp": _P("data", None),
+            "fsdp": _P("data", None),
+            "tp": _P(None, "model"),
+            "fsdp+tp": _P("data", "model"),
+        }[strategy]
 
     def batch_specs(self, strategy: str):
         a = self.activation_spec(strategy)
@@ -133,9 +140,9 @@ class MLPStack:
     def param_spec(self, name: str, shape, strategy: str, X: int = 1, Y: int = 1):
         fsdp, tp = strategy in ("fsdp", "fsdp+tp"), strategy in ("tp", "fsdp+tp")
         d_axis, f_axis = ("data" if fsdp else None), ("model" if tp else None)
-        if name == "W_in":      # [D, F]
+        if name == "W_in":  # [D, F]
             return _P(d_axis, f_axis)
-        if name == "W_out":     # [F, D]
+        if name == "W_out":  # [F, D]
             return _P(f_axis, d_axis)
         raise ValueError(f"unknown MLP parameter {name!r}")
 
@@ -182,6 +189,7 @@ class TinyTransformer:
         if self.cfg is not None:
             return self.cfg
         from scalebook_utils.lab import tinymodel
+
         return tinymodel.TINY
 
     @property
@@ -192,11 +200,11 @@ class TinyTransformer:
     @property
     def dims(self) -> dict:
         c = self._cfg()
-        return {"B": self.batch * self.seq_len, "D": c.D, "F": c.F, "L": c.L, "N": c.N, "K": c.K, "H": c.H,
-                "V": c.V}
+        return {"B": self.batch * self.seq_len, "D": c.D, "F": c.F, "L": c.L, "N": c.N, "K": c.K, "H": c.H, "V": c.V}
 
     def init(self, seed: int):
         from scalebook_utils.lab import tinymodel
+
         return tinymodel.init_params(self._cfg(), key=seed)
 
     def make_batch(self, seed: int):
@@ -206,6 +214,7 @@ class TinyTransformer:
 
     def loss(self, params, tokens, constrain=None):
         from scalebook_utils.lab import tinymodel
+
         return tinymodel.loss(params, tokens, self._cfg())
 
     def batch_specs(self, strategy: str):
@@ -225,13 +234,13 @@ class TinyTransformer:
             return _P(xa, ya)
         if name in ("w_down", "w_out"):
             return _P(ya, xa)
-        if name == "embedding":                      # [V, D]
+        if name == "embedding":  # [V, D]
             if fsdp:
                 return _P(None, "data")
             return _P(None, "model" if tp else None)
-        if name == "unembedding":                    # [D, V]
+        if name == "unembedding":  # [D, V]
             return _P(xa, ya)
-        if len(shape) == 1:                          # norm scales
+        if len(shape) == 1:  # norm scales
             return _P(None)
         raise ValueError(f"no sharding rule for transformer parameter {name!r} of shape {tuple(shape)}")
 
@@ -249,7 +258,6 @@ class TinyTransformer:
             if strategy == "tp":
                 out.append(("D", c.D, "Y", Y, "TP shards the embedding's d_model over 'model'"))
         return out
-
 
 
 # --- strategies and meshes ---------------------------------------------------------------------------
@@ -283,24 +291,38 @@ def check_mesh(strategy: str, mesh_shape, n_devices: int | None = None) -> tuple
     try:
         X, Y = (int(s) for s in mesh_shape)
     except (TypeError, ValueError):
-        raise ValueError(f"mesh_shape must be two positive integers (X, Y) for ('data', 'model'), "
-                         f"got {mesh_shape!r}") from None
+        raise ValueError(
+            f"mesh_shape must be two positive integers (X, Y) for ('data', 'model'), got {mesh_shape!r}"
+        ) from None
     if X < 1 or Y < 1 or (X, Y) != tuple(mesh_shape):
         raise ValueError(f"mesh_shape must be two positive integers (X, Y), got {mesh_shape!r}")
     if X * Y != n:
-        raise ValueError(f"mesh {X}×{Y} has {X * Y} devices but JAX has {n} CPU devices; use a mesh whose "
-                         f"product is {n}, e.g. {default_mesh_shape(strategy, n)} "
-                         "(jaxlab.use_simulated_devices(n) sets the device count before JAX starts)")
+        raise ValueError(
+            f"mesh {X}×{Y} has {X * Y} devices but JAX has {n} CPU devices; use a mesh whose "
+            f"product is {n}, e.g. {default_mesh_shape(strategy, n)} "
+            "(jaxlab.use_simulated_devices(n) sets the device count before JAX starts)"
+        )
     if strategy in ("dp", "fsdp") and Y != 1:
-        raise ValueError(f"{strategy} has no tensor-parallel axis: use a mesh ({n}, 1), got {X}×{Y} "
-                         "(for both, use strategy 'fsdp+tp')")
+        raise ValueError(
+            f"{strategy} has no tensor-parallel axis: use a mesh ({n}, 1), got {X}×{Y} "
+            "(for both, use strategy 'fsdp+tp')"
+        )
     if strategy == "tp" and X != 1:
         raise ValueError(f"tp has no data axis: use a mesh (1, {n}), got {X}×{Y} (for both, use 'fsdp+tp')")
     return X, Y
 
 
-
 __all__ = [
-    "AXES", "STRATEGIES", "prng_key", "init_mlp_stack", "mlp_forward", "mlp_loss", "mlp_batch", "MLPStack",
-    "TinyTransformer", "check_strategy", "default_mesh_shape", "check_mesh",
+    "AXES",
+    "STRATEGIES",
+    "prng_key",
+    "init_mlp_stack",
+    "mlp_forward",
+    "mlp_loss",
+    "mlp_batch",
+    "MLPStack",
+    "TinyTransformer",
+    "check_strategy",
+    "default_mesh_shape",
+    "check_mesh",
 ]

@@ -144,8 +144,9 @@ class XProf:
         if not self.ok:
             raise RuntimeError(f"XProf is not running: {self.message}")
         q = urllib.parse.urlencode(params)
-        req = urllib.request.Request(f"{self.url}data/plugin/profile/{route}" + (f"?{q}" if q else ""),
-                                     headers={"Accept-Encoding": "gzip"})
+        req = urllib.request.Request(
+            f"{self.url}data/plugin/profile/{route}" + (f"?{q}" if q else ""), headers={"Accept-Encoding": "gzip"}
+        )
         with urllib.request.urlopen(req, timeout=60) as resp:
             body = resp.read()
             if resp.headers.get("Content-Encoding") == "gzip" or body[:2] == b"\x1f\x8b":
@@ -187,8 +188,9 @@ def _stop_all() -> None:  # no server outlives the Python that started it
         xp.stop()
 
 
-def start(logdir: str | os.PathLike, *, port: int | None = None, grpc_port: int | None = None,
-          timeout_s: float = 90.0) -> XProf:
+def start(
+    logdir: str | os.PathLike, *, port: int | None = None, grpc_port: int | None = None, timeout_s: float = 90.0
+) -> XProf:
     """Start XProf over `logdir` on 127.0.0.1 (`port`/`grpc_port`: free ones when None) and wait until it answers.
 
     Never raises for the two common problems; returns an `XProf` with `ok == False` and a one-sentence `message`:
@@ -199,36 +201,53 @@ def start(logdir: str | os.PathLike, *, port: int | None = None, grpc_port: int 
         raise ValueError(f"trace folder {logdir!r} does not exist: write a trace there with jax.profiler.trace first")
     python = find_xprof_python()
     if python is None:
-        return XProf(logdir, message=f"XProf is not installed in this environment: run `{INSTALL_HINT}` (in this "
-                                     'repository: pip install -e ".[profile]") and re-run this cell; the rest of '
-                                     "the notebook does not need it.")
+        return XProf(
+            logdir,
+            message=f"XProf is not installed in this environment: run `{INSTALL_HINT}` (in this "
+            'repository: pip install -e ".[profile]") and re-run this cell; the rest of '
+            "the notebook does not need it.",
+        )
     if port is not None and _port_taken(int(port)):
-        return XProf(logdir, int(port), message=f"port {port} on 127.0.0.1 is taken (an XProf started earlier?): "
-                                                "stop that server (`xp.stop()`, or `kill` its pid) or call "
-                                                "`start(dir)` without `port=` to get a free one.")
+        return XProf(
+            logdir,
+            int(port),
+            message=f"port {port} on 127.0.0.1 is taken (an XProf started earlier?): "
+            "stop that server (`xp.stop()`, or `kill` its pid) or call "
+            "`start(dir)` without `port=` to get a free one.",
+        )
     port = int(port) if port is not None else free_port()
     grpc_port = int(grpc_port) if grpc_port is not None else free_port()
     while grpc_port == port:
         grpc_port = free_port()
     log_fd, log_path = tempfile.mkstemp(prefix="scalebook-xprof-", suffix=".log")
     with os.fdopen(log_fd, "wb") as log:
-        proc = subprocess.Popen([python, "-c", _LAUNCHER, logdir, str(port), str(grpc_port)], stdout=log,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            [python, "-c", _LAUNCHER, logdir, str(port), str(grpc_port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     xp = XProf(logdir, port, grpc_port, log_path=log_path, proc=proc)
     _STARTED.append(xp)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            tail = open(log_path, errors="replace").read()[-400:]
+            with open(log_path, errors="replace") as fh:
+                tail = fh.read()[-400:]
             xp.proc = None
             why = "its port was taken" if "in use" in tail.lower() else f"it exited (log {log_path})"
-            xp.message = f"XProf did not start: {why}; run `xprof --logdir={logdir} --port={free_port()}` by hand " \
-                         "to see its error."
+            xp.message = (
+                f"XProf did not start: {why}; run `xprof --logdir={logdir} --port={free_port()}` by hand "
+                "to see its error."
+            )
             return xp
         try:
             urllib.request.urlopen(f"{xp.url}data/plugin/profile/runs", timeout=2).read()
-            xp.message = (f"XProf is serving {logdir} at {xp.url} (trace viewer, op profile, graph and memory "
-                          f"viewer; gRPC port {grpc_port}); xp.stop() ends it.")
+            xp.message = (
+                f"XProf is serving {logdir} at {xp.url} (trace viewer, op profile, graph and memory "
+                f"viewer; gRPC port {grpc_port}); xp.stop() ends it."
+            )
             return xp
         except (urllib.error.URLError, ConnectionError, OSError):
             time.sleep(0.3)

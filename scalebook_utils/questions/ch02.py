@@ -24,7 +24,6 @@ V5P_VPU_ALUS, V5P_CLOCK_HZ = 8 * 128 * 4, 1.75e9
 Q6_N = 128 * 1024
 
 
-
 def _q1() -> float:
     """200e9 bf16 parameters read once from the HBM of 32 v4p chips (in parallel)."""
     chip = get_chip("tpu-v4p")
@@ -38,8 +37,9 @@ def _q4_time(B: float) -> float:
 def _vmem_v5e():
     """A v5e whose 'HBM' is VMEM: the same chip with 22× the bandwidth (ch2.q4, part 2)."""
     v5e = get_chip(V5E)
-    return dataclasses.replace(v5e, name="tpu-v5e (VMEM)",
-                               hbm_bandwidth_bytes_per_s=VMEM_OVER_HBM * v5e.hbm_bandwidth_bytes_per_s)
+    return dataclasses.replace(
+        v5e, name="tpu-v5e (VMEM)", hbm_bandwidth_bytes_per_s=VMEM_OVER_HBM * v5e.hbm_bandwidth_bytes_per_s
+    )
 
 
 def _q5() -> topo.Transfer:
@@ -63,45 +63,158 @@ def _q6_steps() -> dict[str, float]:
     }
 
 
-add("ch2.q1", "number", "Time to read a 200B-param bf16 model from the HBM of 32 TPU v4p chips", _q1, unit="s",
-    accept=(0.0097, 0.01042))
+add(
+    "ch2.q1",
+    "number",
+    "Time to read a 200B-param bf16 model from the HBM of 32 TPU v4p chips",
+    _q1,
+    unit="s",
+    accept=(0.0097, 0.01042),
+)
 add("ch2.q2a", "number", "Full TPU v5e pod: hosts", lambda: topo.pod("tpu-v5e").n_hosts, unit="count")
-add("ch2.q2b", "number", "Full v5e pod: TensorCores", lambda: topo.pod("tpu-v5e").n_tensorcores, unit="count",
-    accept=(256, 256))
-add("ch2.q2c", "number", "Full v5e pod: bf16 FLOPs/s", lambda: topo.pod("tpu-v5e").peak_flops("bf16"), unit="FLOPs/s",
-    accept=(4.947e16, 5.253e16))
-add("ch2.q2d", "number", "Full v5e pod: HBM bytes", lambda: topo.pod("tpu-v5e").hbm_bytes, unit="bytes",
-    accept=(3.88e12, 4.399e12))
+add(
+    "ch2.q2b",
+    "number",
+    "Full v5e pod: TensorCores",
+    lambda: topo.pod("tpu-v5e").n_tensorcores,
+    unit="count",
+    accept=(256, 256),
+)
+add(
+    "ch2.q2c",
+    "number",
+    "Full v5e pod: bf16 FLOPs/s",
+    lambda: topo.pod("tpu-v5e").peak_flops("bf16"),
+    unit="FLOPs/s",
+    accept=(4.947e16, 5.253e16),
+)
+add(
+    "ch2.q2d",
+    "number",
+    "Full v5e pod: HBM bytes",
+    lambda: topo.pod("tpu-v5e").hbm_bytes,
+    unit="bytes",
+    accept=(3.88e12, 4.399e12),
+)
 add("ch2.q2e", "number", "Full TPU v5p pod: hosts", lambda: topo.pod("tpu-v5p").n_hosts, unit="count")
-add("ch2.q2f", "number", "Full v5p pod: TensorCores", lambda: topo.pod("tpu-v5p").n_tensorcores, unit="count",
-    accept=(17920, 17920))
-add("ch2.q2g", "number", "Full v5p pod: bf16 FLOPs/s", lambda: topo.pod("tpu-v5p").peak_flops("bf16"), unit="FLOPs/s",
-    accept=(3.977e18, 4.223e18))
-add("ch2.q2h", "number", "Full v5p pod: HBM bytes", lambda: topo.pod("tpu-v5p").hbm_bytes, unit="bytes",
-    accept=(8.342e14, 8.858e14))
-add("ch2.q3", "number", "Smallest batch that stays compute-bound streaming weights over PCIe into a TPU v6e",
+add(
+    "ch2.q2f",
+    "number",
+    "Full v5p pod: TensorCores",
+    lambda: topo.pod("tpu-v5p").n_tensorcores,
+    unit="count",
+    accept=(17920, 17920),
+)
+add(
+    "ch2.q2g",
+    "number",
+    "Full v5p pod: bf16 FLOPs/s",
+    lambda: topo.pod("tpu-v5p").peak_flops("bf16"),
+    unit="FLOPs/s",
+    accept=(3.977e18, 4.223e18),
+)
+add(
+    "ch2.q2h",
+    "number",
+    "Full v5p pod: HBM bytes",
+    lambda: topo.pod("tpu-v5p").hbm_bytes,
+    unit="bytes",
+    accept=(8.342e14, 8.858e14),
+)
+add(
+    "ch2.q3",
+    "number",
+    "Smallest batch that stays compute-bound streaming weights over PCIe into a TPU v6e",
     lambda: rl.critical_intensity(get_chip("tpu-v6e").peak_flops("bf16"), topo.TYPICAL_PCIE_BYTES_PER_S),
-    unit="tokens", note="F = 4D and B ≪ D: bytes ≈ 2DF, FLOPs 2BDF, so the intensity is B. The problem states "
-                        "the typical 1.6e10 B/s, not the v6e table's 3.2e10.")
-add("ch2.q4a", "formula", "int8[B,4096]·int8[4096,16384] on a v5e, weights from HBM: time as a function of B",
-    lambda: _q4_time, unit="s", variables=("B",))
-add("ch2.q4b", "number", "Same: batch above which it is compute-bound (weights from HBM)",
-    lambda: rl.crossover_batch(4096, 16384, V5E, "int8"), unit="tokens", accept=(258.9, 275.1))
-add("ch2.q4c", "number", "Same: batch above which it is compute-bound when run out of VMEM (22 × HBM bandwidth)",
-    lambda: rl.crossover_batch(4096, 16384, _vmem_v5e(), "int8"), unit="tokens", accept=(10.67, 11.33))
-add("ch2.q5a", "number", "v5e 4x4, TPU{0,0} → TPU{3,3}: time until the first byte arrives",
-    lambda: _q5().latency_s, unit="s", accept=(5.82e-6, 6.18e-6))
-add("ch2.q5b", "number", "Same: time for the whole bf16[8,128,8192] transfer",
-    lambda: _q5().seconds, unit="s", accept=(0.0001864, 0.0001999))
-add("ch2.q6a", "number", "Q6: PCIe step (all of A from host DRAM over 16 PCIe links)",
-    lambda: _q6_steps()["pcie"], unit="s", accept=(0.06111, 0.06711))
-add("ch2.q6b", "number", "Q6: ICI step (TPU{0,0} receives 15/16 of A over 2 links)",
-    lambda: _q6_steps()["ici"], unit="s", accept=(0.1619, 0.179))
-add("ch2.q6c", "number", "Q6: HBM step (read all of A at 8.2e11 B/s)", lambda: _q6_steps()["hbm"], unit="s",
-    accept=(0.019, 0.02096))
-add("ch2.q6d", "number", "Q6: FLOPs step (2·8·(128·1024)² FLOPs at 1.97e14 FLOPs/s)",
-    lambda: _q6_steps()["flops"], unit="s", accept=(0.0013, 0.001442))
-add("ch2.q6e", "number", "Q6: overall time estimate (the stages overlap, so the slowest one bounds it)",
-    lambda: max(_q6_steps().values()), unit="s", accept=(0.15, 0.206))
-add("ch2.pq1", "number", "TPU v5p VPU fp32 FLOPs/s per TensorCore", lambda: V5P_VPU_ALUS * V5P_CLOCK_HZ,
-    unit="FLOPs/s", accept=(6.79e12, 7.21e12))
+    unit="tokens",
+    note="F = 4D and B ≪ D: bytes ≈ 2DF, FLOPs 2BDF, so the intensity is B. The problem states "
+    "the typical 1.6e10 B/s, not the v6e table's 3.2e10.",
+)
+add(
+    "ch2.q4a",
+    "formula",
+    "int8[B,4096]·int8[4096,16384] on a v5e, weights from HBM: time as a function of B",
+    lambda: _q4_time,
+    unit="s",
+    variables=("B",),
+)
+add(
+    "ch2.q4b",
+    "number",
+    "Same: batch above which it is compute-bound (weights from HBM)",
+    lambda: rl.crossover_batch(4096, 16384, V5E, "int8"),
+    unit="tokens",
+    accept=(258.9, 275.1),
+)
+add(
+    "ch2.q4c",
+    "number",
+    "Same: batch above which it is compute-bound when run out of VMEM (22 × HBM bandwidth)",
+    lambda: rl.crossover_batch(4096, 16384, _vmem_v5e(), "int8"),
+    unit="tokens",
+    accept=(10.67, 11.33),
+)
+add(
+    "ch2.q5a",
+    "number",
+    "v5e 4x4, TPU{0,0} → TPU{3,3}: time until the first byte arrives",
+    lambda: _q5().latency_s,
+    unit="s",
+    accept=(5.82e-6, 6.18e-6),
+)
+add(
+    "ch2.q5b",
+    "number",
+    "Same: time for the whole bf16[8,128,8192] transfer",
+    lambda: _q5().seconds,
+    unit="s",
+    accept=(0.0001864, 0.0001999),
+)
+add(
+    "ch2.q6a",
+    "number",
+    "Q6: PCIe step (all of A from host DRAM over 16 PCIe links)",
+    lambda: _q6_steps()["pcie"],
+    unit="s",
+    accept=(0.06111, 0.06711),
+)
+add(
+    "ch2.q6b",
+    "number",
+    "Q6: ICI step (TPU{0,0} receives 15/16 of A over 2 links)",
+    lambda: _q6_steps()["ici"],
+    unit="s",
+    accept=(0.1619, 0.179),
+)
+add(
+    "ch2.q6c",
+    "number",
+    "Q6: HBM step (read all of A at 8.2e11 B/s)",
+    lambda: _q6_steps()["hbm"],
+    unit="s",
+    accept=(0.019, 0.02096),
+)
+add(
+    "ch2.q6d",
+    "number",
+    "Q6: FLOPs step (2·8·(128·1024)² FLOPs at 1.97e14 FLOPs/s)",
+    lambda: _q6_steps()["flops"],
+    unit="s",
+    accept=(0.0013, 0.001442),
+)
+add(
+    "ch2.q6e",
+    "number",
+    "Q6: overall time estimate (the stages overlap, so the slowest one bounds it)",
+    lambda: max(_q6_steps().values()),
+    unit="s",
+    accept=(0.15, 0.206),
+)
+add(
+    "ch2.pq1",
+    "number",
+    "TPU v5p VPU fp32 FLOPs/s per TensorCore",
+    lambda: V5P_VPU_ALUS * V5P_CLOCK_HZ,
+    unit="FLOPs/s",
+    accept=(6.79e12, 7.21e12),
+)

@@ -39,12 +39,12 @@ Worked problems (no answers in the book), our choices:
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
-from scalebook_utils.core.inference import costs as I
-from scalebook_utils.core.inference import serving as sv
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
+from scalebook_utils.core.inference import costs as I
+from scalebook_utils.core.inference import serving as sv
 from scalebook_utils.core.units import dtype_bytes
 from scalebook_utils.questions.registry import add
 
@@ -54,8 +54,8 @@ P70 = 70e9
 L70 = I.served_model("llama3-70b", params=P70)
 F70 = tf.get_model("llama3-70b").F
 L8, L405 = "llama3-8b", "llama3-405b"
-CONTEXT = 8192                       # 8k-token sequences throughout the chapter
-BF16, INT8W, INT4W = "bf16", "int8-weights", "int4-weights"   # weights and KV in that dtype, bf16 FLOPs
+CONTEXT = 8192  # 8k-token sequences throughout the chapter
+BF16, INT8W, INT4W = "bf16", "int8-weights", "int4-weights"  # weights and KV in that dtype, bf16 FLOPs
 #: iq2/iq3 and iq11/iq12: a generate batch of 32
 BATCH = 32
 #: iq7, iq8, iq12: median decode length and the stated generate-step latency (see the docstring)
@@ -71,9 +71,11 @@ Q2_BATCH, Q2_CONTEXT = 240, 8192
 #: q3: LLaMA 3-405B, int8 weights, bf16 FLOPs, at most 15 ms per token, 8192-token contexts
 Q3_LIMIT, Q3_CONTEXT = 15e-3, 8192
 #: q3: the step-time model the answers depend on (inference.decode_step, book ch. 7 Appendix C), stated in the asks
-Q3_MODEL = ("step time = max(KV loads + max(matmul FLOPs, weight loads), 4·L collectives per step), each collective "
-            "(AllGather/ReduceScatter of the [B, D] bf16 activation, 4 per layer) taking max(1 µs per hop × "
-            "Σ|axis|/2 hops, 2·B·D/(M_Y·9e10 B/s)) on the slice's M_Y torus axes (an 8x16 waits 4 + 8 = 12 hops)")
+Q3_MODEL = (
+    "step time = max(KV loads + max(matmul FLOPs, weight loads), 4·L collectives per step), each collective "
+    "(AllGather/ReduceScatter of the [B, D] bf16 activation, 4 per layer) taking max(1 µs per hop × "
+    "Σ|axis|/2 hops, 2·B·D/(M_Y·9e10 B/s)) on the slice's M_Y torus axes (an 8x16 waits 4 + 8 = 12 hops)"
+)
 SLICE_OPTIONS = ("2x2", "4x2", "4x4", "4x8")
 YES_NO_IQ9 = ("yes", "no (use 4x2 or maybe 4x4)")
 BOTTLENECKS = ("ICI", "HBM bandwidth", "FLOPs")
@@ -89,12 +91,15 @@ def _plan_label(n: int) -> str:
 
 
 Q3_PLAN_OPTIONS = tuple(_plan_label(n) for n in (16, 32, 64, 128, 256)) + (
-    "8x8 (64 chips), 16-way model parallelism × 4 replicas",)
-Q3_BEST_OPTIONS = tuple(f"{shape(n)} ({n} chips) at its highest-throughput batch under 15 ms"
-                        for n in (32, 64, 128, 256))
+    "8x8 (64 chips), 16-way model parallelism × 4 replicas",
+)
+Q3_BEST_OPTIONS = tuple(
+    f"{shape(n)} ({n} chips) at its highest-throughput batch under 15 ms" for n in (32, 64, 128, 256)
+)
 
 
 # --- helpers ------------------------------------------------------------------------------------------
+
 
 def step(n_chips: int, precision: str, B: int, model=L70, S: float = CONTEXT) -> I.DecodeStep:
     """One generate step with n_chips-way model parallelism; the collectives span the slice's axes."""
@@ -151,7 +156,7 @@ def q2_activation_bytes() -> float:
     return max(per_layer, logits)
 
 
-@lru_cache(maxsize=None)
+@cache
 def q3_frontier() -> sv.Frontier:
     return sv.frontier(L405, V5E, INT8W, S=Q3_CONTEXT)
 
@@ -168,146 +173,414 @@ def q3_best() -> sv.ServingPoint:
 
 # --- the registry -------------------------------------------------------------------------------------
 
-add("ch8.iq1", "number", "LLaMA 3-70B (L=80, D=8192, F=28,672, N=64, K=8, H=128): KV-cache bytes per token in int8, "
-    "2·K·H·L", lambda: L70.kv_bytes_per_token(INT8W), unit="bytes", note="163,840 B ≈ 160 kB.")
-add("ch8.iq2a", "number", "LLaMA 3-70B (70e9 params), batch 32 of 8192-token sequences, int8 parameters and KV "
-    "cache: total memory (bytes)", lambda: I.inference_memory(L70, BATCH, CONTEXT, INT8W), unit="bytes",
-    accept=(1.086e+11, 1.154e+11), note="70 GB + 32·8192·163,840 B = 70 + 43 = 113 GB (book: 112 GB).")
-add("ch8.iq2b", "number", "Same: memory ÷ 16 GB (TPU v5e chips' worth of HBM)",
-    lambda: I.inference_memory(L70, BATCH, CONTEXT, INT8W) / get_chip(V5E).hbm_bytes, unit="count",
-    accept=(6.79, 7.21))
-add("ch8.iq2c", "choice", "Same: the smallest v5e slice that holds it",
-    lambda: shape(I.min_chips(L70, V5E, INT8W, B=BATCH, S=CONTEXT)), options=SLICE_OPTIONS,
-    note="Tight: 113 of 128 GB; in practice a 4x4 or a smaller batch.")
-add("ch8.iq3a", "number", "Same on a v5e 4x2, bf16 FLOPs, everything fully sharded: latency of one decode step",
-    lambda: step(8, INT8W, BATCH).step_time, unit="s",
-    note="113 GB / (8 · 8.2e11 B/s) = 17.2 ms: memory-bound (B = 32 < 120).")
-add("ch8.iq3b", "number", "Same: throughput in tokens/s per chip", lambda: step(8, INT8W, BATCH).tokens_per_s_per_chip,
-    unit="tokens/s", accept=(227.9, 242.1), note="32 / 17.2 ms / 8 = 232 (book: 1882 tokens/s in all, 235 per chip).")
-add("ch8.iq3c", "number", "Same on a v5e 4x4: latency of one decode step", lambda: step(16, INT8W, BATCH).step_time,
-    unit="s", accept=(0.008245, 0.008755))
-add("ch8.iq3d", "number", "Same on the 4x4: throughput in tokens/s per chip",
-    lambda: step(16, INT8W, BATCH).tokens_per_s_per_chip, unit="tokens/s", accept=(227.9, 242.1),
-    note="Twice the chips, half the latency: the same per-chip throughput.")
-add("ch8.iq4a", "number", "TPU v5e: token batch above which matmuls are compute-bound, bf16 weights and activations",
-    lambda: I.critical_batch(V5E, BF16), unit="tokens", accept=(232.8, 247.2))
-add("ch8.iq4b", "number", "Same: int8 weights, bf16 FLOPs", lambda: I.critical_batch(V5E, INT8W), unit="tokens",
-    accept=(116.4, 123.6))
-add("ch8.iq4c", "number", "Same: int8 weights, int8 FLOPs", lambda: I.critical_batch(V5E, "int8"), unit="tokens",
-    accept=(232.8, 247.2))
-add("ch8.iq5a", "number", "LLaMA 3-70B, 8k context, KV cache ignored for sizing: the smallest v5e slice (chips, a "
-    "power of two) for bf16 parameters", lambda: smallest(BF16), unit="count", accept=(16, 16))
+add(
+    "ch8.iq1",
+    "number",
+    "LLaMA 3-70B (L=80, D=8192, F=28,672, N=64, K=8, H=128): KV-cache bytes per token in int8, 2·K·H·L",
+    lambda: L70.kv_bytes_per_token(INT8W),
+    unit="bytes",
+    note="163,840 B ≈ 160 kB.",
+)
+add(
+    "ch8.iq2a",
+    "number",
+    "LLaMA 3-70B (70e9 params), batch 32 of 8192-token sequences, int8 parameters and KV cache: total memory (bytes)",
+    lambda: I.inference_memory(L70, BATCH, CONTEXT, INT8W),
+    unit="bytes",
+    accept=(1.086e11, 1.154e11),
+    note="70 GB + 32·8192·163,840 B = 70 + 43 = 113 GB (book: 112 GB).",
+)
+add(
+    "ch8.iq2b",
+    "number",
+    "Same: memory ÷ 16 GB (TPU v5e chips' worth of HBM)",
+    lambda: I.inference_memory(L70, BATCH, CONTEXT, INT8W) / get_chip(V5E).hbm_bytes,
+    unit="count",
+    accept=(6.79, 7.21),
+)
+add(
+    "ch8.iq2c",
+    "choice",
+    "Same: the smallest v5e slice that holds it",
+    lambda: shape(I.min_chips(L70, V5E, INT8W, B=BATCH, S=CONTEXT)),
+    options=SLICE_OPTIONS,
+    note="Tight: 113 of 128 GB; in practice a 4x4 or a smaller batch.",
+)
+add(
+    "ch8.iq3a",
+    "number",
+    "Same on a v5e 4x2, bf16 FLOPs, everything fully sharded: latency of one decode step",
+    lambda: step(8, INT8W, BATCH).step_time,
+    unit="s",
+    note="113 GB / (8 · 8.2e11 B/s) = 17.2 ms: memory-bound (B = 32 < 120).",
+)
+add(
+    "ch8.iq3b",
+    "number",
+    "Same: throughput in tokens/s per chip",
+    lambda: step(8, INT8W, BATCH).tokens_per_s_per_chip,
+    unit="tokens/s",
+    accept=(227.9, 242.1),
+    note="32 / 17.2 ms / 8 = 232 (book: 1882 tokens/s in all, 235 per chip).",
+)
+add(
+    "ch8.iq3c",
+    "number",
+    "Same on a v5e 4x4: latency of one decode step",
+    lambda: step(16, INT8W, BATCH).step_time,
+    unit="s",
+    accept=(0.008245, 0.008755),
+)
+add(
+    "ch8.iq3d",
+    "number",
+    "Same on the 4x4: throughput in tokens/s per chip",
+    lambda: step(16, INT8W, BATCH).tokens_per_s_per_chip,
+    unit="tokens/s",
+    accept=(227.9, 242.1),
+    note="Twice the chips, half the latency: the same per-chip throughput.",
+)
+add(
+    "ch8.iq4a",
+    "number",
+    "TPU v5e: token batch above which matmuls are compute-bound, bf16 weights and activations",
+    lambda: I.critical_batch(V5E, BF16),
+    unit="tokens",
+    accept=(232.8, 247.2),
+)
+add(
+    "ch8.iq4b",
+    "number",
+    "Same: int8 weights, bf16 FLOPs",
+    lambda: I.critical_batch(V5E, INT8W),
+    unit="tokens",
+    accept=(116.4, 123.6),
+)
+add(
+    "ch8.iq4c",
+    "number",
+    "Same: int8 weights, int8 FLOPs",
+    lambda: I.critical_batch(V5E, "int8"),
+    unit="tokens",
+    accept=(232.8, 247.2),
+)
+add(
+    "ch8.iq5a",
+    "number",
+    "LLaMA 3-70B, 8k context, KV cache ignored for sizing: the smallest v5e slice (chips, a "
+    "power of two) for bf16 parameters",
+    lambda: smallest(BF16),
+    unit="count",
+    accept=(16, 16),
+)
 add("ch8.iq5b", "number", "Same for int8 parameters", lambda: smallest(INT8W), unit="count", accept=(8, 8))
 add("ch8.iq5c", "number", "Same for int4 parameters", lambda: smallest(INT4W), unit="count", accept=(4, 4))
-add("ch8.iq5d", "number", "Same: parameter bytes ÷ 16 GB, bf16 (140 GB)",
-    lambda: L70.weight_bytes(BF16) / get_chip(V5E).hbm_bytes, unit="count", accept=(8.487, 9.013))
-add("ch8.iq5e", "number", "Same: int8 (70 GB)", lambda: L70.weight_bytes(INT8W) / get_chip(V5E).hbm_bytes,
-    unit="count", accept=(4.248, 4.512))
-add("ch8.iq5f", "number", "Same: int4 (35 GB)", lambda: L70.weight_bytes(INT4W) / get_chip(V5E).hbm_bytes,
-    unit="count", accept=(2.187, 2.895),
-    note="DISAGREES: 35/16 = 2.19; the book's 2.81 is left over from an older 45 GB int4 size. Both accepted.")
-add("ch8.iq5g", "number", "Same: how many 8k-token KV caches (KV in the parameters' dtype) fit in the HBM left on "
-    "that slice (the same for all three dtypes)", lambda: full_batch(BF16, smallest(BF16)), unit="sequences",
-    rtol=0.01, note="116 GB / 2.68 GB = 58 GB / 1.34 GB = 29 GB / 0.67 GB = 43.2 → 43.")
-add("ch8.iq6", "number", "LLaMA 3-70B on v5e at the largest batch that fits (HBM full): latency of one generate step",
-    lambda: step(smallest(BF16), BF16, full_batch(BF16, smallest(BF16))).step_time, unit="s",
+add(
+    "ch8.iq5d",
+    "number",
+    "Same: parameter bytes ÷ 16 GB, bf16 (140 GB)",
+    lambda: L70.weight_bytes(BF16) / get_chip(V5E).hbm_bytes,
+    unit="count",
+    accept=(8.487, 9.013),
+)
+add(
+    "ch8.iq5e",
+    "number",
+    "Same: int8 (70 GB)",
+    lambda: L70.weight_bytes(INT8W) / get_chip(V5E).hbm_bytes,
+    unit="count",
+    accept=(4.248, 4.512),
+)
+add(
+    "ch8.iq5f",
+    "number",
+    "Same: int4 (35 GB)",
+    lambda: L70.weight_bytes(INT4W) / get_chip(V5E).hbm_bytes,
+    unit="count",
+    accept=(2.187, 2.895),
+    note="DISAGREES: 35/16 = 2.19; the book's 2.81 is left over from an older 45 GB int4 size. Both accepted.",
+)
+add(
+    "ch8.iq5g",
+    "number",
+    "Same: how many 8k-token KV caches (KV in the parameters' dtype) fit in the HBM left on "
+    "that slice (the same for all three dtypes)",
+    lambda: full_batch(BF16, smallest(BF16)),
+    unit="sequences",
+    rtol=0.01,
+    note="116 GB / 2.68 GB = 58 GB / 1.34 GB = 29 GB / 0.67 GB = 43.2 → 43.",
+)
+add(
+    "ch8.iq6",
+    "number",
+    "LLaMA 3-70B on v5e at the largest batch that fits (HBM full): latency of one generate step",
+    lambda: step(smallest(BF16), BF16, full_batch(BF16, smallest(BF16))).step_time,
+    unit="s",
     accept=(0.01843, 0.01957),
     note="Reading a full HBM takes 16 GB / 8.2e11 B/s = 19.5 ms on any slice (book: 19 ms). A 512-token answer "
-         "takes ~10 s (book: '~9 s'); int4 weights alone, 35e9/(4·8.2e11) = 10.7 ms ('~10 ms').")
-add("ch8.iq7a", "number", "LLaMA 3-70B at the largest batch (43), 19 ms per step, 512 decode steps per query: "
-    "queries/s per chip, bf16 on a 4x4", lambda: qps_per_chip(BF16, smallest(BF16)), unit="queries/s",
-    accept=(0.2619, 0.2781), note="43 / (0.019 · 512) / 16 = 0.276. The book calls this optimistic.")
-add("ch8.iq7b", "number", "Same: int8 on a 4x2", lambda: qps_per_chip(INT8W, smallest(INT8W)), unit="queries/s",
-    accept=(0.5335, 0.5665))
-add("ch8.iq7c", "number", "Same: int4 on a 2x2", lambda: qps_per_chip(INT4W, smallest(INT4W)), unit="queries/s",
-    accept=(1.076, 1.144))
-add("ch8.iq8a", "number", "LLaMA 3-70B with each topology doubled: HBM free for KV caches, bf16 on a 4x8 "
-    "(32 × 16 GB − 140 GB)", lambda: I.free_hbm(L70, V5E, 2 * smallest(BF16), BF16), unit="bytes",
-    accept=(3.608e+11, 3.832e+11))
-add("ch8.iq8b", "number", "Same: the largest batch (8k-token KV caches)", lambda: full_batch(BF16, 2 * smallest(BF16)),
-    unit="sequences", accept=(135.8, 144.2), note="372 GB / 2.68 GB = 138.6 → 138 (book: 140).")
-add("ch8.iq8c", "number", "Same (HBM full again, so 19 ms per step, 512 steps): queries/s per chip, bf16 on the 4x8",
-    lambda: qps_per_chip(BF16, 2 * smallest(BF16)), unit="queries/s", accept=(0.4268, 0.4532),
-    note="138 / (0.019 · 512) / 32 = 0.443 (book: 0.44; 140 sequences give 0.45).")
-add("ch8.iq8d", "number", "Same, with the book's simplification (HBM full, so 19 ms per step of HBM traffic; the "
+    "takes ~10 s (book: '~9 s'); int4 weights alone, 35e9/(4·8.2e11) = 10.7 ms ('~10 ms').",
+)
+add(
+    "ch8.iq7a",
+    "number",
+    "LLaMA 3-70B at the largest batch (43), 19 ms per step, 512 decode steps per query: "
+    "queries/s per chip, bf16 on a 4x4",
+    lambda: qps_per_chip(BF16, smallest(BF16)),
+    unit="queries/s",
+    accept=(0.2619, 0.2781),
+    note="43 / (0.019 · 512) / 16 = 0.276. The book calls this optimistic.",
+)
+add(
+    "ch8.iq7b",
+    "number",
+    "Same: int8 on a 4x2",
+    lambda: qps_per_chip(INT8W, smallest(INT8W)),
+    unit="queries/s",
+    accept=(0.5335, 0.5665),
+)
+add(
+    "ch8.iq7c",
+    "number",
+    "Same: int4 on a 2x2",
+    lambda: qps_per_chip(INT4W, smallest(INT4W)),
+    unit="queries/s",
+    accept=(1.076, 1.144),
+)
+add(
+    "ch8.iq8a",
+    "number",
+    "LLaMA 3-70B with each topology doubled: HBM free for KV caches, bf16 on a 4x8 (32 × 16 GB − 140 GB)",
+    lambda: I.free_hbm(L70, V5E, 2 * smallest(BF16), BF16),
+    unit="bytes",
+    accept=(3.608e11, 3.832e11),
+)
+add(
+    "ch8.iq8b",
+    "number",
+    "Same: the largest batch (8k-token KV caches)",
+    lambda: full_batch(BF16, 2 * smallest(BF16)),
+    unit="sequences",
+    accept=(135.8, 144.2),
+    note="372 GB / 2.68 GB = 138.6 → 138 (book: 140).",
+)
+add(
+    "ch8.iq8c",
+    "number",
+    "Same (HBM full again, so 19 ms per step, 512 steps): queries/s per chip, bf16 on the 4x8",
+    lambda: qps_per_chip(BF16, 2 * smallest(BF16)),
+    unit="queries/s",
+    accept=(0.4268, 0.4532),
+    note="138 / (0.019 · 512) / 32 = 0.443 (book: 0.44; 140 sequences give 0.45).",
+)
+add(
+    "ch8.iq8d",
+    "number",
+    "Same, with the book's simplification (HBM full, so 19 ms per step of HBM traffic; the "
     "full roofline, where the int8 MLP is compute-bound at B = 138, is accepted too): int8 on a 4x4",
-    lambda: qps_per_chip(INT8W, 2 * smallest(INT8W)), unit="queries/s",
+    lambda: qps_per_chip(INT8W, 2 * smallest(INT8W)),
+    unit="queries/s",
     accept=(0.826, 0.927),
     note="138 / (0.019 · 512) / 16 = 0.887. With the exact 19.5 ms step it is 0.866 (accepted); "
-         "at B = 138 > 120 the int8 MLP is even compute-bound, which the book's answer ignores (0.832, accepted too).")
-add("ch8.iq8e", "number", "Same, with the book's simplification (19 ms per step of HBM traffic; the full "
+    "at B = 138 > 120 the int8 MLP is even compute-bound, which the book's answer ignores (0.832, accepted too).",
+)
+add(
+    "ch8.iq8e",
+    "number",
+    "Same, with the book's simplification (19 ms per step of HBM traffic; the full "
     "roofline, where the int4 MLP is compute-bound in bf16 at B = 138, is lower and not what is asked): int4 on a "
-    "2x4", lambda: qps_per_chip(INT4W, 2 * smallest(INT4W)), unit="queries/s",
+    "2x4",
+    lambda: qps_per_chip(INT4W, 2 * smallest(INT4W)),
+    unit="queries/s",
     accept=(1.70, 1.854),
     note="138 / (0.019 · 512) / 8 = 1.77; 1.73 with the exact 19.5 ms step (accepted). DISAGREES: at B = 138 > 60 the "
-         "int4 MLP in bf16 is compute-bound and the full roofline gives 1.28 (the chapter notebook); the question "
-         "asks for the book's simplification, as PROBLEMS.md does.")
-add("ch8.iq9a", "number", "LLaMA 3-70B, bf16 generation at large batch on v5e: TP degree above which the matmuls turn "
-    "ICI-bound, F·M_Y/2200 with M_Y = 2", iq9_large_batch_limit, unit="count", accept=(25.22, 26.78),
-    note="Exact α_ici = 1.97e14/9e10 = 2189: 26.2.")
-add("ch8.iq9b", "choice", "Same: can a v5e 4x8 serve bf16 with pure model parallelism (32-way) without being "
+    "int4 MLP in bf16 is compute-bound and the full roofline gives 1.28 (the chapter notebook); the question "
+    "asks for the book's simplification, as PROBLEMS.md does.",
+)
+add(
+    "ch8.iq9a",
+    "number",
+    "LLaMA 3-70B, bf16 generation at large batch on v5e: TP degree above which the matmuls turn "
+    "ICI-bound, F·M_Y/2200 with M_Y = 2",
+    iq9_large_batch_limit,
+    unit="count",
+    accept=(25.22, 26.78),
+    note="Exact α_ici = 1.97e14/9e10 = 2189: 26.2.",
+)
+add(
+    "ch8.iq9b",
+    "choice",
+    "Same: can a v5e 4x8 serve bf16 with pure model parallelism (32-way) without being "
     "communication-bound at large batch?",
-    lambda: YES_NO_IQ9[IQ9_CHIPS > iq9_large_batch_limit()], options=YES_NO_IQ9)
-add("ch8.iq9c", "number", "Same at a small batch: the memory-bound TP bound F/(8B) for B = 64 (β ≈ 8)",
+    lambda: YES_NO_IQ9[IQ9_CHIPS > iq9_large_batch_limit()],
+    options=YES_NO_IQ9,
+)
+add(
+    "ch8.iq9c",
+    "number",
+    "Same at a small batch: the memory-bound TP bound F/(8B) for B = 64 (β ≈ 8)",
     lambda: I.tp_limit_small_batch(F70, IQ9_BATCH, V5E, BF16, beta=BOOK_BETA),
-    unit="count", accept=(54.32, 57.68), note="With v5e's exact β = 9.1: 49.")
-add("ch8.iq9d", "number", "Same check of one [64, 8192] × [8192, 28,672] matmul on the 4x8: T_ici = 2·B·D/9e10",
-    lambda: iq9().t_ici, unit="s", accept=(1.067e-05, 1.166e-05),
-    note="DISAGREES: 2·64·8192/9e10 = 11.65 µs; the book prints '11us'. Both accepted.")
+    unit="count",
+    accept=(54.32, 57.68),
+    note="With v5e's exact β = 9.1: 49.",
+)
+add(
+    "ch8.iq9d",
+    "number",
+    "Same check of one [64, 8192] × [8192, 28,672] matmul on the 4x8: T_ici = 2·B·D/9e10",
+    lambda: iq9().t_ici,
+    unit="s",
+    accept=(1.067e-05, 1.166e-05),
+    note="DISAGREES: 2·64·8192/9e10 = 11.65 µs; the book prints '11us'. Both accepted.",
+)
 add("ch8.iq9e", "number", "Same: T_hbm = 2·D·F/(32 · 8.2e11)", lambda: iq9().t_hbm, unit="s", note="17.9 µs.")
-add("ch8.iq9f", "number", "Same: T_math = 2·B·D·F/(32 · 1.97e14)", lambda: iq9().t_math, unit="s",
-    accept=(3.88e-06, 4.77e-06), note="DISAGREES: 4.77 µs exactly; the book prints '4us'. Both accepted.")
-add("ch8.iq9g", "choice", "Same: the bottleneck at batch 64 on the 4x8", lambda: iq9().bottleneck,
-    options=BOTTLENECKS, note="Going from 4x4 to 4x8 helps latency, not throughput.")
-add("ch8.iq10", "number", "LLaMA 3-70B: prefill of 8192 tokens on 16 v5e chips at 40% MFU (2 · 70e9 · 8192 FLOPs, "
-    "bf16)", prefill_s, unit="s", note="0.91 s.")
-add("ch8.iq11a", "number", "Median prefill 8192 tokens, median decode 4096, generate batch 32: sequences finishing per "
-    "step", lambda: I.kv_eviction_rate(BATCH, IQ11_PREFILL, IQ11_DECODE).sequences_per_step, unit="sequences",
-    accept=(0.007578, 0.008047))
-add("ch8.iq11b", "number", "Same: KV tokens evicted (and refilled) per step, B·(P+G)/G",
-    lambda: I.kv_eviction_rate(BATCH, IQ11_PREFILL, IQ11_DECODE).tokens_per_step, unit="tokens",
-    accept=(93.12, 98.88))
-add("ch8.iq12", "number", "Disaggregated serving: prefill of 8192 tokens (iq10's bf16 latency), decode of 512 "
+add(
+    "ch8.iq9f",
+    "number",
+    "Same: T_math = 2·B·D·F/(32 · 1.97e14)",
+    lambda: iq9().t_math,
+    unit="s",
+    accept=(3.88e-06, 4.77e-06),
+    note="DISAGREES: 4.77 µs exactly; the book prints '4us'. Both accepted.",
+)
+add(
+    "ch8.iq9g",
+    "choice",
+    "Same: the bottleneck at batch 64 on the 4x8",
+    lambda: iq9().bottleneck,
+    options=BOTTLENECKS,
+    note="Going from 4x4 to 4x8 helps latency, not throughput.",
+)
+add(
+    "ch8.iq10",
+    "number",
+    "LLaMA 3-70B: prefill of 8192 tokens on 16 v5e chips at 40% MFU (2 · 70e9 · 8192 FLOPs, bf16)",
+    prefill_s,
+    unit="s",
+    note="0.91 s.",
+)
+add(
+    "ch8.iq11a",
+    "number",
+    "Median prefill 8192 tokens, median decode 4096, generate batch 32: sequences finishing per step",
+    lambda: I.kv_eviction_rate(BATCH, IQ11_PREFILL, IQ11_DECODE).sequences_per_step,
+    unit="sequences",
+    accept=(0.007578, 0.008047),
+)
+add(
+    "ch8.iq11b",
+    "number",
+    "Same: KV tokens evicted (and refilled) per step, B·(P+G)/G",
+    lambda: I.kv_eviction_rate(BATCH, IQ11_PREFILL, IQ11_DECODE).tokens_per_step,
+    unit="tokens",
+    accept=(93.12, 98.88),
+)
+add(
+    "ch8.iq12",
+    "number",
+    "Disaggregated serving: prefill of 8192 tokens (iq10's bf16 latency), decode of 512 "
     "tokens at 19 ms per step, generate batch 32: prefill servers per generate server",
-    lambda: I.prefill_servers_per_generate_server(prefill_s(), STEP_S, BATCH, DECODE_LEN), unit="ratio",
-    accept=(2.91, 3.09), note="0.91 · 32 / (0.019 · 512) = 2.99.")
-add("ch8.q1a", "number", "Worked problem 1: LLaMA 3-405B (L=126, D=16,384, F=53,248, N=128, K=8, H=128, V=128,256): "
-    "forward FLOPs per token (2 · params)", lambda: I.prefill_time(L405, 1, V5E, conventions="book").flops,
+    lambda: I.prefill_servers_per_generate_server(prefill_s(), STEP_S, BATCH, DECODE_LEN),
+    unit="ratio",
+    accept=(2.91, 3.09),
+    note="0.91 · 32 / (0.019 · 512) = 2.99.",
+)
+add(
+    "ch8.q1a",
+    "number",
+    "Worked problem 1: LLaMA 3-405B (L=126, D=16,384, F=53,248, N=128, K=8, H=128, V=128,256): "
+    "forward FLOPs per token (2 · params)",
+    lambda: I.prefill_time(L405, 1, V5E, conventions="book").flops,
     unit="FLOPs",
     note="Not answered in the book. 2 · 405.9e9 = 8.1e11 (2·matmul params without the embedding lookup is "
-         "0.5% less, also accepted).")
-add("ch8.q1b", "formula", "Same: lower bound (s) on one token's forward pass on N v5e chips if FLOPs-bound, as a "
-    "function of the parameter count P and N", lambda: q1_flops_bound, unit="s", variables=("P", "N"),
-    domains={"P": (1e9, 1e12), "N": (1.0, 4096.0)}, note="Not answered in the book. 2·P/(N·1.97e14).")
-add("ch8.q1c", "formula", "Same: lower bound (s) if bound by loading the bf16 weights from HBM, as a function of P "
-    "and N", lambda: q1_hbm_bound, unit="s", variables=("P", "N"), domains={"P": (1e9, 1e12), "N": (1.0, 4096.0)},
-    note="Not answered in the book. 2·P/(N·8.2e11): 240× the FLOPs bound at batch 1.")
-add("ch8.q2a", "number", "Worked problem 2: LLaMA 3-8B at batch 240, int8 weights and KV cache, 8192-token sequences: "
-    "parameter bytes", lambda: I.served_model(L8).weight_bytes(INT8W), unit="bytes",
-    note="Not answered in the book. 8.03e9 B.")
-add("ch8.q2b", "number", "Same: KV-cache bytes", lambda: I.kv_cache_bytes(L8, Q2_BATCH, Q2_CONTEXT, INT8W),
-    unit="bytes", note="Not answered in the book; the sequence length is ours. 240 · 8192 · 65,536 B = 129 GB.")
-add("ch8.q2c", "number", "Same: peak working-activation bytes at a decode step (the larger of one layer's "
-    "intermediates, 20·D per token, and the logits [B, V], bf16) — roughly", q2_activation_bytes, unit="bytes",
-    rtol=0.5, note="Not answered in the book. Logits 240 · 128,256 · 2 = 62 MB (one layer: 39 MB): negligible.")
-add("ch8.q2d", "number", "Same: the smallest v5e topology (chips, a power of two) that holds weights and KV caches",
-    lambda: I.min_chips(L8, V5E, INT8W, B=Q2_BATCH, S=Q2_CONTEXT), unit="count", rtol=0.01,
-    note="Not answered in the book. 137 GB / 16 GB = 8.6 → 9 → 16 chips (a 4x4).")
-add("ch8.q3a", "choice", "Worked problem 3: serve LLaMA 3-405B on v5e with int8 weights and KV, bf16 FLOPs, at most "
+    "0.5% less, also accepted).",
+)
+add(
+    "ch8.q1b",
+    "formula",
+    "Same: lower bound (s) on one token's forward pass on N v5e chips if FLOPs-bound, as a "
+    "function of the parameter count P and N",
+    lambda: q1_flops_bound,
+    unit="s",
+    variables=("P", "N"),
+    domains={"P": (1e9, 1e12), "N": (1.0, 4096.0)},
+    note="Not answered in the book. 2·P/(N·1.97e14).",
+)
+add(
+    "ch8.q1c",
+    "formula",
+    "Same: lower bound (s) if bound by loading the bf16 weights from HBM, as a function of P and N",
+    lambda: q1_hbm_bound,
+    unit="s",
+    variables=("P", "N"),
+    domains={"P": (1e9, 1e12), "N": (1.0, 4096.0)},
+    note="Not answered in the book. 2·P/(N·8.2e11): 240× the FLOPs bound at batch 1.",
+)
+add(
+    "ch8.q2a",
+    "number",
+    "Worked problem 2: LLaMA 3-8B at batch 240, int8 weights and KV cache, 8192-token sequences: parameter bytes",
+    lambda: I.served_model(L8).weight_bytes(INT8W),
+    unit="bytes",
+    note="Not answered in the book. 8.03e9 B.",
+)
+add(
+    "ch8.q2b",
+    "number",
+    "Same: KV-cache bytes",
+    lambda: I.kv_cache_bytes(L8, Q2_BATCH, Q2_CONTEXT, INT8W),
+    unit="bytes",
+    note="Not answered in the book; the sequence length is ours. 240 · 8192 · 65,536 B = 129 GB.",
+)
+add(
+    "ch8.q2c",
+    "number",
+    "Same: peak working-activation bytes at a decode step (the larger of one layer's "
+    "intermediates, 20·D per token, and the logits [B, V], bf16) — roughly",
+    q2_activation_bytes,
+    unit="bytes",
+    rtol=0.5,
+    note="Not answered in the book. Logits 240 · 128,256 · 2 = 62 MB (one layer: 39 MB): negligible.",
+)
+add(
+    "ch8.q2d",
+    "number",
+    "Same: the smallest v5e topology (chips, a power of two) that holds weights and KV caches",
+    lambda: I.min_chips(L8, V5E, INT8W, B=Q2_BATCH, S=Q2_CONTEXT),
+    unit="count",
+    rtol=0.01,
+    note="Not answered in the book. 137 GB / 16 GB = 8.6 → 9 → 16 chips (a 4x4).",
+)
+add(
+    "ch8.q3a",
+    "choice",
+    "Worked problem 3: serve LLaMA 3-405B on v5e with int8 weights and KV, bf16 FLOPs, at most "
     f"15 ms per token, 8192-token contexts, pure model parallelism over power-of-two slices; {Q3_MODEL}: the "
-    "serving plan (the smallest slice that meets the limit, and its sharding)", q3_plan, options=Q3_PLAN_OPTIONS,
+    "serving plan (the smallest slice that meets the limit, and its sharding)",
+    q3_plan,
+    options=Q3_PLAN_OPTIONS,
     note="Not answered in the book. 406 GB / (N · 8.2e11) ≤ 15 ms needs N ≥ 33 → 64 chips; 4 replicas of 16-way "
-         "MP would need 25 GB of weights per chip.")
-add("ch8.q3b", "choice", "Same, with the same step-time model: the highest-throughput configuration under 15 ms "
+    "MP would need 25 GB of weights per chip.",
+)
+add(
+    "ch8.q3b",
+    "choice",
+    "Same, with the same step-time model: the highest-throughput configuration under 15 ms "
     "(serving.frontier(...).best_under)",
     lambda: next(o for o in Q3_BEST_OPTIONS if o.startswith(f"{shape(q3_best().n_chips)} ({q3_best().n_chips} ")),
     options=Q3_BEST_OPTIONS,
     note="Not answered in the book. Batch 128 on the 8x8: 13.4 ms, 149 tokens/s/chip, compute-bound (128 > "
-         "B_crit = 120: bf16 matmul FLOPs 8.2 ms + KV loads 5.2 ms; the TP collectives' 11.7 ms are overlapped). "
-         "On the 8x16 the collectives are the limit: 85 tokens/s/chip.")
-add("ch8.q3c", "number", "Same, with the same step-time model (4·L = 504 collectives per step, each at least "
+    "B_crit = 120: bf16 matmul FLOPs 8.2 ms + KV loads 5.2 ms; the TP collectives' 11.7 ms are overlapped). "
+    "On the 8x16 the collectives are the limit: 85 tokens/s/chip.",
+)
+add(
+    "ch8.q3c",
+    "number",
+    "Same, with the same step-time model (4·L = 504 collectives per step, each at least "
     "1 µs per hop × Σ|axis|/2 hops): the theoretical minimum step time over every slice and batch",
-    lambda: q3_frontier().pareto[0].latency, unit="s", rtol=0.05,
+    lambda: q3_frontier().pareto[0].latency,
+    unit="s",
+    rtol=0.05,
     note="Not answered in the book. 6.05 ms on the 8x16 (128 chips) at any batch up to ≈ 64: the weights read in "
-         "3.9 ms there, but 4·126 = 504 collectives × (4 + 8) hops × 1 µs = 6.05 ms set the floor (8x8: 7.7 ms "
-         "of weight loads; 16x16: 16 hops, 8.06 ms).")
+    "3.9 ms there, but 4·126 = 504 collectives × (4 + 8) hops × 1 µs = 6.05 ms set the floor (8x8: 7.7 ms "
+    "of weight loads; 16x16: 16 hops, 8.06 ms).",
+)

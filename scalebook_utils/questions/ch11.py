@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 
 from scalebook_utils.core import capstone
-from scalebook_utils.core.training import planner as T
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
+from scalebook_utils.core.training import planner as T
 from scalebook_utils.questions.registry import add
 
 MODEL = "llama3-70b"
@@ -68,17 +68,61 @@ def x3_ratio() -> float:
     return min(others) / side.step_time
 
 
-add("ch11.x1a", "number", "Plan 1: fewest H100s, in whole 8-GPU nodes, to train LLaMA 3-70B on 15T tokens in 30 days "
-    "at 45% MFU (6·P·T FLOPs, C = 9.89e14 bf16 FLOPs/s)", x1_gpus, unit="count", rtol=0.01)
-add("ch11.x1b", "number", "Plan 1: what that run costs in US dollars at the book's H100 price per GPU-hour",
-    x1_usd, unit="", rtol=0.02)
-add("ch11.x2a", "number", "Plan 2: chips in the smallest TPU v5e slice (a power of two) that holds LLaMA 3-70B's bf16 "
-    "weights plus one 8192-token bf16 KV cache", lambda: float(_x2().n_chips), unit="count", rtol=0.001)
-add("ch11.x2b", "number", "Plan 2: the largest batch on that slice: 8192-token caches filling the HBM the weights "
-    "leave", lambda: float(_x2().B_max), unit="sequences", rtol=0.03)
-add("ch11.x2c", "number", "Plan 2: decode throughput per chip at that batch (tokens/s/chip): B / (T_KV + max(T_math, "
-    "T_weights)) / chips", lambda: _x2().at_batch(_x2().B_max).tokens_per_s_per_chip, unit="tokens/s", rtol=0.05)
-add("ch11.x3a", "choice", "Plan 3: LLaMA 3-70B on 4096 H100s, 4M-token batch: which kind of layout does the "
-    "planner choose (a key of X3_OPTIONS)?", lambda: _x3().estimate.family, options=X3_OPTIONS)
-add("ch11.x3b", "number", "Plan 3: how many times longer the fastest layout without a pipeline takes per step",
-    x3_ratio, unit="ratio", rtol=0.03)
+add(
+    "ch11.x1a",
+    "number",
+    "Plan 1: fewest H100s, in whole 8-GPU nodes, to train LLaMA 3-70B on 15T tokens in 30 days "
+    "at 45% MFU (6·P·T FLOPs, C = 9.89e14 bf16 FLOPs/s)",
+    x1_gpus,
+    unit="count",
+    rtol=0.01,
+)
+add(
+    "ch11.x1b",
+    "number",
+    "Plan 1: what that run costs in US dollars at the book's H100 price per GPU-hour",
+    x1_usd,
+    unit="",
+    rtol=0.02,
+)
+add(
+    "ch11.x2a",
+    "number",
+    "Plan 2: chips in the smallest TPU v5e slice (a power of two) that holds LLaMA 3-70B's bf16 "
+    "weights plus one 8192-token bf16 KV cache",
+    lambda: float(_x2().n_chips),
+    unit="count",
+    rtol=0.001,
+)
+add(
+    "ch11.x2b",
+    "number",
+    "Plan 2: the largest batch on that slice: 8192-token caches filling the HBM the weights leave",
+    lambda: float(_x2().B_max),
+    unit="sequences",
+    rtol=0.03,
+)
+add(
+    "ch11.x2c",
+    "number",
+    "Plan 2: decode throughput per chip at that batch (tokens/s/chip): B / (T_KV + max(T_math, T_weights)) / chips",
+    lambda: _x2().at_batch(_x2().B_max).tokens_per_s_per_chip,
+    unit="tokens/s",
+    rtol=0.05,
+)
+add(
+    "ch11.x3a",
+    "choice",
+    "Plan 3: LLaMA 3-70B on 4096 H100s, 4M-token batch: which kind of layout does the "
+    "planner choose (a key of X3_OPTIONS)?",
+    lambda: _x3().estimate.family,
+    options=X3_OPTIONS,
+)
+add(
+    "ch11.x3b",
+    "number",
+    "Plan 3: how many times longer the fastest layout without a pipeline takes per step",
+    x3_ratio,
+    unit="ratio",
+    rtol=0.03,
+)

@@ -21,8 +21,9 @@ Kinds:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from scalebook_utils.core.errors import UnknownNameError, WrongTypeError
 from scalebook_utils.core.units import require_int
@@ -107,16 +108,24 @@ _SLIPS_BY_UNIT: dict[str, tuple[str, ...]] = {
     "s": ("prefix", "time-unit", "fma", "bf16"),
     "bytes": ("prefix", "bits", "bf16", "fp32", "gib"),
     "B/s": ("prefix", "bits", "gib"),
-    "FLOPs": ("prefix", "fma"), "OPs": ("prefix", "fma"),
+    "FLOPs": ("prefix", "fma"),
+    "OPs": ("prefix", "fma"),
     "FLOPs/s": ("prefix", "fma"),
-    "FLOPs/byte": ("fma", "bf16", "fp32"), "OPs/byte": ("fma", "bf16", "fp32"),
+    "FLOPs/byte": ("fma", "bf16", "fp32"),
+    "OPs/byte": ("fma", "bf16", "fp32"),
     "Hz": ("prefix",),
     "tokens": ("prefix", "bf16"),  # critical batches and token counts: k vs M, bytes per weight
-    "count": ("prefix",), "params": ("prefix",), "sequences": ("prefix",),
-    "queries/s": ("prefix",), "tokens/s": ("prefix",),
+    "count": ("prefix",),
+    "params": ("prefix",),
+    "sequences": ("prefix",),
+    "queries/s": ("prefix",),
+    "tokens/s": ("prefix",),
 }
-_LINK_WORDS = re.compile(r"\b(link|ICI|DCN|PCIe|NVLink|InfiniBand|bidirectional|unidirectional|ring|hop|"
-                         r"AllGather|AllReduce|ReduceScatter|AllToAll|ppermute|collective)", re.I)
+_LINK_WORDS = re.compile(
+    r"\b(link|ICI|DCN|PCIe|NVLink|InfiniBand|bidirectional|unidirectional|ring|hop|"
+    r"AllGather|AllReduce|ReduceScatter|AllToAll|ppermute|collective)",
+    re.I,
+)
 _FRACTION_WORDS = re.compile(r"\b(fraction|share|MFU|HFU|utili[sz]ation|efficiency|percent)", re.I)
 
 
@@ -138,6 +147,7 @@ def default_slips(kind: str, unit: str, asks: str) -> tuple[str, ...]:
         slips.append("percent")
     return tuple(slips)
 
+
 _DIMS = {"B": (1.0, 4096.0), "D": (128.0, 16384.0), "F": (128.0, 65536.0), "N": (1.0, 1e6)}
 
 
@@ -153,7 +163,9 @@ def add(qid: str, kind: str, asks: str, compute: Callable[[], Any], **kw) -> Non
         if name not in SLIPS and not (n and n.isdigit() and int(n) >= 2):
             raise ValueError(f"{qid}: unknown slip {name!r}; use one of {', '.join(SLIPS)} or 'ring:N' (N ≥ 2)")
     kw["slips"] = declared
-    if kind == "formula" and "domains" not in kw:  # (setdefault would build the default eagerly, failing on other names)
+    if (
+        kind == "formula" and "domains" not in kw
+    ):  # (setdefault would build the default eagerly, failing on other names)
         kw["domains"] = {v: _DIMS[v] for v in kw["variables"]}
     QUESTIONS[qid] = Question(qid=qid, kind=kind, asks=asks, compute=compute, **kw)
 
@@ -166,8 +178,11 @@ def get_question(qid: str) -> Question:
     if qid not in QUESTIONS:
         chapter = str(qid).split(".")[0]
         same = [q for q in QUESTIONS if q.startswith(chapter + ".")]
-        hint = f"; ids in {chapter}: {', '.join(same)}" if same else f"; chapters with questions: " \
-            f"{', '.join(sorted({q.split('.')[0] for q in QUESTIONS}))}"
+        hint = (
+            f"; ids in {chapter}: {', '.join(same)}"
+            if same
+            else f"; chapters with questions: {', '.join(sorted({q.split('.')[0] for q in QUESTIONS}))}"
+        )
         raise UnknownNameError(f"unknown question id {qid!r}{hint}")
     return QUESTIONS[qid]
 
@@ -187,4 +202,15 @@ def question_ids(chapter: int | None = None) -> list[str]:
     return [q for q, Q in QUESTIONS.items() if chapter is None or Q.chapter == chapter]
 
 
-__all__ = ["BOOK_CHAPTERS", "Compiled", "Question", "QUESTIONS", "SLIPS", "default_slips", "add", "get_question", "expected", "question_ids"]
+__all__ = [
+    "BOOK_CHAPTERS",
+    "Compiled",
+    "Question",
+    "QUESTIONS",
+    "SLIPS",
+    "default_slips",
+    "add",
+    "get_question",
+    "expected",
+    "question_ids",
+]

@@ -45,8 +45,10 @@ def show(box: W.Widget) -> None:
     state, so a widget cell never shows two figures. Works on ipywidgets 7 and 8 (both display a widget
     as this widget-view bundle). Widgets without `.snapshot()` get only their live view.
     """
-    bundle = {"text/plain": f"{type(box).__name__} (run the cell to use the live widget)",
-              _WIDGET_VIEW: {"version_major": 2, "version_minor": 0, "model_id": box.model_id}}
+    bundle = {
+        "text/plain": f"{type(box).__name__} (run the cell to use the live widget)",
+        _WIDGET_VIEW: {"version_major": 2, "version_minor": 0, "model_id": box.model_id},
+    }
     snapshot = getattr(box, "snapshot", None)
     if snapshot is not None:
         bundle["image/png"] = base64.b64encode(snapshot().data).decode("ascii")
@@ -125,10 +127,12 @@ def format_number(x) -> str:
 
 def plain_formatter() -> FuncFormatter:
     """Log-axis tick labels as plain numbers: 1000 → '1,000', 0.5 → '0.5', nothing at or below 0."""
+
     def fmt(v, _p):
         if v <= 0:
             return ""
         return f"{v:,.0f}" if v >= 1 else f"{v:g}"
+
     return FuncFormatter(fmt)
 
 
@@ -137,8 +141,19 @@ def si_scale(value: float) -> tuple[float, str]:
     a = abs(float(value))
     if a == 0 or not math.isfinite(a):
         return 1.0, ""
-    for scale, prefix in [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""),
-                          (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"), (1e-12, "p")]:
+    for scale, prefix in [
+        (1e18, "E"),
+        (1e15, "P"),
+        (1e12, "T"),
+        (1e9, "G"),
+        (1e6, "M"),
+        (1e3, "k"),
+        (1.0, ""),
+        (1e-3, "m"),
+        (1e-6, "µ"),
+        (1e-9, "n"),
+        (1e-12, "p"),
+    ]:
         if a >= scale * (1 - 1e-9):
             return scale, prefix
     return 1e-12, "p"
@@ -213,6 +228,7 @@ def live_output(controls: dict, view, on_change: dict | None = None):
                 finally:
                     held[0] -= 1
             refresh()
+
         return changed
 
     for name, c in controls.items():
@@ -245,11 +261,48 @@ def log_axes(ax, *, x=True, y=True, fine=False) -> None:
 
 
 #: One colour per distinct shard (tab20-like, readable with black text).
-SHARD_COLORS = ["#8dd3c7", "#fdb462", "#bebada", "#fb8072", "#80b1d3", "#b3de69", "#fccde5", "#d9d9d9",
-                "#ffed6f", "#bc80bd", "#ccebc5", "#ffffb3", "#a6cee3", "#fdbf6f", "#cab2d6", "#b2df8a"]
+SHARD_COLORS = [
+    "#8dd3c7",
+    "#fdb462",
+    "#bebada",
+    "#fb8072",
+    "#80b1d3",
+    "#b3de69",
+    "#fccde5",
+    "#d9d9d9",
+    "#ffed6f",
+    "#bc80bd",
+    "#ccebc5",
+    "#ffffb3",
+    "#a6cee3",
+    "#fdbf6f",
+    "#cab2d6",
+    "#b2df8a",
+]
 
 
-__all__ = ["attach", "emit", "figure_png", "live_figure_of", "show", "static_png", "live_output", "INPUT_ERRORS",
-           "error_text", "message_figure", "format_number", "plain_formatter", "si_scale", "si_tick", "log_axes",
-           "log_span", "new_figure", "PALETTE", "LINE_COLORS", "SHARD_COLORS", "format_rows", "tpu_names",
-           "format_shape"]
+__all__ = [
+    "attach",
+    "emit",
+    "figure_png",
+    "live_figure_of",
+    "show",
+    "static_png",
+    "live_output",
+    "INPUT_ERRORS",
+    "error_text",
+    "message_figure",
+    "format_number",
+    "plain_formatter",
+    "si_scale",
+    "si_tick",
+    "log_axes",
+    "log_span",
+    "new_figure",
+    "PALETTE",
+    "LINE_COLORS",
+    "SHARD_COLORS",
+    "format_rows",
+    "tpu_names",
+    "format_shape",
+]

@@ -71,9 +71,16 @@ def _intensity_axes(ax, xlim, ylim, ylabel: str, title: str) -> None:
     ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
 
 
-def roofline_figure(peak_flops_per_s: float, bandwidths: Mapping[str, float],
-                    algorithms: Mapping[str, float] | None = None, *, ax=None, title: str | None = None,
-                    intensity_range: tuple[float, float] | None = None, figsize=(8.0, 4.8)) -> Figure:
+def roofline_figure(
+    peak_flops_per_s: float,
+    bandwidths: Mapping[str, float],
+    algorithms: Mapping[str, float] | None = None,
+    *,
+    ax=None,
+    title: str | None = None,
+    intensity_range: tuple[float, float] | None = None,
+    figsize=(8.0, 4.8),
+) -> Figure:
     """Log-log roofline: attainable FLOPs/s = min(peak, intensity × bandwidth) for each bandwidth.
 
     peak_flops_per_s: the compute ceiling (FLOPs/s). bandwidths: label → bytes/s (e.g. HBM, ICI).
@@ -96,22 +103,46 @@ def roofline_figure(peak_flops_per_s: float, bandwidths: Mapping[str, float],
     lo, hi = intensity_range
     x = log_span(lo, hi)
 
-    ax.axvspan(lo, lo_crit, color=REGION_COLORS["bandwidth-bound"], alpha=_REGION_ALPHA, lw=0,
-               label="bandwidth-bound" + (" (every bandwidth)" if len(bandwidths) > 1 else ""))
+    ax.axvspan(
+        lo,
+        lo_crit,
+        color=REGION_COLORS["bandwidth-bound"],
+        alpha=_REGION_ALPHA,
+        lw=0,
+        label="bandwidth-bound" + (" (every bandwidth)" if len(bandwidths) > 1 else ""),
+    )
     if hi_crit > lo_crit * (1 + 1e-9):
-        ax.axvspan(lo_crit, hi_crit, color=REGION_COLORS["bound-at-slower"], alpha=0.22, lw=0,
-                   label="bandwidth-bound only at the slower bandwidth")
+        ax.axvspan(
+            lo_crit,
+            hi_crit,
+            color=REGION_COLORS["bound-at-slower"],
+            alpha=0.22,
+            lw=0,
+            label="bandwidth-bound only at the slower bandwidth",
+        )
     ax.axvspan(hi_crit, hi, color=REGION_COLORS["compute-bound"], alpha=_REGION_ALPHA, lw=0, label="compute-bound")
 
     order = sorted(bandwidths.items(), key=lambda kv: kv[1])
     for i, (label, bw) in enumerate(order):
         color = LINE_COLORS[i % len(LINE_COLORS)]
-        ax.plot(x, roofline.attainable_flops_per_s(x, peak_flops_per_s, bw), color=color, lw=2.2,
-                label=f"{label}: {format_si(bw, 'B/s')}, α = {crit[label]:,.3g} FLOPs/byte", gid=f"roofline:{label}")
+        ax.plot(
+            x,
+            roofline.attainable_flops_per_s(x, peak_flops_per_s, bw),
+            color=color,
+            lw=2.2,
+            label=f"{label}: {format_si(bw, 'B/s')}, α = {crit[label]:,.3g} FLOPs/byte",
+            gid=f"roofline:{label}",
+        )
         ax.plot([crit[label]], [peak_flops_per_s], marker="o", ms=5, color=color, zorder=4)
     ax.axhline(peak_flops_per_s, color="0.35", lw=0.8, ls=":", zorder=1)
-    ax.text(lo * 1.15, peak_flops_per_s * 1.15, f"peak {format_si(peak_flops_per_s, 'FLOP/s')}", fontsize=9,
-            color="0.25", va="bottom")
+    ax.text(
+        lo * 1.15,
+        peak_flops_per_s * 1.15,
+        f"peak {format_si(peak_flops_per_s, 'FLOP/s')}",
+        fontsize=9,
+        color="0.25",
+        va="bottom",
+    )
 
     for j, (label, inten) in enumerate(algorithms.items()):
         color = _ALGO_COLORS[j % len(_ALGO_COLORS)]
@@ -122,25 +153,48 @@ def roofline_figure(peak_flops_per_s: float, bandwidths: Mapping[str, float],
         y_best = roofline.attainable_flops_per_s(inten, peak_flops_per_s, order[-1][1])
         y_worst = roofline.attainable_flops_per_s(inten, peak_flops_per_s, order[0][1])
         sc, pre = si_scale(y_best)
-        got = format_si(y_best, "FLOP/s") if math.isclose(y_best, y_worst) else \
-            f"{y_worst / sc:.3g}–{y_best / sc:.3g} {pre}FLOP/s"
-        ax.annotate(f"{label}\n{inten:,.3g} FLOPs/byte\n→ {got}", xy=(inten, y_best),
-                    xytext=(6, -44 - 30 * (j % 2)),
-                    textcoords="offset points", fontsize=8.5, color=color,
-                    bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none", alpha=0.8))
+        got = (
+            format_si(y_best, "FLOP/s")
+            if math.isclose(y_best, y_worst)
+            else f"{y_worst / sc:.3g}–{y_best / sc:.3g} {pre}FLOP/s"
+        )
+        ax.annotate(
+            f"{label}\n{inten:,.3g} FLOPs/byte\n→ {got}",
+            xy=(inten, y_best),
+            xytext=(6, -44 - 30 * (j % 2)),
+            textcoords="offset points",
+            fontsize=8.5,
+            color=color,
+            bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none", alpha=0.8),
+        )
 
     y_lo = min(roofline.attainable_flops_per_s(lo, peak_flops_per_s, order[0][1]), peak_flops_per_s / 1e3)
-    _intensity_axes(ax, (lo, hi), (y_lo, peak_flops_per_s * 4), "attainable throughput (FLOP/s)",
-                    title or "Roofline: attainable FLOP/s vs arithmetic intensity")
+    _intensity_axes(
+        ax,
+        (lo, hi),
+        (y_lo, peak_flops_per_s * 4),
+        "attainable throughput (FLOP/s)",
+        title or "Roofline: attainable FLOP/s vs arithmetic intensity",
+    )
     return fig
 
 
 # --- achievable FLOPs/s of a matmul vs batch ------------------------------------------------------
 
 
-def achievable_flops_figure(D: float, F: float, chip: ChipSpec | str = "tpu-v5e", mode: str = "bf16", *,
-                            B_max: int = 4096, B: float | None = None, ax=None, exact: bool = True,
-                            figsize=(8.0, 4.5), title: str | None = None) -> Figure:
+def achievable_flops_figure(
+    D: float,
+    F: float,
+    chip: ChipSpec | str = "tpu-v5e",
+    mode: str = "bf16",
+    *,
+    B_max: int = 4096,
+    B: float | None = None,
+    ax=None,
+    exact: bool = True,
+    figsize=(8.0, 4.5),
+    title: str | None = None,
+) -> Figure:
     """Achievable FLOPs/s of X[B, D] · W[D, F] against the batch B, with the crossover B marked.
 
     Below the crossover the matmul waits on HBM and throughput grows ~linearly with B; above it the
@@ -161,36 +215,75 @@ def achievable_flops_figure(D: float, F: float, chip: ChipSpec | str = "tpu-v5e"
     b_cross = roofline.crossover_batch(D, F, spec, mode)
 
     if math.isfinite(b_cross) and b_cross < B_max:
-        ax.axvspan(1, b_cross, color=REGION_COLORS["bandwidth-bound"], alpha=_REGION_ALPHA, lw=0,
-                   label="memory-bound (T_comms > T_math)")
-        ax.axvspan(b_cross, B_max, color=REGION_COLORS["compute-bound"], alpha=_REGION_ALPHA, lw=0,
-                   label="compute-bound (T_math > T_comms)")
-        ax.axvline(b_cross, color="black", lw=1.3, ls="--", gid="crossover",
-                   label=f"crossover B ≈ {b_cross:,.0f}")
-        ax.annotate(f"crossover B ≈ {b_cross:,.0f}", xy=(b_cross, peak / scale), xytext=(5, 5),
-                    textcoords="offset points", ha="left" if b_cross < B_max ** 0.75 else "right", fontsize=9)
+        ax.axvspan(
+            1,
+            b_cross,
+            color=REGION_COLORS["bandwidth-bound"],
+            alpha=_REGION_ALPHA,
+            lw=0,
+            label="memory-bound (T_comms > T_math)",
+        )
+        ax.axvspan(
+            b_cross,
+            B_max,
+            color=REGION_COLORS["compute-bound"],
+            alpha=_REGION_ALPHA,
+            lw=0,
+            label="compute-bound (T_math > T_comms)",
+        )
+        ax.axvline(b_cross, color="black", lw=1.3, ls="--", gid="crossover", label=f"crossover B ≈ {b_cross:,.0f}")
+        ax.annotate(
+            f"crossover B ≈ {b_cross:,.0f}",
+            xy=(b_cross, peak / scale),
+            xytext=(5, 5),
+            textcoords="offset points",
+            ha="left" if b_cross < B_max**0.75 else "right",
+            fontsize=9,
+        )
     else:
-        ax.axvspan(1, B_max, color=REGION_COLORS["bandwidth-bound"], alpha=_REGION_ALPHA, lw=0,
-                   label="memory-bound at every B shown")
+        ax.axvspan(
+            1,
+            B_max,
+            color=REGION_COLORS["bandwidth-bound"],
+            alpha=_REGION_ALPHA,
+            lw=0,
+            label="memory-bound at every B shown",
+        )
         if math.isfinite(b_cross):
-            ax.axvline(b_cross, color="black", lw=1.3, ls="--", gid="crossover",
-                       label=f"crossover B ≈ {b_cross:,.0f} (off the plot)")
-        note = ("never compute-bound: D and F are too small" if not math.isfinite(b_cross)
-                else f"compute-bound only beyond B ≈ {b_cross:,.0f}")
+            ax.axvline(
+                b_cross,
+                color="black",
+                lw=1.3,
+                ls="--",
+                gid="crossover",
+                label=f"crossover B ≈ {b_cross:,.0f} (off the plot)",
+            )
+        note = (
+            "never compute-bound: D and F are too small"
+            if not math.isfinite(b_cross)
+            else f"compute-bound only beyond B ≈ {b_cross:,.0f}"
+        )
         ax.text(0.02, 0.97, note, transform=ax.transAxes, fontsize=9, va="top")
 
-    ax.axhline(peak / scale, color="0.3", lw=1, ls=":", label=f"peak {format_si(peak, unit[len(prefix):])}")
+    ax.axhline(peak / scale, color="0.3", lw=1, ls=":", label=f"peak {format_si(peak, unit[len(prefix) :])}")
     ax.plot(Bs, y / scale, color=LINE_COLORS[0], lw=2.2, label=f"achievable, {mode}")
 
     if B is not None:
         yb = float(roofline.achievable_flops_curve(np.array([float(B)]), D, F, spec, mode, exact)[0])
-        ax.plot([B], [yb / scale], marker="o", ms=9, color="#d62728", mec="white", zorder=5, gid="current-B",
-                clip_on=False)
+        ax.plot(
+            [B], [yb / scale], marker="o", ms=9, color="#d62728", mec="white", zorder=5, gid="current-B", clip_on=False
+        )
         right = math.log(max(B, 1)) > 0.7 * math.log(B_max)
-        ax.annotate(f"B = {B:,.0f}: {format_si(yb, unit[len(prefix):])}\n({yb / peak:.0%} of peak)", xy=(B, yb / scale),
-                    xytext=(-10 if right else 10, -36 if yb > 0.6 * peak else 8), textcoords="offset points",
-                    ha="right" if right else "left", fontsize=9, color="#b2182b",
-                    bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none", alpha=0.85))
+        ax.annotate(
+            f"B = {B:,.0f}: {format_si(yb, unit[len(prefix) :])}\n({yb / peak:.0%} of peak)",
+            xy=(B, yb / scale),
+            xytext=(-10 if right else 10, -36 if yb > 0.6 * peak else 8),
+            textcoords="offset points",
+            ha="right" if right else "left",
+            fontsize=9,
+            color="#b2182b",
+            bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none", alpha=0.85),
+        )
 
     ax.set_xscale("log", base=2)
     ax.set_xlim(1, B_max)
@@ -218,8 +311,14 @@ def time_bars(t_math_s: float, t_comms_s: float, *, ax=None, figsize=(3.2, 2.6),
     colors = [REGION_COLORS["bandwidth-bound"], REGION_COLORS["compute-bound"]]
     bars = ax.barh([r"$T_\mathrm{comms}$", r"$T_\mathrm{math}$"], vals, color=colors, height=0.6, gid="time-bars")
     for bar, t in zip(bars, [t_comms_s, t_math_s]):
-        ax.text(max(vals) * 0.03, bar.get_y() + bar.get_height() / 2,
-                format_si(t, "s").replace(" u", " µ"), va="center", ha="left", fontsize=9)
+        ax.text(
+            max(vals) * 0.03,
+            bar.get_y() + bar.get_height() / 2,
+            format_si(t, "s").replace(" u", " µ"),
+            va="center",
+            ha="left",
+            fontsize=9,
+        )
     ax.set_xlim(0, max(vals) * 1.1)
     ax.set_xlabel(f"time ({prefix}s)")
     bound = "compute-bound" if t_math_s >= t_comms_s else "memory-bound"
@@ -231,9 +330,16 @@ def time_bars(t_math_s: float, t_comms_s: float, *, ax=None, figsize=(3.2, 2.6),
 # --- predict, then measure ------------------------------------------------------------------------
 
 
-def measured_roofline_figure(calibration_peak: float, calibration_bw: float,
-                             points: Sequence[tuple[float, float, str]], *, ax=None, title: str | None = None,
-                             figsize=(8.0, 4.8), annotate: bool = True) -> Figure:
+def measured_roofline_figure(
+    calibration_peak: float,
+    calibration_bw: float,
+    points: Sequence[tuple[float, float, str]],
+    *,
+    ax=None,
+    title: str | None = None,
+    figsize=(8.0, 4.8),
+    annotate: bool = True,
+) -> Figure:
     """The calibrated roofline of this machine with measured (intensity, FLOPs/s, label) points on it.
 
     Points on or just under the roofline are what the model predicts; points far below it show
@@ -248,32 +354,69 @@ def measured_roofline_figure(calibration_peak: float, calibration_bw: float,
     x = log_span(lo, hi)
     ax.axvspan(lo, crit, color=REGION_COLORS["bandwidth-bound"], alpha=_REGION_ALPHA, lw=0, label="memory-bound")
     ax.axvspan(crit, hi, color=REGION_COLORS["compute-bound"], alpha=_REGION_ALPHA, lw=0, label="compute-bound")
-    ax.plot(x, roofline.attainable_flops_per_s(x, calibration_peak, calibration_bw), color=LINE_COLORS[0], lw=2.2,
-            label=(f"calibrated roofline: {format_si(calibration_peak, 'FLOP/s')}, "
-                   f"{format_si(calibration_bw, 'B/s')}, α = {crit:,.3g} FLOPs/byte"), gid="calibrated-roofline")
+    ax.plot(
+        x,
+        roofline.attainable_flops_per_s(x, calibration_peak, calibration_bw),
+        color=LINE_COLORS[0],
+        lw=2.2,
+        label=(
+            f"calibrated roofline: {format_si(calibration_peak, 'FLOP/s')}, "
+            f"{format_si(calibration_bw, 'B/s')}, α = {crit:,.3g} FLOPs/byte"
+        ),
+        gid="calibrated-roofline",
+    )
     if pts:
-        ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=46, color="#d62728", edgecolor="white", zorder=5,
-                   label="measured", gid="measured")
+        ax.scatter(
+            [p[0] for p in pts],
+            [p[1] for p in pts],
+            s=46,
+            color="#d62728",
+            edgecolor="white",
+            zorder=5,
+            label="measured",
+            gid="measured",
+        )
         if annotate and len(pts) <= 12:
             # labels alternate above and below their points (in order of intensity), so neighbours do not collide
             for k, (i, f, lab) in enumerate(sorted(pts)):
                 above = k % 2 == 0
-                ax.annotate(lab, xy=(i, f), xytext=(0, 7 if above else -8), textcoords="offset points",
-                            ha="center", va="bottom" if above else "top", fontsize=7.5, color="0.2",
-                            bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.75))
+                ax.annotate(
+                    lab,
+                    xy=(i, f),
+                    xytext=(0, 7 if above else -8),
+                    textcoords="offset points",
+                    ha="center",
+                    va="bottom" if above else "top",
+                    fontsize=7.5,
+                    color="0.2",
+                    bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.75),
+                )
     ys = [p[1] for p in pts] + [calibration_peak]
-    _intensity_axes(ax, (lo, hi), (min(min(ys) / 3, calibration_peak / 1e3), max(ys) * 3),
-                    "measured throughput (FLOP/s)",
-                    title or "Predict, then measure: matmuls on this machine's calibrated roofline")
+    _intensity_axes(
+        ax,
+        (lo, hi),
+        (min(min(ys) / 3, calibration_peak / 1e3), max(ys) * 3),
+        "measured throughput (FLOP/s)",
+        title or "Predict, then measure: matmuls on this machine's calibrated roofline",
+    )
     return fig
 
 
 # --- the two-chip network roofline ----------------------------------------------------------------
 
 
-def two_chip_figure(B: float = 1024, F: float = 8192, flops_per_s: float = 1.97e14, link_bytes_per_s: float = 4.5e10,
-                    *, D: float | None = None, D_range: tuple[float, float] = (256, 131072), ax=None,
-                    title: str | None = None, figsize=(8.0, 4.5)) -> Figure:
+def two_chip_figure(
+    B: float = 1024,
+    F: float = 8192,
+    flops_per_s: float = 1.97e14,
+    link_bytes_per_s: float = 4.5e10,
+    *,
+    D: float | None = None,
+    D_range: tuple[float, float] = (256, 131072),
+    ax=None,
+    title: str | None = None,
+    figsize=(8.0, 4.5),
+) -> Figure:
     """T_math and T_comms against the contraction dim D when X[B, D] · Y[D, F] is split over D on 2 chips.
 
     T_math = B·D·F / C grows with D; T_comms = 2·B·F / W (swapping bf16 partial sums) does not, so the
@@ -286,19 +429,46 @@ def two_chip_figure(B: float = 1024, F: float = 8192, flops_per_s: float = 1.97e
     d_star = roofline.two_chip_d_threshold(flops_per_s, link_bytes_per_s)
     t_math = B * Ds * F / flops_per_s
     t_comms = np.full_like(Ds, 2 * B * F / link_bytes_per_s)
-    ax.axvspan(d_lo, min(max(d_star, d_lo), d_hi), color=REGION_COLORS["bandwidth-bound"], alpha=_REGION_ALPHA, lw=0,
-               label="communication-bound")
-    ax.axvspan(min(max(d_star, d_lo), d_hi), d_hi, color=REGION_COLORS["compute-bound"], alpha=_REGION_ALPHA, lw=0,
-               label="compute-bound")
+    ax.axvspan(
+        d_lo,
+        min(max(d_star, d_lo), d_hi),
+        color=REGION_COLORS["bandwidth-bound"],
+        alpha=_REGION_ALPHA,
+        lw=0,
+        label="communication-bound",
+    )
+    ax.axvspan(
+        min(max(d_star, d_lo), d_hi),
+        d_hi,
+        color=REGION_COLORS["compute-bound"],
+        alpha=_REGION_ALPHA,
+        lw=0,
+        label="compute-bound",
+    )
     ax.plot(Ds, t_math, color=REGION_COLORS["compute-bound"], lw=2.2, label=r"$T_\mathrm{math} = BDF/C$")
     ax.plot(Ds, t_comms, color=REGION_COLORS["bandwidth-bound"], lw=2.2, label=r"$T_\mathrm{comms} = 2BF/W$")
     ax.axvline(d_star, color="black", lw=1.3, ls="--", gid="d-threshold", label=f"threshold D = 2C/W ≈ {d_star:,.0f}")
     if D is not None:
         r = roofline.two_chip_roofline(B, D, F, flops_per_s, link_bytes_per_s)
-        ax.plot([D, D], [r.t_math_s, r.t_comms_s], marker="o", ms=7, ls="", color="#1f4e9c", mec="white", zorder=5,
-                gid="current-D")
-        ax.annotate(f"D = {D:,.0f}\n{r.bound}", xy=(D, max(r.t_math_s, r.t_comms_s)), xytext=(8, 8),
-                    textcoords="offset points", fontsize=9, color="#1f4e9c")
+        ax.plot(
+            [D, D],
+            [r.t_math_s, r.t_comms_s],
+            marker="o",
+            ms=7,
+            ls="",
+            color="#1f4e9c",
+            mec="white",
+            zorder=5,
+            gid="current-D",
+        )
+        ax.annotate(
+            f"D = {D:,.0f}\n{r.bound}",
+            xy=(D, max(r.t_math_s, r.t_comms_s)),
+            xytext=(8, 8),
+            textcoords="offset points",
+            fontsize=9,
+            color="#1f4e9c",
+        )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlim(d_lo, d_hi)
@@ -308,8 +478,14 @@ def two_chip_figure(B: float = 1024, F: float = 8192, flops_per_s: float = 1.97e
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("contraction dimension D (elements, log scale)")
     ax.set_ylabel("time per chip (s, log scale)")
-    ax.set_title(title or (f"Two chips split D: B = {B:,.0f}, F = {F:,.0f}, C = {format_si(flops_per_s, 'FLOP/s')}, "
-                           f"W = {format_si(link_bytes_per_s, 'B/s')}"), fontsize=10)
+    ax.set_title(
+        title
+        or (
+            f"Two chips split D: B = {B:,.0f}, F = {F:,.0f}, C = {format_si(flops_per_s, 'FLOP/s')}, "
+            f"W = {format_si(link_bytes_per_s, 'B/s')}"
+        ),
+        fontsize=10,
+    )
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
     return fig
@@ -318,8 +494,9 @@ def two_chip_figure(B: float = 1024, F: float = 8192, flops_per_s: float = 1.97e
 # --- critical batch per chip ----------------------------------------------------------------------
 
 
-def critical_batch_figure(chips: Sequence[str] | None = None, modes: Sequence[str] = ("bf16", "int8"), *,
-                          ax=None, figsize=(8.0, 3.8)) -> Figure:
+def critical_batch_figure(
+    chips: Sequence[str] | None = None, modes: Sequence[str] = ("bf16", "int8"), *, ax=None, figsize=(8.0, 3.8)
+) -> Figure:
     """Grouped bars of `roofline.critical_batch` per chip and mode (chips without the dtype are skipped)."""
     from scalebook_utils.core.hardware import CHIPS
 

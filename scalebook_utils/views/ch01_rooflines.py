@@ -81,14 +81,17 @@ def explorer_readout(chip: str | ChipSpec, mode: str, D: int, F: int, B: int) ->
         spec = get_chip(chip)
         compute = _compute_dtype(mode)
         if compute not in spec.peak_flops_per_s:
-            return (f"{head} → {spec.name} has no {compute} matmul peak for mode {mode} "
-                    f"(its dtypes: {', '.join(spec.supported_dtypes)}); pick another chip or mode")
+            return (
+                f"{head} → {spec.name} has no {compute} matmul peak for mode {mode} "
+                f"(its dtypes: {', '.join(spec.supported_dtypes)}); pick another chip or mode"
+            )
         r = roofline.matmul_roofline(B, D, F, spec, mode)
         b_cross = roofline.crossover_batch(D, F, spec, mode)
     except (ValueError, KeyError) as exc:
         return f"{head} → cannot evaluate: {exc}"
-    cross = (f"crossover B≈{b_cross:.0f}" if math.isfinite(b_cross)
-             else "no crossover (never compute-bound at this D, F)")
+    cross = (
+        f"crossover B≈{b_cross:.0f}" if math.isfinite(b_cross) else "no crossover (never compute-bound at this D, F)"
+    )
     return f"{head} → {r.bound} | T_math={format_time(r.t_math_s)} T_comms={format_time(r.t_comms_s)} | {cross}"
 
 
@@ -105,13 +108,18 @@ def render_explorer(chip: str | ChipSpec, mode: str, D: int, F: int, B: int, *, 
     fig = Figure(figsize=(10.5, 4.3), layout="constrained")
     ax_main, ax_bars = fig.subplots(1, 2, width_ratios=[3.3, 1])
     achievable_flops_figure(D, F, spec, mode, B_max=max(B_max, int(B)), B=B, ax=ax_main)
-    time_bars(r.t_math_s, r.t_comms_s, ax=ax_bars,
-                    title=f"B = {_num(B)}: {r.bound}\n" + r"$T_\mathrm{math}$ vs $T_\mathrm{comms}$")
+    time_bars(
+        r.t_math_s,
+        r.t_comms_s,
+        ax=ax_bars,
+        title=f"B = {_num(B)}: {r.bound}\n" + r"$T_\mathrm{math}$ vs $T_\mathrm{comms}$",
+    )
     return fig
 
 
-def roofline_explorer(chip: str = "tpu-v5e", mode: str = "bf16", D: int = 8192, F: int = 8192, B: int = 128,
-                      *, B_max: int = 4096) -> W.VBox:
+def roofline_explorer(
+    chip: str = "tpu-v5e", mode: str = "bf16", D: int = 8192, F: int = 8192, B: int = 128, *, B_max: int = 4096
+) -> W.VBox:
     """Dropdowns for chip and dtype mode, boxes for D and F, a slider "B"; prints `explorer_readout`."""
     mode_dd = W.Dropdown(options=list(EXPLORER_MODES), value=mode, description="mode")
     chip_names = chips_for_mode(mode)
@@ -124,8 +132,15 @@ def roofline_explorer(chip: str = "tpu-v5e", mode: str = "bf16", D: int = 8192, 
     chip_dd = W.Dropdown(options=chip_names, value=chip_name, description="chip")
     d_box = W.IntText(value=D, description="D")
     f_box = W.IntText(value=F, description="F")
-    b_slider = W.IntSlider(value=B, min=1, max=max(B_max, B), step=1, description="B", continuous_update=False,
-                           layout=W.Layout(width="60%"))
+    b_slider = W.IntSlider(
+        value=B,
+        min=1,
+        max=max(B_max, B),
+        step=1,
+        description="B",
+        continuous_update=False,
+        layout=W.Layout(width="60%"),
+    )
 
     def on_mode(change):  # registered before interactive_output, so it runs first
         names = chips_for_mode(change["new"])
@@ -137,16 +152,20 @@ def roofline_explorer(chip: str = "tpu-v5e", mode: str = "bf16", D: int = 8192, 
     box = W.VBox()
 
     def view(chip, mode, D, F, B):
-        emit(box, explorer_readout(chip, mode, D, F, B),
-              lambda: render_explorer(chip, mode, D, F, B, B_max=b_slider.max),
-              key=(chip, mode, D, F, b_slider.max))
+        emit(
+            box,
+            explorer_readout(chip, mode, D, F, B),
+            lambda: render_explorer(chip, mode, D, F, B, B_max=b_slider.max),
+            key=(chip, mode, D, F, b_slider.max),
+        )
 
     controls = {"chip": chip_dd, "mode": mode_dd, "D": d_box, "F": f_box, "B": b_slider}
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([chip_dd, mode_dd]), W.HBox([d_box, f_box]), b_slider, out]
     values = lambda: (chip_dd.value, mode_dd.value, d_box.value, f_box.value, b_slider.value)  # noqa: E731
-    return attach(box, controls, out, lambda: explorer_readout(*values()),
-                   lambda: render_explorer(*values(), B_max=b_slider.max))
+    return attach(
+        box, controls, out, lambda: explorer_readout(*values()), lambda: render_explorer(*values(), B_max=b_slider.max)
+    )
 
 
 # --- (b) placing algorithms on the roofline by their intensity ----------------------------------------
@@ -182,8 +201,10 @@ def placer_readout(chip: str | ChipSpec, intensity: float) -> str:
         return f"{head} → cannot evaluate: {exc}"
     alpha = peak / bw
     bound = "compute-bound" if intensity >= alpha else "memory-bound"
-    return (f"{head} → {bound} at {format_flops(got)} ({100 * got / peak:.3g}% of peak) on {spec.name} {dtype} "
-            f"(critical intensity {alpha:.3g})")
+    return (
+        f"{head} → {bound} at {format_flops(got)} ({100 * got / peak:.3g}% of peak) on {spec.name} {dtype} "
+        f"(critical intensity {alpha:.3g})"
+    )
 
 
 def render_placer(chip: str | ChipSpec, intensity: float, label: str = "algorithm") -> Figure:
@@ -196,24 +217,41 @@ def render_placer(chip: str | ChipSpec, intensity: float, label: str = "algorith
             raise ValueError(f"intensity must be positive, got {intensity!r}")
     except (ValueError, KeyError) as exc:
         return message_figure(f"cannot draw: {exc}")
-    return roofline_figure(peak, {f"{spec.name} HBM": bw}, {label: intensity}, intensity_range=(0.01, 1e4),
-                                 title=f"{spec.name} ({dtype} peak {format_flops(peak)}): where does '{label}' land?")
+    return roofline_figure(
+        peak,
+        {f"{spec.name} HBM": bw},
+        {label: intensity},
+        intensity_range=(0.01, 1e4),
+        title=f"{spec.name} ({dtype} peak {format_flops(peak)}): where does '{label}' land?",
+    )
 
 
-def intensity_placer(chip: str = "tpu-v5e", intensity: float = 0.5, *,
-                     extra_chips: Mapping[str, ChipSpec] | None = None) -> W.VBox:
+def intensity_placer(
+    chip: str = "tpu-v5e", intensity: float = 0.5, *, extra_chips: Mapping[str, ChipSpec] | None = None
+) -> W.VBox:
     """A chip preset, an algorithm preset and an intensity slider (log); prints `placer_readout`.
 
     `extra_chips` adds named specs to the chip list, e.g. ``{"this CPU": calibration.as_chip()}``.
     """
     specs: dict[str, ChipSpec] = dict(CHIPS)
     specs.update(extra_chips or {})
-    chip_dd = W.Dropdown(options=list(specs), value=get_chip(chip).name if chip not in specs else chip,
-                         description="chip")
-    preset_dd = W.Dropdown(options=[_CUSTOM] + list(PLACER_PRESETS), value=_CUSTOM, description="preset",
-                           layout=W.Layout(width="45%"))
-    slider = W.FloatLogSlider(value=intensity, base=10, min=-2, max=4, step=0.01, description="intensity",
-                              readout_format=".3g", continuous_update=False, layout=W.Layout(width="60%"))
+    chip_dd = W.Dropdown(
+        options=list(specs), value=get_chip(chip).name if chip not in specs else chip, description="chip"
+    )
+    preset_dd = W.Dropdown(
+        options=[_CUSTOM] + list(PLACER_PRESETS), value=_CUSTOM, description="preset", layout=W.Layout(width="45%")
+    )
+    slider = W.FloatLogSlider(
+        value=intensity,
+        base=10,
+        min=-2,
+        max=4,
+        step=0.01,
+        description="intensity",
+        readout_format=".3g",
+        continuous_update=False,
+        layout=W.Layout(width="60%"),
+    )
 
     def on_preset(change):
         if change["new"] in PLACER_PRESETS:
@@ -230,22 +268,31 @@ def intensity_placer(chip: str = "tpu-v5e", intensity: float = 0.5, *,
 
     def view(chip, intensity):
         spec = specs[chip]
-        emit(box, placer_readout(spec, intensity), lambda: render_placer(spec, intensity, label_for(intensity)),
-              key=(chip,))
+        emit(
+            box,
+            placer_readout(spec, intensity),
+            lambda: render_placer(spec, intensity, label_for(intensity)),
+            key=(chip,),
+        )
 
     controls = {"chip": chip_dd, "intensity": slider}
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([chip_dd, preset_dd]), slider, out]
-    return attach(box, {"chip": chip_dd, "preset": preset_dd, "intensity": slider}, out,
-                   lambda: placer_readout(specs[chip_dd.value], slider.value),
-                   lambda: render_placer(specs[chip_dd.value], slider.value, label_for(slider.value)))
+    return attach(
+        box,
+        {"chip": chip_dd, "preset": preset_dd, "intensity": slider},
+        out,
+        lambda: placer_readout(specs[chip_dd.value], slider.value),
+        lambda: render_placer(specs[chip_dd.value], slider.value, label_for(slider.value)),
+    )
 
 
 # --- (e) the two-chip network roofline ----------------------------------------------------------------
 
 
-def two_chip_readout(D: float, link_bytes_per_s: float = 4.5e10, *, B: float = 1024, F: float = 8192,
-                     flops_per_s: float = 1.97e14) -> str:
+def two_chip_readout(
+    D: float, link_bytes_per_s: float = 4.5e10, *, B: float = 1024, F: float = 8192, flops_per_s: float = 1.97e14
+) -> str:
     """``two-chip: D=8192 → communication-bound (threshold D≈8756) | T_math=… T_comms=…``.
 
     The threshold 2·C/W does not depend on B or F (book ch. 1, "Network communication rooflines").
@@ -255,12 +302,15 @@ def two_chip_readout(D: float, link_bytes_per_s: float = 4.5e10, *, B: float = 1
         r = roofline.two_chip_roofline(B, D, F, flops_per_s, link_bytes_per_s)
     except ValueError as exc:
         return f"{head} → cannot evaluate: {exc}"
-    return (f"{head} → {r.bound} (threshold D≈{r.d_threshold:.0f}) | "
-            f"T_math={format_time(r.t_math_s)} T_comms={format_time(r.t_comms_s)}")
+    return (
+        f"{head} → {r.bound} (threshold D≈{r.d_threshold:.0f}) | "
+        f"T_math={format_time(r.t_math_s)} T_comms={format_time(r.t_comms_s)}"
+    )
 
 
-def render_two_chip(D: float, link_bytes_per_s: float = 4.5e10, *, B: float = 1024, F: float = 8192,
-                    flops_per_s: float = 1.97e14) -> Figure:
+def render_two_chip(
+    D: float, link_bytes_per_s: float = 4.5e10, *, B: float = 1024, F: float = 8192, flops_per_s: float = 1.97e14
+) -> Figure:
     """T_math and T_comms against D with the threshold and the current D marked."""
     try:
         return two_chip_figure(B, F, flops_per_s, link_bytes_per_s, D=D)
@@ -268,24 +318,45 @@ def render_two_chip(D: float, link_bytes_per_s: float = 4.5e10, *, B: float = 10
         return message_figure(f"cannot draw: {exc}")
 
 
-def two_chip_explorer(D: int = 8192, link_bytes_per_s: float = 4.5e10, *, B: int = 1024, F: int = 8192,
-                      flops_per_s: float = 1.97e14) -> W.VBox:
+def two_chip_explorer(
+    D: int = 8192, link_bytes_per_s: float = 4.5e10, *, B: int = 1024, F: int = 8192, flops_per_s: float = 1.97e14
+) -> W.VBox:
     """Sliders for D and the link bandwidth W (B/s, one way); prints `two_chip_readout`."""
-    d_slider = W.IntSlider(value=D, min=256, max=65536, step=256, description="D", continuous_update=False,
-                           layout=W.Layout(width="60%"))
-    w_slider = W.FloatLogSlider(value=link_bytes_per_s, base=10, min=9, max=12, step=0.05, description="W (B/s)",
-                                readout_format=".3g", continuous_update=False, layout=W.Layout(width="60%"))
+    d_slider = W.IntSlider(
+        value=D, min=256, max=65536, step=256, description="D", continuous_update=False, layout=W.Layout(width="60%")
+    )
+    w_slider = W.FloatLogSlider(
+        value=link_bytes_per_s,
+        base=10,
+        min=9,
+        max=12,
+        step=0.05,
+        description="W (B/s)",
+        readout_format=".3g",
+        continuous_update=False,
+        layout=W.Layout(width="60%"),
+    )
     box = W.VBox()
 
     def view(D, W_link):
-        emit(box, two_chip_readout(D, W_link, B=B, F=F, flops_per_s=flops_per_s),
-              lambda: render_two_chip(D, W_link, B=B, F=F, flops_per_s=flops_per_s), key=(B, F, flops_per_s))
+        emit(
+            box,
+            two_chip_readout(D, W_link, B=B, F=F, flops_per_s=flops_per_s),
+            lambda: render_two_chip(D, W_link, B=B, F=F, flops_per_s=flops_per_s),
+            key=(B, F, flops_per_s),
+        )
 
     controls = {"D": d_slider, "W_link": w_slider}
     out = W.interactive_output(view, controls)
-    info = W.HTML(f"B = {_num(B)}, F = {_num(F)}, C = {format_si(flops_per_s, 'FLOP/s')} per chip "
-                  "(the threshold does not depend on B or F)")
+    info = W.HTML(
+        f"B = {_num(B)}, F = {_num(F)}, C = {format_si(flops_per_s, 'FLOP/s')} per chip "
+        "(the threshold does not depend on B or F)"
+    )
     box.children = [info, d_slider, w_slider, out]
-    return attach(box, {"D": d_slider, "W": w_slider}, out,
-                   lambda: two_chip_readout(d_slider.value, w_slider.value, B=B, F=F, flops_per_s=flops_per_s),
-                   lambda: render_two_chip(d_slider.value, w_slider.value, B=B, F=F, flops_per_s=flops_per_s))
+    return attach(
+        box,
+        {"D": d_slider, "W": w_slider},
+        out,
+        lambda: two_chip_readout(d_slider.value, w_slider.value, B=B, F=F, flops_per_s=flops_per_s),
+        lambda: render_two_chip(d_slider.value, w_slider.value, B=B, F=F, flops_per_s=flops_per_s),
+    )

@@ -28,9 +28,18 @@ from scalebook_utils.core.units import format_flops, format_si
 from scalebook_utils.views._kit import attach, emit, format_shape, message_figure, new_figure, si_tick, tpu_names
 
 __all__ = [
-    "systolic_frame_figure", "systolic_utilisation_figure", "torus_figure", "bandwidth_hierarchy_figure",
-    "SLICE_PREFIX", "TORUS_PREFIX", "slice_readout", "render_slice", "slice_calculator",
-    "torus_readout", "render_torus", "torus_explorer",
+    "systolic_frame_figure",
+    "systolic_utilisation_figure",
+    "torus_figure",
+    "bandwidth_hierarchy_figure",
+    "SLICE_PREFIX",
+    "TORUS_PREFIX",
+    "slice_readout",
+    "render_slice",
+    "slice_calculator",
+    "torus_readout",
+    "render_torus",
+    "torus_explorer",
 ]
 
 
@@ -62,8 +71,11 @@ def systolic_utilisation_figure(run, *, cycle: int | None = None, ax=None, figsi
     ax.set_xlabel("cycle (clock ticks, from 0)")
     ax.set_ylabel("cells busy (%)")
     M, K, N = run.shape
-    ax.set_title(f"Utilisation per cycle: fill, then drain ({run.cycles} cycles = "
-                 f"{run.load_cycles} load + {M}+{K}+{N}−2 compute)", fontsize=9)
+    ax.set_title(
+        f"Utilisation per cycle: fill, then drain ({run.cycles} cycles = "
+        f"{run.load_cycles} load + {M}+{K}+{N}−2 compute)",
+        fontsize=9,
+    )
     ax.set_xticks(range(0, run.cycles, 1 if run.cycles <= 20 else 2 if run.cycles <= 40 else 5))
     ax.tick_params(labelsize=8)
     ax.grid(True, axis="y", alpha=0.3)
@@ -77,8 +89,15 @@ def _draw_rows_to_load(ax, run, cycle: int, fs: float) -> None:
     for j in range(remaining):
         y = 1 + (remaining - 1 - j)
         for n in range(N):
-            ax.text(n, y, _cell_text(run.B[j, n]), ha="center", va="center", fontsize=fs,
-                    bbox=dict(boxstyle="round,pad=0.25", fc="#fdd0a2", ec="none"))
+            ax.text(
+                n,
+                y,
+                _cell_text(run.B[j, n]),
+                ha="center",
+                va="center",
+                fontsize=fs,
+                bbox=dict(boxstyle="round,pad=0.25", fc="#fdd0a2", ec="none"),
+            )
     if remaining:
         ax.text(-0.7, 1 + (remaining - 1) / 2, "B rows\nto load ↓", ha="right", va="center", fontsize=fs, color="0.3")
 
@@ -87,10 +106,12 @@ def _systolic_key(phase: str) -> list:
     """The colour key of `systolic_frame_figure` (two more entries while the weights load)."""
     from matplotlib.patches import Patch
 
-    key = [Patch(fc=_BUSY, ec="0.3", label="busy: w weight,\na activation, Σ partial sum"),
-           Patch(fc=_LOADED, ec="0.3", label="weight loaded, idle"),
-           Patch(fc="#c6dbef", label="A waiting to enter"),
-           Patch(fc="#fee391", ec="0.6", label="finished entry of C")]
+    key = [
+        Patch(fc=_BUSY, ec="0.3", label="busy: w weight,\na activation, Σ partial sum"),
+        Patch(fc=_LOADED, ec="0.3", label="weight loaded, idle"),
+        Patch(fc="#c6dbef", label="A waiting to enter"),
+        Patch(fc="#fee391", ec="0.6", label="finished entry of C"),
+    ]
     if phase == "load":
         key.insert(2, Patch(fc=_EMPTY, ec="0.3", label="no weight yet"))
         key.insert(3, Patch(fc="#fdd0a2", label="row of B to load"))
@@ -131,26 +152,57 @@ def systolic_frame_figure(run, cycle: int, *, figsize=None) -> Figure:
             busy = bool(s.active[k, n])
             loaded = np.isfinite(s.weights[k, n])
             color = _BUSY if busy else _LOADED if loaded else _EMPTY
-            ax.add_patch(Rectangle((n - 0.45, -k - 0.45), 0.9, 0.9, fc=color, ec="0.3", lw=1,
-                                   gid=f"cell:{k},{n}" + (":busy" if busy else "")))
+            ax.add_patch(
+                Rectangle(
+                    (n - 0.45, -k - 0.45),
+                    0.9,
+                    0.9,
+                    fc=color,
+                    ec="0.3",
+                    lw=1,
+                    gid=f"cell:{k},{n}" + (":busy" if busy else ""),
+                )
+            )
             if loaded:
                 ax.text(n, -k + 0.24, f"w={_cell_text(s.weights[k, n])}", ha="center", va="center", fontsize=fs)
             if busy:
-                ax.text(n, -k, f"a={_cell_text(s.activation[k, n])}", ha="center", va="center", fontsize=fs,
-                        color="#08306b")
-                ax.text(n, -k - 0.25, f"Σ={_cell_text(s.psum[k, n])}", ha="center", va="center", fontsize=fs,
-                        color="#7f2704")
+                ax.text(
+                    n, -k, f"a={_cell_text(s.activation[k, n])}", ha="center", va="center", fontsize=fs, color="#08306b"
+                )
+                ax.text(
+                    n,
+                    -k - 0.25,
+                    f"Σ={_cell_text(s.psum[k, n])}",
+                    ha="center",
+                    va="center",
+                    fontsize=fs,
+                    color="#7f2704",
+                )
     # activations waiting to enter row k: A[m, k] enters at compute cycle m + k → distance (m + k) - t
     for k in range(K):
         for m in range(M):
             if np.isfinite(s.feed[k, m]):
                 x = -((m + k) - max(t, -1))  # while weights load, the feed waits in its skewed start position
-                ax.text(x, -k, f"{_cell_text(s.feed[k, m])}", ha="center", va="center", fontsize=fs,
-                        bbox=dict(boxstyle="round,pad=0.25", fc="#c6dbef", ec="none"))
+                ax.text(
+                    x,
+                    -k,
+                    f"{_cell_text(s.feed[k, m])}",
+                    ha="center",
+                    va="center",
+                    fontsize=fs,
+                    bbox=dict(boxstyle="round,pad=0.25", fc="#c6dbef", ec="none"),
+                )
         ax.add_patch(FancyArrowPatch((-0.75, -k), (-0.5, -k), arrowstyle="-|>", mutation_scale=8, color="0.4"))
     if np.isfinite(s.feed).any():
-        ax.text(-(feed_w + 1) / 2, 0.62, "A, skewed: row k waits k extra cycles →", ha="center", va="bottom",
-                fontsize=fs, color="0.3")
+        ax.text(
+            -(feed_w + 1) / 2,
+            0.62,
+            "A, skewed: row k waits k extra cycles →",
+            ha="center",
+            va="bottom",
+            fontsize=fs,
+            color="0.3",
+        )
     if s.phase == "load":
         _draw_rows_to_load(ax, run, cycle, fs)
     # outputs below the grid
@@ -159,20 +211,36 @@ def systolic_frame_figure(run, cycle: int, *, figsize=None) -> Figure:
     for m in range(M):
         for n in range(N):
             v = s.outputs[m, n]
-            ax.add_patch(Rectangle((n - 0.4, y0 - m - 0.4), 0.8, 0.8, fc="#fee391" if np.isfinite(v) else "0.96",
-                                   ec="0.6", lw=0.6))
+            ax.add_patch(
+                Rectangle(
+                    (n - 0.4, y0 - m - 0.4), 0.8, 0.8, fc="#fee391" if np.isfinite(v) else "0.96", ec="0.6", lw=0.6
+                )
+            )
             ax.text(n, y0 - m, _cell_text(v) if np.isfinite(v) else "–", ha="center", va="center", fontsize=fs)
-    ax.legend(handles=_systolic_key(s.phase), loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=fs, frameon=False,
-              title="key", title_fontsize=fs)
+    ax.legend(
+        handles=_systolic_key(s.phase),
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        fontsize=fs,
+        frameon=False,
+        title="key",
+        title_fontsize=fs,
+    )
     ax.set_xlim(left, N - 0.4)
     top = (K - 1 - cycle + 0.6) if s.phase == "load" and K - 1 - cycle > 0 else 1.0
     ax.set_ylim(y0 - M + 0.4, top + 0.2)
     ax.set_aspect("equal")
     ax.axis("off")
-    phase = ("loading weights (rows of B shift down from the top)" if s.phase == "load"
-             else "activations from the left (skewed), partial sums down")
-    ax.set_title(f"Systolic array {K}×{N}, A[{M}×{K}] @ B[{K}×{N}] — cycle {cycle} "
-                 f"(of cycles 0–{run.cycles - 1}):\n{phase}; {s.n_active}/{K * N} cells busy", fontsize=9.5)
+    phase = (
+        "loading weights (rows of B shift down from the top)"
+        if s.phase == "load"
+        else "activations from the left (skewed), partial sums down"
+    )
+    ax.set_title(
+        f"Systolic array {K}×{N}, A[{M}×{K}] @ B[{K}×{N}] — cycle {cycle} "
+        f"(of cycles 0–{run.cycles - 1}):\n{phase}; {s.n_active}/{K * N} cells busy",
+        fontsize=9.5,
+    )
     systolic_utilisation_figure(run, cycle=cycle, ax=ax_u)
     return fig
 
@@ -215,8 +283,10 @@ def torus_figure(slice_shape, wraparound, src, dst, *, ax=None, figsize=None, ti
     wrap0 = wrap[0] and rows > 2
     stubs = _wrap_stubs(rows, cols, stub, wrap0, wrap1)
     if stubs:  # one segment per stub
-        ax.add_collection(LineCollection(stubs, colors="#7b3294", linewidths=lw, linestyles="--", zorder=1,
-                                         gid="wrap-link"), autolim=False)
+        ax.add_collection(
+            LineCollection(stubs, colors="#7b3294", linewidths=lw, linestyles="--", zorder=1, gid="wrap-link"),
+            autolim=False,
+        )
     # the route (only the steps inside the drawn plane); a step over a wraparound link is drawn as its two stubs
     red = dict(color="#d62728", lw=lw * 2.6, zorder=3, solid_capstyle="round")
     for a, b in zip(path[:-1], path[1:]):
@@ -242,8 +312,17 @@ def torus_figure(slice_shape, wraparound, src, dst, *, ax=None, figsize=None, ti
             fc = "#d62728" if full in (src, dst) else "#fcbba1" if full in on_route else "#deebf7"
             groups[fc].append((c, -r))
             if show_labels:
-                ax.text(c, -r, ",".join(map(str, coord)), ha="center", va="center", fontsize=6.5, zorder=5,
-                        color="white" if full in (src, dst) else "black", in_layout=False)  # inside the axes
+                ax.text(
+                    c,
+                    -r,
+                    ",".join(map(str, coord)),
+                    ha="center",
+                    va="center",
+                    fontsize=6.5,
+                    zorder=5,
+                    color="white" if full in (src, dst) else "black",
+                    in_layout=False,
+                )  # inside the axes
     for fc, pts in groups.items():
         if pts:
             ax.plot(*zip(*pts), marker="s", ms=18 if show_labels else 7, mfc=fc, mec="0.25", zorder=4, ls="")
@@ -269,8 +348,7 @@ def _wrap_stubs(rows: int, cols: int, stub: float, wrap0: bool, wrap1: bool) -> 
     if wrap1:
         stubs += [s for r in range(rows) for s in (((-stub, -r), (0, -r)), ((cols - 1, -r), (cols - 1 + stub, -r)))]
     if wrap0:
-        stubs += [s for c in range(cols) for s in (((c, 0), (c, stub)),
-                                                   ((c, -(rows - 1)), (c, -(rows - 1) - stub)))]
+        stubs += [s for c in range(cols) for s in (((c, 0), (c, stub)), ((c, -(rows - 1)), (c, -(rows - 1) - stub)))]
     return stubs
 
 
@@ -278,8 +356,11 @@ def _torus_title(shape, wrap, src, dst, path, z) -> str:
     """`torus_figure`'s default title: the slice, its wraparound, the route's hops, the farthest pair."""
     hops = len(path) - 1
     shape_s = "×".join(map(str, shape))
-    wrap_s = "wraparound on " + (", ".join(f"axis {i}" for i, w in enumerate(wrap) if w and shape[i] > 2)
-                                 if any(w and n > 2 for w, n in zip(wrap, shape)) else "no axis")
+    wrap_s = "wraparound on " + (
+        ", ".join(f"axis {i}" for i, w in enumerate(wrap) if w and shape[i] > 2)
+        if any(w and n > 2 for w, n in zip(wrap, shape))
+        else "no axis"
+    )
     head = f"{shape_s} slice, {wrap_s}: {src} → {dst} = {hops} hop{'s' if hops != 1 else ''}"
     far = sum(ring_hops(n, w) for n, w in zip(shape, wrap))  # the slice's diameter (topology.max_hops of a Slice)
     sub = f"(farthest pair in this slice: {far} hops; dashed stubs = wraparound links)"
@@ -291,8 +372,10 @@ def _torus_title(shape, wrap, src, dst, path, z) -> str:
 
 # --- the bandwidth hierarchy ----------------------------------------------------------------------
 
-def bandwidth_hierarchy_figure(chip: ChipSpec | str = "tpu-v5e", dtype: str = "bf16", *, ax=None,
-                               figsize=(8.5, 3.6)) -> Figure:
+
+def bandwidth_hierarchy_figure(
+    chip: ChipSpec | str = "tpu-v5e", dtype: str = "bf16", *, ax=None, figsize=(8.5, 3.6)
+) -> Figure:
     """Horizontal log bars of each channel's bandwidth, each labelled with its critical intensity C/W.
 
     C is the chip's `dtype` peak; C/W (FLOPs per byte) is the intensity an operation needs to stay
@@ -314,14 +397,24 @@ def bandwidth_hierarchy_figure(chip: ChipSpec | str = "tpu-v5e", dtype: str = "b
             ax.barh(y, bw, left=lo, color=color, height=0.6, gid=f"channel:{name}")
             cw = peak / bw
             sub = "link" if name == "ICI" else name  # ICI: one link, one way (W_link); α_ici uses both directions
-            label = (f"{format_si(bw, 'B/s')} → C/W_{sub} = {cw:,.0f} FLOPs/byte" if cw >= 100 else
-                     f"{format_si(bw, 'B/s')} → C/W_{sub} = {cw:.3g} FLOPs/byte")
+            label = (
+                f"{format_si(bw, 'B/s')} → C/W_{sub} = {cw:,.0f} FLOPs/byte"
+                if cw >= 100
+                else f"{format_si(bw, 'B/s')} → C/W_{sub} = {cw:.3g} FLOPs/byte"
+            )
             if name == "ICI":
                 label += f"\n(both directions, W_ici = 2·W_link: α_ici = C/W_ici = {cw / 2:,.0f})"
             ax.text(bw * 1.3, y, label, va="center", fontsize=8.5)
         else:
-            ax.text(lo * 1.3, y, "no number in the book for this chip", va="center", fontsize=8.5, color="0.4",
-                    style="italic")
+            ax.text(
+                lo * 1.3,
+                y,
+                "no number in the book for this chip",
+                va="center",
+                fontsize=8.5,
+                color="0.4",
+                style="italic",
+            )
     ax.set_xscale("log")
     ax.set_xlim(lo, hi)
     ax.xaxis.set_major_formatter(si_tick("B/s"))
@@ -330,8 +423,10 @@ def bandwidth_hierarchy_figure(chip: ChipSpec | str = "tpu-v5e", dtype: str = "b
     ax.set_ylim(-0.6, len(rows) - 0.4)
     ax.set_xlabel("bandwidth (bytes/s, log scale)")
     ax.set_ylabel("channel")
-    ax.set_title(f"{spec.name}: bandwidth hierarchy and critical intensity C/W "
-                 f"(C = {format_si(peak, 'FLOP/s')} {dtype})", fontsize=10)
+    ax.set_title(
+        f"{spec.name}: bandwidth hierarchy and critical intensity C/W (C = {format_si(peak, 'FLOP/s')} {dtype})",
+        fontsize=10,
+    )
     ax.grid(True, axis="x", which="major", alpha=0.3)
     return fig
 
@@ -362,10 +457,12 @@ def slice_readout(chip: str | ChipSpec, shape_text: str) -> str:
     except (ValueError, KeyError, TypeError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         return f"{head} → cannot build this slice: {msg}"
-    return (f"{SLICE_PREFIX}{s.chip} {format_shape(s.shape)} → {s.n_chips:,} chips, {s.n_hosts:,} hosts, "
-            f"{s.n_tensorcores:,} TensorCores, {format_flops(s.peak_flops('bf16'))} bf16, "
-            f"{format_si(s.hbm_bytes, 'B')} HBM | wraparound per axis: {_yes_no(s.wraparound)} | "
-            f"farthest pair: {topology.max_hops(s)} hops")
+    return (
+        f"{SLICE_PREFIX}{s.chip} {format_shape(s.shape)} → {s.n_chips:,} chips, {s.n_hosts:,} hosts, "
+        f"{s.n_tensorcores:,} TensorCores, {format_flops(s.peak_flops('bf16'))} bf16, "
+        f"{format_si(s.hbm_bytes, 'B')} HBM | wraparound per axis: {_yes_no(s.wraparound)} | "
+        f"farthest pair: {topology.max_hops(s)} hops"
+    )
 
 
 def render_slice(chip: str | ChipSpec, shape_text: str) -> Figure:
@@ -379,11 +476,14 @@ def render_slice(chip: str | ChipSpec, shape_text: str) -> Figure:
     far = tuple(n // 2 if w else n - 1 for n, w in zip(s.shape, s.wraparound))
     fig = torus_figure(s.shape, s.wraparound, (0,) * s.ndim, far)
     ax = fig.axes[0]
-    ax.set_title(f"{s.chip} {format_shape(s.shape)}: {s.n_chips:,} chips on {s.n_hosts:,} hosts, "
-                 f"{s.n_tensorcores:,} TensorCores, {format_flops(s.peak_flops('bf16'))} bf16, "
-                 f"{format_si(s.hbm_bytes, 'B')} HBM\nroute to the farthest chip: {topology.max_hops(s)} hops "
-                 + ("(dashed stubs = wraparound links)" if any(s.wraparound) else "(no wraparound)")
-                 + "".join("\n" + line for line in ax.get_title().split("\n")[2:]), fontsize=9)
+    ax.set_title(
+        f"{s.chip} {format_shape(s.shape)}: {s.n_chips:,} chips on {s.n_hosts:,} hosts, "
+        f"{s.n_tensorcores:,} TensorCores, {format_flops(s.peak_flops('bf16'))} bf16, "
+        f"{format_si(s.hbm_bytes, 'B')} HBM\nroute to the farthest chip: {topology.max_hops(s)} hops "
+        + ("(dashed stubs = wraparound links)" if any(s.wraparound) else "(no wraparound)")
+        + "".join("\n" + line for line in ax.get_title().split("\n")[2:]),
+        fontsize=9,
+    )
     return fig
 
 
@@ -391,8 +491,7 @@ def slice_calculator(chip: str = "tpu-v5e", shape: str = "4x4") -> W.VBox:
     """A TPU dropdown and a shape box ("4x4", "16x20x28"); prints `slice_readout` and draws the slice."""
     names = tpu_names()
     chip_dd = W.Dropdown(options=names, value=get_chip(chip).name, description="chip")
-    shape_box = W.Text(value=shape, description="shape", continuous_update=False,
-                       placeholder="e.g. 4x4 or 16x20x28")
+    shape_box = W.Text(value=shape, description="shape", continuous_update=False, placeholder="e.g. 4x4 or 16x20x28")
     pod_btn = W.Button(description="full pod", tooltip="set the shape to this chip's pod")
 
     def on_pod(_):
@@ -407,8 +506,13 @@ def slice_calculator(chip: str = "tpu-v5e", shape: str = "4x4") -> W.VBox:
     controls = {"chip": chip_dd, "shape": shape_box}
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([chip_dd, shape_box, pod_btn]), out]
-    return attach(box, controls, out, lambda: slice_readout(chip_dd.value, shape_box.value),
-                   lambda: render_slice(chip_dd.value, shape_box.value))
+    return attach(
+        box,
+        controls,
+        out,
+        lambda: slice_readout(chip_dd.value, shape_box.value),
+        lambda: render_slice(chip_dd.value, shape_box.value),
+    )
 
 
 def _parse_coord(text) -> tuple[int, ...]:
@@ -449,9 +553,11 @@ def torus_readout(chip: str | ChipSpec, shape_text: str, src="0,0", dst="3,3") -
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         return f"{head} → cannot evaluate: {msg}"
     h_line, h_ring, h = (topology.hop_distance(x, a, b) for x in (line, ring, s))
-    return (f"{TORUS_PREFIX}{s.chip} {format_shape(s.shape)}, {a} → {b}: {h_line} hops without wraparound, "
-            f"{h_ring} with | this slice (wraparound {_yes_no(s.wraparound)}): {h} hops | farthest pair: "
-            f"{topology.max_hops(line)} without, {topology.max_hops(ring)} with")
+    return (
+        f"{TORUS_PREFIX}{s.chip} {format_shape(s.shape)}, {a} → {b}: {h_line} hops without wraparound, "
+        f"{h_ring} with | this slice (wraparound {_yes_no(s.wraparound)}): {h} hops | farthest pair: "
+        f"{topology.max_hops(line)} without, {topology.max_hops(ring)} with"
+    )
 
 
 def render_torus(chip: str | ChipSpec, shape_text: str, src="0,0", dst="3,3") -> Figure:
@@ -466,12 +572,20 @@ def render_torus(chip: str | ChipSpec, shape_text: str, src="0,0", dst="3,3") ->
     for ax, sl, label in zip(fig.subplots(1, 2), (line, ring), ("without wraparound", "with wraparound")):
         hops, far = topology.hop_distance(sl, a, b), topology.max_hops(sl)
         # a short title per panel: the long default ones run into each other side by side
-        torus_figure(sl.shape, sl.wraparound, a, b, ax=ax,
-                           title=f"{label}: {a} → {b} = {hops} hops\n(farthest pair: {far} hops)")
-    actual = "this slice has it" if all(s.wraparound) else "none on this slice" if not any(s.wraparound) \
+        torus_figure(
+            sl.shape, sl.wraparound, a, b, ax=ax, title=f"{label}: {a} → {b} = {hops} hops\n(farthest pair: {far} hops)"
+        )
+    actual = (
+        "this slice has it"
+        if all(s.wraparound)
+        else "none on this slice"
+        if not any(s.wraparound)
         else f"this slice: {_yes_no(s.wraparound)} per axis"
-    fig.suptitle(f"{s.chip} {format_shape(s.shape)} — wraparound by the book's rule: {actual}"
-                 "  (dashed stubs: wraparound links)", fontsize=10)
+    )
+    fig.suptitle(
+        f"{s.chip} {format_shape(s.shape)} — wraparound by the book's rule: {actual}  (dashed stubs: wraparound links)",
+        fontsize=10,
+    )
     return fig
 
 

@@ -40,15 +40,30 @@ from scalebook_utils.views._kit import (
 )
 
 __all__ = [
-    "sharding_blocks_figure", "collective_knee_bytes", "collective_time_figure", "ALLGATHER_AXES",
+    "sharding_blocks_figure",
+    "collective_knee_bytes",
+    "collective_time_figure",
+    "ALLGATHER_AXES",
     "allgather_axes_figure",
-    "SHARDING_PREFIX", "COLLECTIVES_PREFIX", "SHARDING_MESHES", "SHARDING_PRESETS", "matmul_text",
-    "compile_matmul", "sharding_readout", "sharding_details", "render_sharding", "sharding_explorer",
-    "COLLECTIVE_KINDS", "collective_readout", "render_collective", "collective_cost_explorer",
+    "SHARDING_PREFIX",
+    "COLLECTIVES_PREFIX",
+    "SHARDING_MESHES",
+    "SHARDING_PRESETS",
+    "matmul_text",
+    "compile_matmul",
+    "sharding_readout",
+    "sharding_details",
+    "render_sharding",
+    "sharding_explorer",
+    "COLLECTIVE_KINDS",
+    "collective_readout",
+    "render_collective",
+    "collective_cost_explorer",
 ]
 
 
 # --- figures: sharded arrays and collective times ----------------------------------------------------------
+
 
 def _device_id(coords, sizes) -> int:
     k = 0
@@ -81,11 +96,19 @@ def sharding_blocks_figure(array, mesh, shape, *, ax=None, figsize=(4.2, 3.6), t
     cols_n = glob[1] if len(glob) > 1 else glob[0]
     for i, (rng, devs) in enumerate(sorted(by_block.items())):
         (r0, r1), (c0, c1) = (rng[0], rng[1]) if len(rng) > 1 else ((0, 1), rng[0])
-        ax.add_patch(Rectangle((c0, r0), c1 - c0, r1 - r0, facecolor=SHARD_COLORS[i % len(SHARD_COLORS)],
-                               edgecolor="black", linewidth=1.2))
+        ax.add_patch(
+            Rectangle(
+                (c0, r0),
+                c1 - c0,
+                r1 - r0,
+                facecolor=SHARD_COLORS[i % len(SHARD_COLORS)],
+                edgecolor="black",
+                linewidth=1.2,
+            )
+        )
         label = ("d" + ",".join(map(str, devs))) if len(devs) <= 4 else f"d{devs[0]}…d{devs[-1]}\n({len(devs)} copies)"
         if len(devs) <= 4 and len(devs) > 1:
-            label = "\n".join("d" + ",".join(map(str, devs[k:k + 2])) for k in range(0, len(devs), 2))
+            label = "\n".join("d" + ",".join(map(str, devs[k : k + 2])) for k in range(0, len(devs), 2))
         w, h = (c1 - c0) / cols_n, (r1 - r0) / rows_n
         fs = max(6.0, min(11.0, 60 * min(w, h * 1.6)))
         ax.text((c0 + c1) / 2, (r0 + r1) / 2, label, ha="center", va="center", fontsize=fs)
@@ -98,11 +121,14 @@ def sharding_blocks_figure(array, mesh, shape, *, ax=None, figsize=(4.2, 3.6), t
     ax.set_xticks([])
     ax.set_yticks([])
     rep = sh.replication(arr, m)
-    ax.set_title(title if title is not None else
-                 f"{arr.spec()} on {m}\nper device {'×'.join(map(str, local))}, "
-                 f"{len(by_block)} distinct shard{'s' if len(by_block) > 1 else ''}, "
-                 f"each on {rep} device{'s' if rep > 1 else ''}",
-                 fontsize=9)
+    ax.set_title(
+        title
+        if title is not None
+        else f"{arr.spec()} on {m}\nper device {'×'.join(map(str, local))}, "
+        f"{len(by_block)} distinct shard{'s' if len(by_block) > 1 else ''}, "
+        f"each on {rep} device{'s' if rep > 1 else ''}",
+        fontsize=9,
+    )
     return fig
 
 
@@ -113,14 +139,26 @@ def collective_knee_bytes(kind: str, chip: ChipSpec | str, axis_sizes, wraparoun
     For 'ppermute' `axis_sizes` is ignored (one hop). Book ch. 3, "A Deeper Dive…" (latency-bound regime).
     """
     from scalebook_utils.core import collectives
+
     kw = {"hops": 1} if collectives.normalize_kind(kind) == "ppermute" else {"wraparound": wraparound}
     c = collectives.collective(kind, 1e9, axis_sizes, chip, **kw)
     return 1e9 * c.latency_s / c.bandwidth_s if c.bandwidth_s > 0 else math.inf
 
 
-def collective_time_figure(kind: str, chip: ChipSpec | str = "tpu-v5e", axis_sizes=(16,), wraparound=True, *,
-                           bytes_range=(1e3, 1e10), n_bytes: float | None = None, ax=None, figsize=(6.4, 4.0),
-                           label: str | None = None, color: str | None = None, title: str | None = None) -> Figure:
+def collective_time_figure(
+    kind: str,
+    chip: ChipSpec | str = "tpu-v5e",
+    axis_sizes=(16,),
+    wraparound=True,
+    *,
+    bytes_range=(1e3, 1e10),
+    n_bytes: float | None = None,
+    ax=None,
+    figsize=(6.4, 4.0),
+    label: str | None = None,
+    color: str | None = None,
+    title: str | None = None,
+) -> Figure:
     """Collective time against bytes (log-log) from `collectives.collective`, the knee marked.
 
     Left of the knee the time is flat (latency-bound: T_min × hops); right of it, linear in bytes
@@ -128,6 +166,7 @@ def collective_time_figure(kind: str, chip: ChipSpec | str = "tpu-v5e", axis_siz
     size. Call again with the same `ax` to overlay another chip or axis size.
     """
     from scalebook_utils.core import collectives
+
     k = collectives.normalize_kind(kind)
     kw = {"hops": 1} if k == "ppermute" else {"wraparound": wraparound}
     spec = get_chip(chip)
@@ -144,8 +183,9 @@ def collective_time_figure(kind: str, chip: ChipSpec | str = "tpu-v5e", axis_siz
     knee = collective_knee_bytes(k, spec, axis_sizes, wraparound)
     shown = bytes_range[0] < knee < bytes_range[1]
     # the knee goes into the legend (labels next to the points overlapped when curves were overlaid)
-    text = (label or f"{spec.name}, axis {sizes_txt}{wrap_txt}") + (f" · knee {format_si(knee, 'B', digits=3)}"
-                                                                    if shown else "")
+    text = (label or f"{spec.name}, axis {sizes_txt}{wrap_txt}") + (
+        f" · knee {format_si(knee, 'B', digits=3)}" if shown else ""
+    )
     ax.plot(xs, t, color=color, lw=2, label=text)
     ax.plot(xs, tb, color=color, lw=1, ls="--", alpha=0.6)
     if shown:
@@ -153,8 +193,16 @@ def collective_time_figure(kind: str, chip: ChipSpec | str = "tpu-v5e", axis_siz
         ax.plot([knee], [t_knee], "o", color=color, ms=7, mfc="white", mew=2)
     if n_bytes is not None:
         c = collectives.collective(k, float(n_bytes), axis_sizes, spec, **kw)
-        ax.plot([n_bytes], [c.seconds], "*", color="#d62728", ms=13, zorder=5, ls="none",
-                label=f"this size: {format_si(float(n_bytes), 'B', digits=3)} → {format_si(c.seconds, 's', digits=3)}")
+        ax.plot(
+            [n_bytes],
+            [c.seconds],
+            "*",
+            color="#d62728",
+            ms=13,
+            zorder=5,
+            ls="none",
+            label=f"this size: {format_si(float(n_bytes), 'B', digits=3)} → {format_si(c.seconds, 's', digits=3)}",
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(si_tick("B"))
@@ -163,10 +211,13 @@ def collective_time_figure(kind: str, chip: ChipSpec | str = "tpu-v5e", axis_siz
     ax.set_ylabel("time")
     ax.grid(True, which="major", alpha=0.3)
     if fresh or title is not None:
-        ax.set_title(title if title is not None else
-                     f"{k}: latency-bound (flat) left of the knee ○,\n"
-                     "bandwidth-bound right of it (dashed: bandwidth term alone)",
-                     fontsize=9)
+        ax.set_title(
+            title
+            if title is not None
+            else f"{k}: latency-bound (flat) left of the knee ○,\n"
+            "bandwidth-bound right of it (dashed: bandwidth term alone)",
+            fontsize=9,
+        )
     ax.legend(fontsize=8, loc="upper left")
     return fig
 
@@ -175,16 +226,22 @@ def collective_time_figure(kind: str, chip: ChipSpec | str = "tpu-v5e", axis_siz
 #: chip number the bandwidth-bound part depends on): (axis size, wraps?, where such an axis occurs).
 ALLGATHER_AXES = {
     "TPU v5e, v4p: 45 GB/s one-way links": [
-        (4, False, "v5e 4×4: no wrap below 16"), (4, True, "v4p 4×4×4 cube"),
-        (16, True, "v5e pod side; v4p 16×16×16")],
+        (4, False, "v5e 4×4: no wrap below 16"),
+        (4, True, "v4p 4×4×4 cube"),
+        (16, True, "v5e pod side; v4p 16×16×16"),
+    ],
     "TPU v6e, v5p: 90 GB/s one-way links": [
-        (4, False, "v6e 4×4: no wrap below 16"), (4, True, "v5p 4×4×4 cube"),
-        (16, True, "v6e pod side; v5p 16×16×16"), (28, True, "v5p pod's long axis")],
+        (4, False, "v6e 4×4: no wrap below 16"),
+        (4, True, "v5p 4×4×4 cube"),
+        (16, True, "v6e pod side; v5p 16×16×16"),
+        (28, True, "v5p pod's long axis"),
+    ],
 }
 
 
-def allgather_axes_figure(kind: str = "all_gather", axes=None, *, bytes_range=(1e3, 1e9),
-                          figsize=(12.5, 4.4)) -> Figure:
+def allgather_axes_figure(
+    kind: str = "all_gather", axes=None, *, bytes_range=(1e3, 1e9), figsize=(12.5, 4.4)
+) -> Figure:
     """One panel per link bandwidth: `kind`'s time vs bytes on axes that exist, with their wraparound.
 
     `axes`: {panel title: [(axis size, wraps, label), …]}, default ALLGATHER_AXES (v5e/v6e pods are
@@ -193,17 +250,27 @@ def allgather_axes_figure(kind: str = "all_gather", axes=None, *, bytes_range=(1
     their curves coincide (v4p = v5e, v5p = v6e). Book ch. 3, "A Deeper Dive…".
     """
     from scalebook_utils.core.hardware import get_chip as _chip
+
     axes = ALLGATHER_AXES if axes is None else axes
     chips = {"45": "tpu-v5e", "90": "tpu-v5p"}
     fig = Figure(figsize=figsize, layout="constrained")
     for ax, (title, rows) in zip(np.atleast_1d(fig.subplots(1, len(axes))), axes.items()):
         chip = next((c for bw, c in chips.items() if f"{bw} GB/s" in title), "tpu-v5e")
         for x, wrap, where in rows:
-            collective_time_figure(kind, _chip(chip), (x,), wrap, ax=ax, bytes_range=bytes_range,
-                                   label=f"axis {x}, {'ring' if wrap else 'line'} ({where})")
+            collective_time_figure(
+                kind,
+                _chip(chip),
+                (x,),
+                wrap,
+                ax=ax,
+                bytes_range=bytes_range,
+                label=f"axis {x}, {'ring' if wrap else 'line'} ({where})",
+            )
         ax.set_title(title, fontsize=10)
-    fig.suptitle(f"{kind}: flat (latency) left of each knee ○, sloped (bandwidth) right of it; "
-                 "dashed: bandwidth term alone", fontsize=10)
+    fig.suptitle(
+        f"{kind}: flat (latency) left of each knee ○, sloped (bandwidth) right of it; dashed: bandwidth term alone",
+        fontsize=10,
+    )
     return fig
 
 
@@ -215,7 +282,10 @@ COLLECTIVES_PREFIX = "collectives: "
 
 #: Mesh shapes the explorer offers (label → the book's mesh notation); 8 devices each.
 SHARDING_MESHES: dict[str, str] = {
-    "1×8": "{X: 1, Y: 8}", "2×4": "{X: 2, Y: 4}", "4×2": "{X: 4, Y: 2}", "8×1": "{X: 8, Y: 1}",
+    "1×8": "{X: 1, Y: 8}",
+    "2×4": "{X: 2, Y: 4}",
+    "4×2": "{X: 4, Y: 2}",
+    "8×1": "{X: 8, Y: 1}",
     "2×2×2": "{X: 2, Y: 2, Z: 2}",
 }
 
@@ -278,20 +348,28 @@ def _sharding_eval(mesh, a_spec, b_spec, target, chip, compile, dim_size):
         spec = f"{a_spec} · {b_spec}" + (f" → {target}" if target else "")
         return f"{head}{spec} → invalid: {msg}", [], None
     from scalebook_utils.core.units import format_time
+
     pred = " + ".join(f"{s.kind}({''.join(s.axes)}) {format_time(s.seconds)}" for s in p.steps)
     line = f"{head}{m.spec()} | case {int(p.case)} | predicted {pred or 'no communication'}"
     wraps = sh.mesh_wraparound(mesh_t, chip)
-    details = [f"plan: {p.summary()}",
-               f"  wraparound on {p.chip} (ch. 2's rule): " + ", ".join(f"{a} {'ring' if w else 'line'}"
-                                                                   for a, w in wraps.items())]
+    details = [
+        f"plan: {p.summary()}",
+        f"  wraparound on {p.chip} (ch. 2's rule): "
+        + ", ".join(f"{a} {'ring' if w else 'line'}" for a, w in wraps.items()),
+    ]
     for s in p.steps:
-        details.append(f"  {s.describe()}: {s.n_bytes / 1e6:.3g} MB to the cost model, "
-                       f"{format_time(s.seconds)} on {p.chip}")
+        details.append(
+            f"  {s.describe()}: {s.n_bytes / 1e6:.3g} MB to the cost model, {format_time(s.seconds)} on {p.chip}"
+        )
     details += [f"  note: {n}" for n in p.notes]
     if p.alternatives:
-        details.append("  other strategies: " + " | ".join(
-            f"{a.strategy}: {'; '.join(s.describe() for s in a.steps) or 'no communication'}"
-            for a in p.alternatives[:3]))
+        details.append(
+            "  other strategies: "
+            + " | ".join(
+                f"{a.strategy}: {'; '.join(s.describe() for s in a.steps) or 'no communication'}"
+                for a in p.alternatives[:3]
+            )
+        )
     if compile:
         try:
             c = compile_matmul(mesh_t, text)
@@ -306,15 +384,25 @@ def _sharding_eval(mesh, a_spec, b_spec, target, chip, compile, dim_size):
         else:
             verdict = f"agree (XLA chose the book's alternative: {c['strategy']})"
         line += f" | XLA: {kinds} | C == A·B: {c['result_matches']} | {verdict}"
-        details.append(f"XLA on 8 CPU devices (every dim 128, float32): {kinds}, "
-                       f"{c['dynamic_slices']} dynamic-slice(s); {c['why']}")
+        details.append(
+            f"XLA on 8 CPU devices (every dim 128, float32): {kinds}, "
+            f"{c['dynamic_slices']} dynamic-slice(s); {c['why']}"
+        )
     else:
         line += " | XLA: not compiled"
     return line, details, p
 
 
-def sharding_readout(mesh="2×4", a_spec="A[I, J_X]", b_spec="B[J, K_Y]", target: str | None = "C[I, K_Y]",
-                     chip: str = "tpu-v5e", compile: bool = False, *, dim_size: int = 8192) -> str:
+def sharding_readout(
+    mesh="2×4",
+    a_spec="A[I, J_X]",
+    b_spec="B[J, K_Y]",
+    target: str | None = "C[I, K_Y]",
+    chip: str = "tpu-v5e",
+    compile: bool = False,
+    *,
+    dim_size: int = 8192,
+) -> str:
     """``sharding explorer: {X: 2, Y: 4} A[I, J_X] ·_J B[J, K_Y] → C[I, K_Y] | case 2 | predicted … | XLA: …``.
 
     The book's case of the matmul, the collectives `sharding.plan` predicts with their time on `chip`
@@ -326,14 +414,28 @@ def sharding_readout(mesh="2×4", a_spec="A[I, J_X]", b_spec="B[J, K_Y]", target
     return _sharding_eval(mesh, a_spec, b_spec, target, chip, compile, dim_size)[0]
 
 
-def sharding_details(mesh="2×4", a_spec="A[I, J_X]", b_spec="B[J, K_Y]", target: str | None = "C[I, K_Y]",
-                     chip: str = "tpu-v5e", compile: bool = False, *, dim_size: int = 8192) -> list[str]:
+def sharding_details(
+    mesh="2×4",
+    a_spec="A[I, J_X]",
+    b_spec="B[J, K_Y]",
+    target: str | None = "C[I, K_Y]",
+    chip: str = "tpu-v5e",
+    compile: bool = False,
+    *,
+    dim_size: int = 8192,
+) -> list[str]:
     """The explorer's lines under the readout: plan summary, each step's bytes and time, notes, XLA's explanation."""
     return _sharding_eval(mesh, a_spec, b_spec, target, chip, compile, dim_size)[1]
 
 
-def render_sharding(mesh="2×4", a_spec="A[I, J_X]", b_spec="B[J, K_Y]", target: str | None = "C[I, K_Y]",
-                    chip: str = "tpu-v5e", caption: str | None = None) -> Figure:
+def render_sharding(
+    mesh="2×4",
+    a_spec="A[I, J_X]",
+    b_spec="B[J, K_Y]",
+    target: str | None = "C[I, K_Y]",
+    chip: str = "tpu-v5e",
+    caption: str | None = None,
+) -> Figure:
     """Three panels: the blocks each device holds of A, of B, and of C (the target, or the local output).
 
     Every dim 8192 (the readout's cost sizes). `caption`: text under the panels (the explorer passes its
@@ -359,20 +461,23 @@ def render_sharding(mesh="2×4", a_spec="A[I, J_X]", b_spec="B[J, K_Y]", target:
     return fig
 
 
-def sharding_explorer(mesh: str = "2×4", preset: str = _DEFAULT_PRESET, chip: str = "tpu-v5e",
-                      compile: bool = True) -> W.VBox:
+def sharding_explorer(
+    mesh: str = "2×4", preset: str = _DEFAULT_PRESET, chip: str = "tpu-v5e", compile: bool = True
+) -> W.VBox:
     """Mesh, preset, A / B / target boxes, chip, 'compile on CPU devices'; prints `sharding_readout` + details.
 
     Choosing a preset fills the three boxes; editing a box keeps the preset dropdown as it is.
     """
     a0, b0, t0 = SHARDING_PRESETS[preset]
     mesh_dd = W.Dropdown(options=list(SHARDING_MESHES), value=mesh, description="mesh")
-    preset_dd = W.Dropdown(options=list(SHARDING_PRESETS), value=preset, description="preset",
-                           layout=W.Layout(width="55%"))
+    preset_dd = W.Dropdown(
+        options=list(SHARDING_PRESETS), value=preset, description="preset", layout=W.Layout(width="55%")
+    )
     a_box = W.Text(value=a0, description="A", continuous_update=False)
     b_box = W.Text(value=b0, description="B", continuous_update=False)
-    t_box = W.Text(value=t0 or "", description="target", continuous_update=False,
-                   placeholder="e.g. C[I, K_Y] (optional)")
+    t_box = W.Text(
+        value=t0 or "", description="target", continuous_update=False, placeholder="e.g. C[I, K_Y] (optional)"
+    )
     chip_dd = W.Dropdown(options=tpu_names(), value=get_chip(chip).name, description="chip")
     comp_cb = W.Checkbox(value=compile, description="compile on 8 CPU devices")
 
@@ -398,15 +503,25 @@ def sharding_explorer(mesh: str = "2×4", preset: str = _DEFAULT_PRESET, chip: s
         if holding[0]:
             return
         line, details, _p = _sharding_eval(mesh, a, b, target or None, chip, compile, 8192)
-        emit(box, line, lambda: render_sharding(mesh, a, b, target or None, chip, caption=line), key=(mesh,),
-              lines=details)
+        emit(
+            box,
+            line,
+            lambda: render_sharding(mesh, a, b, target or None, chip, caption=line),
+            key=(mesh,),
+            lines=details,
+        )
 
     controls = {"mesh": mesh_dd, "a": a_box, "b": b_box, "target": t_box, "chip": chip_dd, "compile": comp_cb}
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([mesh_dd, preset_dd]), W.HBox([a_box, b_box, t_box]), W.HBox([chip_dd, comp_cb]), out]
     values = lambda: (mesh_dd.value, a_box.value, b_box.value, t_box.value or None, chip_dd.value)  # noqa: E731
-    return attach(box, {**controls, "preset": preset_dd}, out,
-                   lambda: sharding_readout(*values(), compile=comp_cb.value), lambda: render_sharding(*values()))
+    return attach(
+        box,
+        {**controls, "preset": preset_dd},
+        out,
+        lambda: sharding_readout(*values(), compile=comp_cb.value),
+        lambda: render_sharding(*values()),
+    )
 
 
 #: Collective kinds offered by the collective-cost explorer (`collectives.KINDS`, as `collectives.collective`
@@ -414,8 +529,9 @@ def sharding_explorer(mesh: str = "2×4", preset: str = _DEFAULT_PRESET, chip: s
 COLLECTIVE_KINDS = KINDS
 
 
-def collective_readout(kind: str = "all_gather", chip: str = "tpu-v5e", axis_size: int = 16,
-                       wraparound: bool = True, n_bytes: float = 1e6) -> str:
+def collective_readout(
+    kind: str = "all_gather", chip: str = "tpu-v5e", axis_size: int = 16, wraparound: bool = True, n_bytes: float = 1e6
+) -> str:
     """``collectives: all_gather of 1 MB over an axis of 16 (wraparound) on tpu-v5e → 11.1 us, bandwidth-bound | …``.
 
     Time from `collectives.collective`, its regime, both terms, and the knee (bytes where latency and
@@ -434,25 +550,34 @@ def collective_readout(kind: str = "all_gather", chip: str = "tpu-v5e", axis_siz
     except (ValueError, KeyError, TypeError) as exc:
         msg = error_text(exc)
         return f"{head} → cannot evaluate: {msg}"
-    where = "one hop" if k == "ppermute" else \
-        f"an axis of {int(axis_size)} ({'wraparound' if wraparound else 'no wraparound'})"
+    where = (
+        "one hop"
+        if k == "ppermute"
+        else f"an axis of {int(axis_size)} ({'wraparound' if wraparound else 'no wraparound'})"
+    )
     warn = ""
     if k != "ppermute":  # say when the axis cannot exist, or its wraparound is not the chip's (book ch. 2)
         from scalebook_utils.core.topology import default_wraparound
+
         spec = get_chip(chip)
         dims = spec.ici_torus_dims
         if int(axis_size) > max(spec.pod_shape):
             warn = f" | note: no {spec.name} axis has {int(axis_size)} chips (pod {'×'.join(map(str, spec.pod_shape))})"
         elif bool(wraparound) != default_wraparound(spec, (int(axis_size),) + (1,) * (dims - 1))[0]:
-            warn = (f" | note: a {spec.name} axis of {int(axis_size)} "
-                    f"{'has no' if wraparound else 'has'} wraparound by ch. 2's rule")
-    return (f"{COLLECTIVES_PREFIX}{k} of {format_si(float(n_bytes), 'B', digits=3)} over {where} on {c.chip} → "
-            f"{format_time(c.seconds)}, {c.regime}-bound | latency term {format_time(c.latency_s)}, "
-            f"bandwidth term {format_time(c.bandwidth_s)} | knee {format_si(knee, 'B', digits=3)}{warn}")
+            warn = (
+                f" | note: a {spec.name} axis of {int(axis_size)} "
+                f"{'has no' if wraparound else 'has'} wraparound by ch. 2's rule"
+            )
+    return (
+        f"{COLLECTIVES_PREFIX}{k} of {format_si(float(n_bytes), 'B', digits=3)} over {where} on {c.chip} → "
+        f"{format_time(c.seconds)}, {c.regime}-bound | latency term {format_time(c.latency_s)}, "
+        f"bandwidth term {format_time(c.bandwidth_s)} | knee {format_si(knee, 'B', digits=3)}{warn}"
+    )
 
 
-def render_collective(kind: str = "all_gather", chip: str = "tpu-v5e", axis_size: int = 16,
-                      wraparound: bool = True, n_bytes: float = 1e6) -> Figure:
+def render_collective(
+    kind: str = "all_gather", chip: str = "tpu-v5e", axis_size: int = 16, wraparound: bool = True, n_bytes: float = 1e6
+) -> Figure:
     """Time vs bytes for this collective on `chip`, with and without wraparound, the current size starred."""
     from scalebook_utils.core import collectives
 
@@ -466,21 +591,34 @@ def render_collective(kind: str = "all_gather", chip: str = "tpu-v5e", axis_size
     return fig
 
 
-def collective_cost_explorer(kind: str = "all_gather", chip: str = "tpu-v5e", axis_size: int = 16,
-                             wraparound: bool = True, n_bytes: float = 1e6) -> W.VBox:
+def collective_cost_explorer(
+    kind: str = "all_gather", chip: str = "tpu-v5e", axis_size: int = 16, wraparound: bool = True, n_bytes: float = 1e6
+) -> W.VBox:
     """Kind, chip, axis size, wraparound and a bytes slider (log); prints `collective_readout`."""
     kind_dd = W.Dropdown(options=list(COLLECTIVE_KINDS), value=kind, description="collective")
     chip_dd = W.Dropdown(options=tpu_names(), value=get_chip(chip).name, description="chip")
     axis_dd = W.Dropdown(options=[2, 4, 8, 16, 32, 64], value=axis_size, description="axis size")
     wrap_cb = W.Checkbox(value=wraparound, description="wraparound")
-    bytes_sl = W.FloatLogSlider(value=n_bytes, base=10, min=3, max=10, step=0.05, description="bytes",
-                                readout_format=".3g", continuous_update=False, layout=W.Layout(width="60%"))
+    bytes_sl = W.FloatLogSlider(
+        value=n_bytes,
+        base=10,
+        min=3,
+        max=10,
+        step=0.05,
+        description="bytes",
+        readout_format=".3g",
+        continuous_update=False,
+        layout=W.Layout(width="60%"),
+    )
     box = W.VBox()
 
     def view(kind, chip, axis_size, wraparound, n_bytes):
-        emit(box, collective_readout(kind, chip, axis_size, wraparound, n_bytes),
-              lambda: render_collective(kind, chip, axis_size, wraparound, n_bytes),
-              key=(kind, chip, axis_size, wraparound))
+        emit(
+            box,
+            collective_readout(kind, chip, axis_size, wraparound, n_bytes),
+            lambda: render_collective(kind, chip, axis_size, wraparound, n_bytes),
+            key=(kind, chip, axis_size, wraparound),
+        )
 
     controls = {"kind": kind_dd, "chip": chip_dd, "axis_size": axis_dd, "wraparound": wrap_cb, "n_bytes": bytes_sl}
     out = W.interactive_output(view, controls)

@@ -29,13 +29,35 @@ from matplotlib.ticker import FuncFormatter
 
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import CHIPS, get_chip
-from scalebook_utils.views._kit import (INPUT_ERRORS, PALETTE, attach, emit, error_text, format_number, live_output, message_figure, new_figure, plain_formatter, static_png)
+from scalebook_utils.views._kit import (
+    INPUT_ERRORS,
+    PALETTE,
+    attach,
+    emit,
+    error_text,
+    format_number,
+    live_output,
+    message_figure,
+    new_figure,
+    plain_formatter,
+    static_png,
+)
 
 __all__ = [
-    "SHARE_PREFIX", "INTENSITY_PREFIX", "FLASH_PREFIX",
-    "attention_share_readout", "render_attention_share",
-    "intensity_chips", "prefill_threshold", "intensity_readout", "render_attention_intensity", "intensity_widget",
-    "flash_inputs", "flash_readout", "render_flash", "flash_widget",
+    "SHARE_PREFIX",
+    "INTENSITY_PREFIX",
+    "FLASH_PREFIX",
+    "attention_share_readout",
+    "render_attention_share",
+    "intensity_chips",
+    "prefill_threshold",
+    "intensity_readout",
+    "render_attention_intensity",
+    "intensity_widget",
+    "flash_inputs",
+    "flash_readout",
+    "render_flash",
+    "flash_widget",
     "static_png",
 ]
 
@@ -50,8 +72,9 @@ FLASH_PREFIX = "flash attention: "
 
 def _mha(D: int, H: int = 128) -> tf.TransformerConfig:
     """One MHA layer with F = 4D and N·H = D: the book's setting for T/(8D)."""
-    return tf.TransformerConfig(f"mha-D{D}", L=1, D=D, F=4 * D, N=max(D // H, 1), K=max(D // H, 1),
-                                H=H if D >= H else D, V=1)
+    return tf.TransformerConfig(
+        f"mha-D{D}", L=1, D=D, F=4 * D, N=max(D // H, 1), K=max(D // H, 1), H=H if D >= H else D, V=1
+    )
 
 
 def _share_crossover(cfg: tf.TransformerConfig) -> float:
@@ -75,12 +98,19 @@ def attention_share_readout(model: str | tf.TransformerConfig = "llama3-70b", T:
         cross, proj = _share_crossover(cfg), tf.attention_projection_crossover(cfg)
     except INPUT_ERRORS as exc:
         return f"{SHARE_PREFIX}{name} at T={T} → cannot evaluate: {error_text(exc)}"
-    return (f"{SHARE_PREFIX}{cfg.name} at T={format_number(T)} → attention / layer matmuls {r:.3g} | "
-            f"= 1 at T≈{cross:,.0f} | = QKVO projections at T≈{proj:,.0f} (ch4.q5) | MHA, F=4D, D={cfg.D}: T/(8D), 1 at 8D = {8 * cfg.D:,}")
+    return (
+        f"{SHARE_PREFIX}{cfg.name} at T={format_number(T)} → attention / layer matmuls {r:.3g} | "
+        f"= 1 at T≈{cross:,.0f} | = QKVO projections at T≈{proj:,.0f} (ch4.q5) | MHA, F=4D, D={cfg.D}: T/(8D), 1 at 8D = {8 * cfg.D:,}"
+    )
 
 
-def render_attention_share(Ds: Sequence[int] = (2048, 4096, 8192, 16384), model: str | None = "llama3-70b", *,
-                           T_range: tuple[float, float] = (256, 2**20), ax=None) -> Figure:
+def render_attention_share(
+    Ds: Sequence[int] = (2048, 4096, 8192, 16384),
+    model: str | None = "llama3-70b",
+    *,
+    T_range: tuple[float, float] = (256, 2**20),
+    ax=None,
+) -> Figure:
     """Log-log attention / matmul FLOPs against T for MHA layers with F = 4D (T/(8D)), one line per D, plus
     `model` dashed. Circles: T = 8D (attention = MLP + projections); triangles: T = 2D (attention = QKVO
     projections, ch4.q5). Book ch. 4 "Fractional cost of attention with context length"."""
@@ -104,8 +134,14 @@ def render_attention_share(Ds: Sequence[int] = (2048, 4096, 8192, 16384), model:
     if mcfg is not None:
         r = np.array([tf.attention_to_matmul_flops_ratio(mcfg, t) for t in Ts])
         x1 = _share_crossover(mcfg)
-        ax.plot(Ts, r, color="black", lw=1.6, ls="--",
-                label=f"{mcfg.name} (D = {mcfg.D:,}, F = {mcfg.F:,}, GQA K = {mcfg.K}): = 1 at T ≈ {x1:,.0f} (■)")
+        ax.plot(
+            Ts,
+            r,
+            color="black",
+            lw=1.6,
+            ls="--",
+            label=f"{mcfg.name} (D = {mcfg.D:,}, F = {mcfg.F:,}, GQA K = {mcfg.K}): = 1 at T ≈ {x1:,.0f} (■)",
+        )
         if lo <= x1 <= hi:
             ax.plot([x1], [1], "s", color="black", ms=6, zorder=6)
     ax.axhline(1.0, color="0.3", lw=1)
@@ -119,8 +155,11 @@ def render_attention_share(Ds: Sequence[int] = (2048, 4096, 8192, 16384), model:
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
     ax.set_xlabel("sequence length T (tokens, log scale)")
     ax.set_ylabel("attention FLOPs / matmul FLOPs (per layer)")
-    ax.set_title("Attention's share of the FLOPs grows linearly with T: 12BT²NH / (18BTDF + 24BTDNH) = T/(8D) "
-                 "when F = 4D, NH = D", fontsize=10)
+    ax.set_title(
+        "Attention's share of the FLOPs grows linearly with T: 12BT²NH / (18BTDF + 24BTDNH) = T/(8D) "
+        "when F = 4D, NH = D",
+        fontsize=10,
+    )
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
     return fig
@@ -161,22 +200,29 @@ def intensity_readout(chip: str = "tpu-v5e", Gs: Sequence[int] = (1, 4, 8, 16)) 
         tail = f"intensity < G ≤ {max(Gs)} → memory-bound at any S"
     else:
         tail = ", ".join(f"G={g}: S > {s:,.0f}" if math.isfinite(s) else f"G={g}: never" for g, s in dec.items())
-    return (f"{INTENSITY_PREFIX}{spec.name}, critical {a:.0f} FLOPs/byte (bf16) → prefill (S=T) compute-bound for "
-            f"T > {pre} | decode (T=1): {tail}")
+    return (
+        f"{INTENSITY_PREFIX}{spec.name}, critical {a:.0f} FLOPs/byte (bf16) → prefill (S=T) compute-bound for "
+        f"T > {pre} | decode (T=1): {tail}"
+    )
 
 
 @functools.lru_cache(maxsize=32)
 def _intensity_curves(g: int, lo: float, hi: float):
     """(x, prefill S = T, decode T = 1) intensities on 300 log-spaced lengths (chip-independent, so cached)."""
     x = np.logspace(math.log10(lo), math.log10(hi), 300)
-    out = (x, np.array([tf.attention_intensity(t, t, g) for t in x]), np.array([tf.attention_intensity(1, t, g) for t in x]))
+    out = (
+        x,
+        np.array([tf.attention_intensity(t, t, g) for t in x]),
+        np.array([tf.attention_intensity(1, t, g) for t in x]),
+    )
     for arr in out:
         arr.flags.writeable = False
     return out
 
 
-def render_attention_intensity(chip: str = "tpu-v5e", Gs: Sequence[int] = (1, 4, 8, 16), *,
-                               T_range: tuple[float, float] = (16, 2**17)) -> Figure:
+def render_attention_intensity(
+    chip: str = "tpu-v5e", Gs: Sequence[int] = (1, 4, 8, 16), *, T_range: tuple[float, float] = (16, 2**17)
+) -> Figure:
     """Two log-log panels against the chip's critical intensity (bf16): prefill/training (S = T),
     T·G/(G + 1), with each G's threshold marked; generation (T = 1), S·G/(S + G) < G. Book ch4.q4."""
     try:
@@ -215,15 +261,17 @@ def render_attention_intensity(chip: str = "tpu-v5e", Gs: Sequence[int] = (1, 4,
     ax1.plot([], [], "o", color="0.4", mec="white", label="threshold T = α(G+1)/G")
     ax1.set_xlabel("sequence length T = S (tokens)")
     ax1.set_ylabel("arithmetic intensity (FLOPs / byte, bf16)")
-    ax1.set_title(f"prefill / training (S = T): compute-bound for T > {prefill_threshold(a, 1):,.0f} (MHA)",
-                  fontsize=10)
+    ax1.set_title(
+        f"prefill / training (S = T): compute-bound for T > {prefill_threshold(a, 1):,.0f} (MHA)", fontsize=10
+    )
     ax1.legend(loc="lower right", fontsize=8, framealpha=0.9)
     ax2.set_xlabel("context length S (tokens), one new query (T = 1)")
     ax2.set_ylabel("FLOPs / byte (same axis)")
     ax2.set_title("generation (T = 1): intensity < G" + (", memory-bound" if max(Gs) <= a else ""), fontsize=10)
     ax2.legend(loc="upper right", fontsize=8, framealpha=0.9)
-    fig.suptitle("Attention arithmetic intensity, one KV head and its G query heads (book ch. 4, Question 4)",
-                 fontsize=10)
+    fig.suptitle(
+        "Attention arithmetic intensity, one KV head and its G query heads (book ch. 4, Question 4)", fontsize=10
+    )
     return fig
 
 
@@ -238,8 +286,13 @@ def intensity_widget(chip: str = "tpu-v5e", Gs: Sequence[int] = (1, 4, 8, 16)) -
     controls = {"chip": chip_dd}
     out = W.interactive_output(view, controls)
     box.children = [chip_dd, out]
-    return attach(box, controls, out, lambda: intensity_readout(chip_dd.value, Gs),
-                   lambda: render_attention_intensity(chip_dd.value, Gs))
+    return attach(
+        box,
+        controls,
+        out,
+        lambda: intensity_readout(chip_dd.value, Gs),
+        lambda: render_attention_intensity(chip_dd.value, Gs),
+    )
 
 
 # --- (3) flash attention, step by step ----------------------------------------------------------------------
@@ -270,7 +323,7 @@ def _flash_state(chunk, S, H, seed, step):
         raise ValueError(f"step must be 1 … {n} (S={S} keys in chunks of {chunk}), got {step!r}")
     full = softmax_row(q, k, v)
     errs = [float(np.max(np.abs(s.output - full))) for s in steps]
-    prefix = [float(np.max(np.abs(s.output - softmax_row(q, k[:s.keys[1]], v[:s.keys[1]])))) for s in steps]
+    prefix = [float(np.max(np.abs(s.output - softmax_row(q, k[: s.keys[1]], v[: s.keys[1]])))) for s in steps]
     return q, k, v, steps, j, full, errs, prefix
 
 
@@ -284,9 +337,11 @@ def flash_readout(step: int | None = None, chunk: int = 16, S: int = 64, H: int 
         return f"{head}, step={step} → cannot evaluate: {error_text(exc)}"
     s = steps[j - 1]
     a, b = s.keys
-    return (f"{head}, step={j}/{len(steps)} (keys {a}–{b - 1}) → M={s.M:.4f}, L={s.L:.4f} | "
-            f"max|O/L − softmax(q·Kᵀ/√H)·V| = {errs[j - 1]:.2g} | "
-            f"vs keys 0–{b - 1} only: {prefix[j - 1]:.2g}")
+    return (
+        f"{head}, step={j}/{len(steps)} (keys {a}–{b - 1}) → M={s.M:.4f}, L={s.L:.4f} | "
+        f"max|O/L − softmax(q·Kᵀ/√H)·V| = {errs[j - 1]:.2g} | "
+        f"vs keys 0–{b - 1} only: {prefix[j - 1]:.2g}"
+    )
 
 
 def _padded(values, margin: float = 0.05) -> tuple[float, float]:
@@ -296,8 +351,9 @@ def _padded(values, margin: float = 0.05) -> tuple[float, float]:
     return lo - pad, hi + pad
 
 
-def render_flash(step: int | None = None, chunk: int = 16, S: int = 64, H: int = 16, seed: int = 0,
-                 dims: int = 4) -> Figure:
+def render_flash(
+    step: int | None = None, chunk: int = 16, S: int = 64, H: int = 16, seed: int = 0, dims: int = 4
+) -> Figure:
     """Four panels for one query row: (a) scores q·k/√H per key, chunks merged so far and the running max M;
     (b) the running denominator L (rescaled at each new max) against the naive Σ exp(s − max s);
     (c) the first `dims` components of O/L against the naive softmax output; (d) max |O/L − naive| per step
@@ -348,7 +404,7 @@ def render_flash(step: int | None = None, chunk: int = 16, S: int = 64, H: int =
         ax3.axhline(full[d], color=c, ls="--", lw=1)
     ax3.plot([], [], "--", color="0.3", label="naive softmax(q·Kᵀ/√H)·V")
     ax3.set_xlim(0.5, n + 0.5)
-    ax3.set_ylim(*_padded([s.output[d] for s in steps for d in range(min(dims, H))] + list(full[:min(dims, H)])))
+    ax3.set_ylim(*_padded([s.output[d] for s in steps for d in range(min(dims, H))] + list(full[: min(dims, H)])))
     ax3.set_xticks(x)
     ax3.set_xlabel("chunks merged")
     ax3.set_ylabel("output component")
@@ -357,8 +413,14 @@ def render_flash(step: int | None = None, chunk: int = 16, S: int = 64, H: int =
 
     floor = 1e-17
     ax4.semilogy(x[:j], np.maximum(errs[:j], floor), "o-", color=PALETTE[4], lw=2, label="vs softmax over all keys")
-    ax4.semilogy(x[:j], np.maximum(prefix[:j], floor), "s--", color=PALETTE[2], lw=1.5,
-                 label="vs softmax over the keys seen so far")
+    ax4.semilogy(
+        x[:j],
+        np.maximum(prefix[:j], floor),
+        "s--",
+        color=PALETTE[2],
+        lw=1.5,
+        label="vs softmax over the keys seen so far",
+    )
     ax4.axhline(np.finfo(np.float64).eps, color="0.5", lw=1, ls=":", label="float64 epsilon")
     ax4.set_xlim(0.5, n + 0.5)
     ax4.set_ylim(floor / 2, 10)
@@ -392,5 +454,10 @@ def flash_widget(chunk: int = 16, S: int = 64, H: int = 16, seed: int = 0) -> W.
 
     out = live_output(controls, view, {"chunk": on_chunk})
     box.children = [W.HBox([chunk_dd, step_sl]), out]
-    return attach(box, controls, out, lambda: flash_readout(step_sl.value, chunk_dd.value, S, H, seed),
-                   lambda: render_flash(step_sl.value, chunk_dd.value, S, H, seed))
+    return attach(
+        box,
+        controls,
+        out,
+        lambda: flash_readout(step_sl.value, chunk_dd.value, S, H, seed),
+        lambda: render_flash(step_sl.value, chunk_dd.value, S, H, seed),
+    )

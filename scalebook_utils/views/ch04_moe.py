@@ -46,13 +46,20 @@ def moe_readout(chip: str = "tpu-v5e", weight_dtype: str = "int8", E: int = 256,
         return f"{MOE_PREFIX}{chip}, {weight_dtype} weights → cannot evaluate: {error_text(exc)}"
     book = round(spec.critical_intensity("bf16")) * dtype_bytes(weight_dtype) / 2 * E / k
     who = " (DeepSeek)" if (E, k) == (256, 8) else ""
-    return (f"{MOE_PREFIX}{spec.name}, {weight_dtype} weights, bf16 FLOPs → B > {c:.0f}·E/k tokens | "
-            f"E={E}, k={k}{who}: {c * E / k:,.0f} tokens (book, α = {round(spec.critical_intensity('bf16'))}: "
-            f"{book:,.0f})")
+    return (
+        f"{MOE_PREFIX}{spec.name}, {weight_dtype} weights, bf16 FLOPs → B > {c:.0f}·E/k tokens | "
+        f"E={E}, k={k}{who}: {c * E / k:,.0f} tokens (book, α = {round(spec.critical_intensity('bf16'))}: "
+        f"{book:,.0f})"
+    )
 
 
-def render_moe_critical_batch(chip: str = "tpu-v5e", weight_dtypes: Sequence[str] = ("int8", "bf16"), *,
-                              ratios: tuple[float, float] = (1, 64), ax=None) -> Figure:
+def render_moe_critical_batch(
+    chip: str = "tpu-v5e",
+    weight_dtypes: Sequence[str] = ("int8", "bf16"),
+    *,
+    ratios: tuple[float, float] = (1, 64),
+    ax=None,
+) -> Figure:
     """Log-log critical batch (tokens) against sparsity E/k for each weight dtype on `chip`; DeepSeek-V3
     (E = 256, k = 8: 3840 tokens with int8 weights on v5e) and the ch. 7 MoE (E = 16, k = 2) marked."""
     try:
@@ -70,14 +77,19 @@ def render_moe_critical_batch(chip: str = "tpu-v5e", weight_dtypes: Sequence[str
         ax.plot([1], [c], "s", color=PALETTE[i], ms=6)
     first = next(iter(coef))
     book = round(spec.critical_intensity("bf16")) * dtype_bytes(first) / 2
-    for (E, k, who) in ((256, 8, "DeepSeek-V3"), (16, 2, "ch. 7 MoE")):
+    for E, k, who in ((256, 8, "DeepSeek-V3"), (16, 2, "ch. 7 MoE")):
         if lo <= E / k <= hi:
             v = coef[first] * E / k
             ax.plot([E / k], [v], "o", color="black", ms=7, zorder=6)
-            ax.annotate(f"{who}: E = {E}, k = {k}, E/k = {E // k}\n{v:,.0f} tokens with {first} weights\n"
-                        f"(book, α = {round(spec.critical_intensity('bf16'))}: {book * E / k:,.0f})", (E / k, v),
-                        xytext=(-85, -80), textcoords="offset points", fontsize=8,
-                        arrowprops={"arrowstyle": "->", "color": "0.3"})
+            ax.annotate(
+                f"{who}: E = {E}, k = {k}, E/k = {E // k}\n{v:,.0f} tokens with {first} weights\n"
+                f"(book, α = {round(spec.critical_intensity('bf16'))}: {book * E / k:,.0f})",
+                (E / k, v),
+                xytext=(-85, -80),
+                textcoords="offset points",
+                fontsize=8,
+                arrowprops={"arrowstyle": "->", "color": "0.3"},
+            )
     ax.plot([], [], "s", color="0.4", label="E/k = 1: the dense critical batch")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -87,8 +99,11 @@ def render_moe_critical_batch(chip: str = "tpu-v5e", weight_dtypes: Sequence[str
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("sparsity E/k (experts per activated expert)")
     ax.set_ylabel("critical batch (tokens per step)")
-    ax.set_title(f"MoE layer on {spec.name} (bf16 FLOPs): compute-bound when 2kBDF / (E·D·F·bytes) > "
-                 f"{spec.critical_intensity('bf16'):.0f}", fontsize=10)
+    ax.set_title(
+        f"MoE layer on {spec.name} (bf16 FLOPs): compute-bound when 2kBDF / (E·D·F·bytes) > "
+        f"{spec.critical_intensity('bf16'):.0f}",
+        fontsize=10,
+    )
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
     return fig

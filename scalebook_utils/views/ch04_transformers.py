@@ -52,14 +52,37 @@ from scalebook_utils.views._kit import (  # noqa: F401 - PALETTE … static_png:
 from scalebook_utils.views.ch04_moe import MOE_PREFIX, moe_coefficient, moe_readout, render_moe_critical_batch
 
 __all__ = [
-    "CALC_PREFIX", "REMAT_PREFIX", "KV_PREFIX", "MOE_PREFIX",
-    "CUSTOM", "REMAT_EXAMPLE", "KV_EXAMPLE",
-    "calculator_config", "calculator_numbers", "calculator_readout", "render_calculator", "calculator_widget",
-    "remat_rows", "remat_readout", "render_remat",
-    "kv_cache_bytes", "kv_readout", "render_kv_cache",
-    "moe_coefficient", "moe_readout", "render_moe_critical_batch",
-    "format_count", "format_binary_bytes", "static_png",
-    "INPUT_ERRORS", "PALETTE", "error_text", "format_number", "plain_formatter", "new_figure", "live_output",
+    "CALC_PREFIX",
+    "REMAT_PREFIX",
+    "KV_PREFIX",
+    "MOE_PREFIX",
+    "CUSTOM",
+    "REMAT_EXAMPLE",
+    "KV_EXAMPLE",
+    "calculator_config",
+    "calculator_numbers",
+    "calculator_readout",
+    "render_calculator",
+    "calculator_widget",
+    "remat_rows",
+    "remat_readout",
+    "render_remat",
+    "kv_cache_bytes",
+    "kv_readout",
+    "render_kv_cache",
+    "moe_coefficient",
+    "moe_readout",
+    "render_moe_critical_batch",
+    "format_count",
+    "format_binary_bytes",
+    "static_png",
+    "INPUT_ERRORS",
+    "PALETTE",
+    "error_text",
+    "format_number",
+    "plain_formatter",
+    "new_figure",
+    "live_output",
 ]
 
 #: The browser test and the notebook wait for these prefixes; do not change them.
@@ -75,11 +98,18 @@ _FLAGS = {"gated": "gated_mlp", "tied": "tied_embeddings"}
 #: The book's gradient-checkpointing example: B·T = 4M tokens, L = 64, D = 8192 (F, N, H, V are not given in the
 #: book and matter only for the FLOPs bars; an MHA model with F = 4D and NH = D).
 REMAT_EXAMPLE = tf.TransformerConfig(
-    "book-remat-example", L=64, D=8192, F=4 * 8192, N=64, K=64, H=128, V=32_000,
-    source="book ch. 4 'Gradient checkpointing' (BT = 4M, L = 64, D = 8192; F = 4D, NH = D, V chosen)")
+    "book-remat-example",
+    L=64,
+    D=8192,
+    F=4 * 8192,
+    N=64,
+    K=64,
+    H=128,
+    V=32_000,
+    source="book ch. 4 'Gradient checkpointing' (BT = 4M, L = 64, D = 8192; F = 4D, NH = D, V chosen)",
+)
 #: The book's KV-cache example: S = 8192, L = 64, K·H = N·H = D = 8192 → 8 GiB in int8.
 KV_EXAMPLE = {"L": 64, "N": 64, "H": 128}
-
 
 
 # --- small helpers (shared with `attention_views`) --------------------------------------------------------
@@ -106,8 +136,6 @@ def _share(x: float) -> str:
     return f"{x:.1%}" if x >= 0.001 or x == 0 else f"{100 * x:.2g}%"
 
 
-
-
 # --- (1) the parameter / FLOP / KV calculator --------------------------------------------------------------
 
 
@@ -132,8 +160,9 @@ def calculator_config(model: str | tf.TransformerConfig = "llama3-70b", **sizes)
     changed = {k: v for k, v in given.items() if getattr(base, k) != v}
     if not changed:
         return base
-    label = ", ".join(f"{k}={v}" if k in _FIELDS else f"{'gated' if k == 'gated_mlp' else 'tied'}={v}"
-                      for k, v in changed.items())
+    label = ", ".join(
+        f"{k}={v}" if k in _FIELDS else f"{'gated' if k == 'gated_mlp' else 'tied'}={v}" for k, v in changed.items()
+    )
     return dataclasses.replace(base, name=f"{base.name} with {label}", **changed)
 
 
@@ -153,11 +182,24 @@ def calculator_numbers(cfg: tf.TransformerConfig, T: float = 4096, B: float = 1)
     pc = tf.param_count(cfg)
     train = tf.training_flops_per_token(cfg, T)
     attention = 3 * tf.attention_flops(cfg, 1, T)
-    parts = {"QKVO projections": 3 * tf.projection_flops(cfg, 1), "MLP": 3 * tf.mlp_flops(cfg, 1),
-             "unembedding": 6 * cfg.D * cfg.V, "dot-product attention": attention}
-    return {"params": pc, "P": pc.activated, "six_p": 6 * pc.activated, "train_matmul": train - attention,
-            "train_attention": attention, "train": train, "step": B * T * train, "flops_parts": parts,
-            "kv_bf16": tf.kv_cache_bytes_per_token(cfg, "bf16"), "kv_int8": tf.kv_cache_bytes_per_token(cfg, "int8")}
+    parts = {
+        "QKVO projections": 3 * tf.projection_flops(cfg, 1),
+        "MLP": 3 * tf.mlp_flops(cfg, 1),
+        "unembedding": 6 * cfg.D * cfg.V,
+        "dot-product attention": attention,
+    }
+    return {
+        "params": pc,
+        "P": pc.activated,
+        "six_p": 6 * pc.activated,
+        "train_matmul": train - attention,
+        "train_attention": attention,
+        "train": train,
+        "step": B * T * train,
+        "flops_parts": parts,
+        "kv_bf16": tf.kv_cache_bytes_per_token(cfg, "bf16"),
+        "kv_int8": tf.kv_cache_bytes_per_token(cfg, "int8"),
+    }
 
 
 def _calc_head(model, T, B) -> str:
@@ -165,8 +207,7 @@ def _calc_head(model, T, B) -> str:
     return f"{CALC_PREFIX}{name}, T={format_number(T) if isinstance(T, (int, float)) else T}, B={B}"
 
 
-def calculator_readout(model: str | tf.TransformerConfig = "llama3-70b", T: float = 4096, B: float = 1,
-                       **sizes) -> str:
+def calculator_readout(model: str | tf.TransformerConfig = "llama3-70b", T: float = 4096, B: float = 1, **sizes) -> str:
     """``calculator: llama3-70b, T=4096, B=1 → 70.6B params | 6·P = 4.23e11 FLOPs/token | …``.
 
     Then the exact training FLOPs per token: matmuls (6 · matmul params) + attention at context T, the
@@ -182,13 +223,16 @@ def calculator_readout(model: str | tf.TransformerConfig = "llama3-70b", T: floa
     pc = n["params"]
     params = f"{format_count(pc.total)} params" + (f" ({format_count(pc.activated)} activated)" if cfg.is_moe else "")
     share = n["train_attention"] / n["train_matmul"]
-    return (f"{head} → {params} | 6·P = {_e(n['six_p'])} FLOPs/token | exact: {_e(n['train_matmul'])} matmuls + "
-            f"{_e(n['train_attention'])} attention (+{share:.1%}) = {_e(n['train'])} | step {_e(n['step'])} FLOPs | "
-            f"KV {format_binary_bytes(n['kv_bf16'])}/token bf16, {format_binary_bytes(n['kv_int8'])} int8")
+    return (
+        f"{head} → {params} | 6·P = {_e(n['six_p'])} FLOPs/token | exact: {_e(n['train_matmul'])} matmuls + "
+        f"{_e(n['train_attention'])} attention (+{share:.1%}) = {_e(n['train'])} | step {_e(n['step'])} FLOPs | "
+        f"KV {format_binary_bytes(n['kv_bf16'])}/token bf16, {format_binary_bytes(n['kv_int8'])} int8"
+    )
 
 
-def render_calculator(model: str | tf.TransformerConfig = "llama3-70b", T: float = 4096, B: float = 1,
-                      **sizes) -> Figure:
+def render_calculator(
+    model: str | tf.TransformerConfig = "llama3-70b", T: float = 4096, B: float = 1, **sizes
+) -> Figure:
     """Left: parameters by component (MoE: routed experts hatched beyond the activated ones). Right: training
     FLOPs per token by component at context T, with 6·P as a dashed line."""
     try:
@@ -199,8 +243,13 @@ def render_calculator(model: str | tf.TransformerConfig = "llama3-70b", T: float
     fig = Figure(figsize=(11.5, 3.6), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
     pc = n["params"]
-    parts = {"embedding": pc.embedding, "attention": pc.attention, "MLP": pc.mlp, "norms": pc.norms,
-             "unembedding": pc.unembedding}
+    parts = {
+        "embedding": pc.embedding,
+        "attention": pc.attention,
+        "MLP": pc.mlp,
+        "norms": pc.norms,
+        "unembedding": pc.unembedding,
+    }
     ys = np.arange(len(parts))[::-1]
     vals = np.array(list(parts.values()), float)
     ax1.barh(ys, vals, height=0.6, color=PALETTE[0], label="parameters")
@@ -225,8 +274,15 @@ def render_calculator(model: str | tf.TransformerConfig = "llama3-70b", T: float
     ax2.barh(ys2, v2, height=0.6, color=colors)
     top = max(v2.max(), n["six_p"])
     for y, v in zip(ys2, v2):
-        ax2.text(v + top * 0.015, y, f"{_e(v)} ({_share(v / n['train'])})", va="center", fontsize=8, zorder=5,
-                 bbox={"fc": "white", "ec": "none", "pad": 1.0, "alpha": 0.9})  # readable over the 6·P line
+        ax2.text(
+            v + top * 0.015,
+            y,
+            f"{_e(v)} ({_share(v / n['train'])})",
+            va="center",
+            fontsize=8,
+            zorder=5,
+            bbox={"fc": "white", "ec": "none", "pad": 1.0, "alpha": 0.9},
+        )  # readable over the 6·P line
     ax2.axvline(n["six_p"], color="black", ls="--", lw=1.2, label=f"6·P = {_e(n['six_p'])} (rule of thumb)")
     ax2.set_yticks(ys2, list(fp))
     ax2.set_xlim(0, top * 1.45)
@@ -251,19 +307,31 @@ def calculator_widget(model: str = "llama3-70b", T: int = 4096, B: int = 1) -> W
     presets = list(tf.MODELS)
     start = tf.get_model(model)
     model_dd = W.Dropdown(options=presets + [CUSTOM], value=start.name, description="model")
-    boxes = {f: W.IntText(value=getattr(start, f), description=f, layout=W.Layout(width="170px"))
-             for f in _FIELDS}
+    boxes = {f: W.IntText(value=getattr(start, f), description=f, layout=W.Layout(width="170px")) for f in _FIELDS}
     gated_cb = W.Checkbox(value=start.gated_mlp, description="gated MLP", indent=False)
     tied_cb = W.Checkbox(value=start.tied_embeddings, description="tied embeddings", indent=False)
     b_box = W.IntText(value=int(B), description="B", layout=W.Layout(width="170px"))
-    t_slider = W.FloatLogSlider(value=float(T), base=2, min=7, max=20, step=1, description="T",
-                                readout_format=",.0f", continuous_update=False, layout=W.Layout(width="60%"))
+    t_slider = W.FloatLogSlider(
+        value=float(T),
+        base=2,
+        min=7,
+        max=20,
+        step=1,
+        description="T",
+        readout_format=",.0f",
+        continuous_update=False,
+        layout=W.Layout(width="60%"),
+    )
     box = W.VBox()
 
     def view(model, D, F, N, K, H, L, V, gated, tied, B, T):
         kw = dict(D=D, F=F, N=N, K=K, H=H, L=L, V=V, gated=gated, tied=tied)
-        emit(box, calculator_readout(model, T, B, **kw), lambda: render_calculator(model, T, B, **kw),
-              key=(model, B, *kw.values()))
+        emit(
+            box,
+            calculator_readout(model, T, B, **kw),
+            lambda: render_calculator(model, T, B, **kw),
+            key=(model, B, *kw.values()),
+        )
 
     controls = {"model": model_dd, **boxes, "gated": gated_cb, "tied": tied_cb, "B": b_box, "T": t_slider}
 
@@ -277,8 +345,13 @@ def calculator_widget(model: str = "llama3-70b", T: int = 4096, B: int = 1) -> W
 
     out = live_output(controls, view, {"model": on_model})
     fields = list(boxes.values())
-    box.children = [W.HBox([model_dd, gated_cb, tied_cb]), W.HBox(fields[:4]), W.HBox(fields[4:] + [b_box]),
-                    t_slider, out]
+    box.children = [
+        W.HBox([model_dd, gated_cb, tied_cb]),
+        W.HBox(fields[:4]),
+        W.HBox(fields[4:] + [b_box]),
+        t_slider,
+        out,
+    ]
 
     def values():
         v = {k: c.value for k, c in controls.items()}
@@ -293,8 +366,6 @@ def calculator_widget(model: str = "llama3-70b", T: int = 4096, B: int = 1) -> W
         return render_calculator(*a, **kw)
 
     return attach(box, controls, out, readout, render)
-
-
 
 
 # --- (2) gradient checkpointing -----------------------------------------------------------------------------
@@ -313,11 +384,19 @@ def remat_rows(cfg: tf.TransformerConfig = REMAT_EXAMPLE, tokens: float = 4e6, s
     rows = []
     for policy, n in tf.REMAT_TENSORS_PER_LAYER.items():
         recompute = tf.remat_recompute_flops_per_token(cfg, seq_len, policy) / P
-        rows.append({"policy": policy, "tensors": n, "bytes": 2.0 * n * tokens * cfg.D * cfg.L,
-                     "bytes_true": tf.activation_bytes(cfg, tokens, policy),
-                     "true_tensors": tf.activation_elements_per_token_per_layer(cfg, policy) / cfg.D,
-                     "matmul": 6.0, "attention": attn, "recompute": recompute,
-                     "multiple": tf.training_flops_per_token(cfg, seq_len, remat=policy) / P})
+        rows.append(
+            {
+                "policy": policy,
+                "tensors": n,
+                "bytes": 2.0 * n * tokens * cfg.D * cfg.L,
+                "bytes_true": tf.activation_bytes(cfg, tokens, policy),
+                "true_tensors": tf.activation_elements_per_token_per_layer(cfg, policy) / cfg.D,
+                "matmul": 6.0,
+                "attention": attn,
+                "recompute": recompute,
+                "multiple": tf.training_flops_per_token(cfg, seq_len, remat=policy) / P,
+            }
+        )
     return rows
 
 
@@ -329,15 +408,21 @@ def remat_readout(cfg: tf.TransformerConfig = REMAT_EXAMPLE, tokens: float = 4e6
         rows = remat_rows(cfg, tokens, seq_len)
     except INPUT_ERRORS as exc:
         return f"{REMAT_PREFIX}{getattr(cfg, 'name', cfg)} → cannot evaluate: {error_text(exc)}"
+
     def true_width(r):  # the book's "≈ 7 tensors" are 13·D wide when F = 4D (the figure's hatched bar)
         if math.isclose(r["bytes_true"], r["bytes"]):
             return ""
         return f" ({r['true_tensors']:.3g}·D at true widths: {format_si(r['bytes_true'], 'B', 2)})"
 
-    parts = [f"{_POLICY_LABELS[r['policy']]} {'~' if r['policy'] == 'big_matmuls' else ''}{r['tensors']}·D: "
-             f"{format_si(r['bytes'], 'B', 2)}{true_width(r)}, {r['multiple']:.2f}·P" for r in rows]
-    return (f"{REMAT_PREFIX}BT={format_si(tokens, digits=3).replace(' ', '')} tokens, L={cfg.L}, D={cfg.D}, "
-            f"T={format_number(seq_len)} → " + " | ".join(parts))
+    parts = [
+        f"{_POLICY_LABELS[r['policy']]} {'~' if r['policy'] == 'big_matmuls' else ''}{r['tensors']}·D: "
+        f"{format_si(r['bytes'], 'B', 2)}{true_width(r)}, {r['multiple']:.2f}·P"
+        for r in rows
+    ]
+    return (
+        f"{REMAT_PREFIX}BT={format_si(tokens, digits=3).replace(' ', '')} tokens, L={cfg.L}, D={cfg.D}, "
+        f"T={format_number(seq_len)} → " + " | ".join(parts)
+    )
 
 
 def render_remat(cfg: tf.TransformerConfig = REMAT_EXAMPLE, tokens: float = 4e6, seq_len: float = 4096) -> Figure:
@@ -351,8 +436,11 @@ def render_remat(cfg: tf.TransformerConfig = REMAT_EXAMPLE, tokens: float = 4e6,
     fig = Figure(figsize=(11.5, 4.4), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
     x = np.arange(len(rows))
-    labels = [f"{_POLICY_LABELS[r['policy']]}\n({'≈' if r['policy'] == 'big_matmuls' else ''}{r['tensors']}·D per "
-              f"token-layer)" for r in rows]
+    labels = [
+        f"{_POLICY_LABELS[r['policy']]}\n({'≈' if r['policy'] == 'big_matmuls' else ''}{r['tensors']}·D per "
+        f"token-layer)"
+        for r in rows
+    ]
     tb = np.array([r["bytes"] for r in rows]) / 1e12
     true_tb = np.array([r["bytes_true"] for r in rows]) / 1e12
     ax1.bar(x, tb, width=0.6, color=[PALETTE[4], PALETTE[1], PALETTE[2]])
@@ -360,29 +448,53 @@ def render_remat(cfg: tf.TransformerConfig = REMAT_EXAMPLE, tokens: float = 4e6,
     diff = ~np.isclose(true_tb, tb)
     if diff.any():
         ax1.bar(x[diff], true_tb[diff], width=0.6, fill=False, hatch="//", edgecolor="0.35", lw=1)
-        handles.append(Patch(fill=False, hatch="//", edgecolor="0.35",
-                             label=f"at true widths (F-wide outputs count F/D = {cfg.F / cfg.D:g} each)"))
+        handles.append(
+            Patch(
+                fill=False,
+                hatch="//",
+                edgecolor="0.35",
+                label=f"at true widths (F-wide outputs count F/D = {cfg.F / cfg.D:g} each)",
+            )
+        )
         for xi in x[diff]:
-            ax1.text(xi, true_tb[xi], f"{true_tb[xi]:.3g} TB ({rows[xi]['true_tensors']:.0f}·D)", ha="center",
-                     va="bottom", fontsize=8, color="0.3")
+            ax1.text(
+                xi,
+                true_tb[xi],
+                f"{true_tb[xi]:.3g} TB ({rows[xi]['true_tensors']:.0f}·D)",
+                ha="center",
+                va="bottom",
+                fontsize=8,
+                color="0.3",
+            )
     for xi, v in zip(x, tb):
         inside = bool(diff[xi])  # under a true-width outline: label inside the bar
-        ax1.text(xi, v / 2 if inside else v, f"{v:.3g} TB", ha="center", va="center" if inside else "bottom",
-                 fontsize=9, fontweight="bold", color="white" if inside else "black")
+        ax1.text(
+            xi,
+            v / 2 if inside else v,
+            f"{v:.3g} TB",
+            ha="center",
+            va="center" if inside else "bottom",
+            fontsize=9,
+            fontweight="bold",
+            color="white" if inside else "black",
+        )
     ax1.set_xticks(x, labels, fontsize=8)
     ax1.set_ylim(0, max(tb.max(), true_tb.max()) * 1.15)
     ax1.set_ylabel("saved activations (TB, bf16)")
     ax1.set_xlabel("checkpointing policy (what the forward pass keeps)")
-    ax1.set_title(f"memory: 2·n·BT·D·L bytes, BT = {format_si(tokens, digits=3)}, L = {cfg.L}, D = {cfg.D:,}",
-                  fontsize=10)
+    ax1.set_title(
+        f"memory: 2·n·BT·D·L bytes, BT = {format_si(tokens, digits=3)}, L = {cfg.L}, D = {cfg.D:,}", fontsize=10
+    )
     ax1.grid(True, axis="y", alpha=0.3)
     ax1.legend(handles=handles, loc="upper right", fontsize=8)
 
     bottom = np.zeros(len(rows))
     attn_label = f"dot-product attention (12·T·N·H·L, T = {format_number(seq_len)})"
-    for key, color, label in (("matmul", PALETTE[0], "matmuls forward + backward (6·P)"),
-                              ("attention", "#9ecae1", attn_label),
-                              ("recompute", PALETTE[4], "recomputed in the backward pass")):
+    for key, color, label in (
+        ("matmul", PALETTE[0], "matmuls forward + backward (6·P)"),
+        ("attention", "#9ecae1", attn_label),
+        ("recompute", PALETTE[4], "recomputed in the backward pass"),
+    ):
         v = np.array([r[key] for r in rows])
         ax2.bar(x, v, bottom=bottom, width=0.6, color=color, label=label)
         bottom += v
@@ -411,8 +523,15 @@ def _kv_label(K: int, N: int) -> str:
     return "MHA" if K == N else _ATTN_KIND.get(K, "GQA")
 
 
-def kv_cache_bytes(S: float, K: int, *, L: int = KV_EXAMPLE["L"], N: int = KV_EXAMPLE["N"], H: int = KV_EXAMPLE["H"],
-                   dtype: str = "int8") -> float:
+def kv_cache_bytes(
+    S: float,
+    K: int,
+    *,
+    L: int = KV_EXAMPLE["L"],
+    N: int = KV_EXAMPLE["N"],
+    H: int = KV_EXAMPLE["H"],
+    dtype: str = "int8",
+) -> float:
     """KV-cache bytes of one sequence of S tokens: S · 2·L·K·H · bytes(dtype) (`kv_cache_bytes_per_token`)."""
     cfg = tf.TransformerConfig("kv", L=L, D=N * H, F=1, N=N, K=K, H=H, V=1)
     if not S >= 1:
@@ -420,21 +539,38 @@ def kv_cache_bytes(S: float, K: int, *, L: int = KV_EXAMPLE["L"], N: int = KV_EX
     return S * tf.kv_cache_bytes_per_token(cfg, dtype)
 
 
-def kv_readout(S: float = 8192, Ks: Sequence[int] = (64, 8, 1), *, L: int = KV_EXAMPLE["L"], N: int = KV_EXAMPLE["N"],
-               H: int = KV_EXAMPLE["H"]) -> str:
+def kv_readout(
+    S: float = 8192,
+    Ks: Sequence[int] = (64, 8, 1),
+    *,
+    L: int = KV_EXAMPLE["L"],
+    N: int = KV_EXAMPLE["N"],
+    H: int = KV_EXAMPLE["H"],
+) -> str:
     """``KV cache: S=8192, L=64, N·H=8192 → MHA (K=64) 8 GiB int8, 16 GiB bf16 | GQA (K=8) 1 GiB int8, … | MQA …``."""
     head = f"{KV_PREFIX}S={format_number(S) if isinstance(S, (int, float)) else S}, L={L}, N·H={N * H}"
     try:
-        parts = [f"{_kv_label(K, N)} (K={K}) {format_binary_bytes(kv_cache_bytes(S, K, L=L, N=N, H=H))} int8, "
-                 f"{format_binary_bytes(kv_cache_bytes(S, K, L=L, N=N, H=H, dtype='bf16'))} bf16" for K in Ks]
+        parts = [
+            f"{_kv_label(K, N)} (K={K}) {format_binary_bytes(kv_cache_bytes(S, K, L=L, N=N, H=H))} int8, "
+            f"{format_binary_bytes(kv_cache_bytes(S, K, L=L, N=N, H=H, dtype='bf16'))} bf16"
+            for K in Ks
+        ]
     except INPUT_ERRORS as exc:
         return f"{head} → cannot evaluate: {error_text(exc)}"
     return f"{head} → " + " | ".join(parts)
 
 
-def render_kv_cache(Ks: Sequence[int] = (64, 8, 1), *, L: int = KV_EXAMPLE["L"], N: int = KV_EXAMPLE["N"],
-                    H: int = KV_EXAMPLE["H"], S_range: tuple[float, float] = (512, 2**20), S_mark: float = 8192,
-                    chips: Sequence[str] = ("tpu-v5e", "h100"), ax=None) -> Figure:
+def render_kv_cache(
+    Ks: Sequence[int] = (64, 8, 1),
+    *,
+    L: int = KV_EXAMPLE["L"],
+    N: int = KV_EXAMPLE["N"],
+    H: int = KV_EXAMPLE["H"],
+    S_range: tuple[float, float] = (512, 2**20),
+    S_mark: float = 8192,
+    chips: Sequence[str] = ("tpu-v5e", "h100"),
+    ax=None,
+) -> Figure:
     """Log-log KV-cache bytes of one sequence against S for each K (colour) in bf16 (solid) and int8 (dashed),
     the book's 8 GiB example (S = 8192, MHA, int8) marked, and the HBM of `chips` as horizontal lines."""
     try:
@@ -453,29 +589,42 @@ def render_kv_cache(Ks: Sequence[int] = (64, 8, 1), *, L: int = KV_EXAMPLE["L"],
         ax.plot(S, curves[(K, "int8")], color=c, lw=1.6, ls="--", label=f"{_kv_label(K, N)} K = {K}, int8")
     for spec in specs:
         ax.axhline(spec.hbm_bytes, color="0.45", lw=1, ls=":")
-        ax.text(lo * 1.1, spec.hbm_bytes * 1.08, f"{spec.name} HBM ({format_si(spec.hbm_bytes, 'B', 3)})",
-                fontsize=7.5, ha="left", va="bottom", color="0.35")
+        ax.text(
+            lo * 1.1,
+            spec.hbm_bytes * 1.08,
+            f"{spec.name} HBM ({format_si(spec.hbm_bytes, 'B', 3)})",
+            fontsize=7.5,
+            ha="left",
+            va="bottom",
+            color="0.35",
+        )
     if N in Ks and lo <= S_mark <= hi:
         v = kv_cache_bytes(S_mark, N, L=L, N=N, H=H)
         ax.plot([S_mark], [v], "o", color="black", ms=7, zorder=6)
-        note = (f"book: S = {format_number(S_mark)}, L = {L}, KH = {N * H:,}\n"
-                f"2·S·L·K·H = {format_binary_bytes(v)} (int8)")
-        ax.annotate(note,
-                    (S_mark, v), xytext=(25, -55), textcoords="offset points", fontsize=8,
-                    bbox={"boxstyle": "round", "fc": "white", "ec": "0.6", "alpha": 0.95},
-                    arrowprops={"arrowstyle": "->", "color": "0.3"})
+        note = (
+            f"book: S = {format_number(S_mark)}, L = {L}, KH = {N * H:,}\n2·S·L·K·H = {format_binary_bytes(v)} (int8)"
+        )
+        ax.annotate(
+            note,
+            (S_mark, v),
+            xytext=(25, -55),
+            textcoords="offset points",
+            fontsize=8,
+            bbox={"boxstyle": "round", "fc": "white", "ec": "0.6", "alpha": 0.95},
+            arrowprops={"arrowstyle": "->", "color": "0.3"},
+        )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.set_xlim(lo, hi)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v / 1024:.0f}k" if v >= 1024 else f"{v:.0f}"))
     ax.yaxis.set_major_locator(LogLocator(base=2, numticks=30))
-    ax.yaxis.set_major_formatter(FuncFormatter(
-        lambda v, _p: format_binary_bytes(v) if v > 0 and round(math.log2(v)) % 2 == 0 else ""))
+    ax.yaxis.set_major_formatter(
+        FuncFormatter(lambda v, _p: format_binary_bytes(v) if v > 0 and round(math.log2(v)) % 2 == 0 else "")
+    )
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("context length S (tokens, one sequence)")
     ax.set_ylabel("KV cache (bytes; 2·S·L·K·H × bytes per value)")
-    ax.set_title(f"KV cache per sequence: L = {L}, N = {N}, H = {H} (MHA: K = N; GQA: K < N; MQA: K = 1)",
-                 fontsize=10)
+    ax.set_title(f"KV cache per sequence: L = {L}, N = {N}, H = {H} (MHA: K = N; GQA: K < N; MQA: K = 1)", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8, ncol=2, framealpha=0.9)
     return fig

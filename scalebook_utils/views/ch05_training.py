@@ -27,22 +27,60 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from scalebook_utils.core.training import planner as T
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
+from scalebook_utils.core.training import planner as T
+
 # the numbers these views show (pure, in core; re-exported here: training_views.slice_info, … as before)
-from scalebook_utils.core.training.pictures import (SCHEMES, get_plan, model_name, picture_ratios, picture_thresholds,
-                                                    rank_schemes, slice_info, step_time_curves, threshold_rows)
+from scalebook_utils.core.training.pictures import (
+    SCHEMES,
+    get_plan,
+    model_name,
+    picture_ratios,
+    picture_thresholds,
+    rank_schemes,
+    slice_info,
+    step_time_curves,
+    threshold_rows,
+)
 from scalebook_utils.core.units import format_bytes, format_si, format_time
-from scalebook_utils.views._kit import (INPUT_ERRORS, attach, emit, error_text, format_number, format_rows, message_figure, new_figure,
-                                        plain_formatter, format_shape, tpu_names)  # noqa: F401  (format_rows re-exported: `training_views.format_rows` stays)
+from scalebook_utils.views._kit import (
+    INPUT_ERRORS,
+    attach,
+    emit,
+    error_text,
+    format_number,
+    format_rows,
+    format_shape,
+    message_figure,
+    new_figure,
+    plain_formatter,  # noqa: F401  (format_rows re-exported: `training_views.format_rows` stays)
+    tpu_names,
+)
 
 __all__ = [
-    "PICTURE_PREFIX", "STEP_PREFIX", "PLANNER_PREFIX", "SCHEMES",
-    "slice_info", "picture_ratios", "picture_thresholds", "picture_readout", "render_picture", "training_picture",
-    "step_time_curves", "step_time_readout", "render_step_time",
-    "get_plan", "planner_readout", "planner_rows", "planner_text", "render_planner", "planner_widget",
-    "threshold_rows", "format_rows", "render_pipeline_schedule",
+    "PICTURE_PREFIX",
+    "STEP_PREFIX",
+    "PLANNER_PREFIX",
+    "SCHEMES",
+    "slice_info",
+    "picture_ratios",
+    "picture_thresholds",
+    "picture_readout",
+    "render_picture",
+    "training_picture",
+    "step_time_curves",
+    "step_time_readout",
+    "render_step_time",
+    "get_plan",
+    "planner_readout",
+    "planner_rows",
+    "planner_text",
+    "render_planner",
+    "planner_widget",
+    "threshold_rows",
+    "format_rows",
+    "render_pipeline_schedule",
 ]
 
 #: The browser tests wait for these prefixes; do not change them.
@@ -81,18 +119,29 @@ def picture_readout(chip="tpu-v5p", shape="4x4x4", F: float = 30_000, batch_per_
         r = picture_ratios(name, shp, F, batch_per_chip)
         th = picture_thresholds(name, shp, F)
     except INPUT_ERRORS as exc:
-        return (f"{head} on {getattr(chip, 'name', chip)} {str(shape).strip()!r}, F={F} → cannot evaluate: "
-                f"{error_text(exc)}")
+        return (
+            f"{head} on {getattr(chip, 'name', chip)} {str(shape).strip()!r}, F={F} → cannot evaluate: "
+            f"{error_text(exc)}"
+        )
     best, *rest = rank_schemes(r)
     bound = "compute-bound" if r[best] >= 1 else "communication-bound"
     others = " | ".join(f"{SCHEMES[s]} {_ratio(r[s])}" for s in rest)
-    return (f"{head} on {name} {format_shape(shp)} (N={N}, {n} axes), F={format_number(F)} → {SCHEMES[best]} {bound} "
-            f"(ratio {_ratio(r[best])}) | {others} | thresholds: FSDP α/M_X={th['fsdp']:.0f}, "
-            f"FSDP+TP α²/(M_X·M_Y·F)={th['fsdp+tp']:.0f}")
+    return (
+        f"{head} on {name} {format_shape(shp)} (N={N}, {n} axes), F={format_number(F)} → {SCHEMES[best]} {bound} "
+        f"(ratio {_ratio(r[best])}) | {others} | thresholds: FSDP α/M_X={th['fsdp']:.0f}, "
+        f"FSDP+TP α²/(M_X·M_Y·F)={th['fsdp+tp']:.0f}"
+    )
 
 
-def render_picture(chip="tpu-v5p", shape="4x4x4", F: float = 30_000, batch_per_chip: float | None = 850, *,
-                   b_range: tuple[float, float] = (10, 1e5), ax=None) -> Figure:
+def render_picture(
+    chip="tpu-v5p",
+    shape="4x4x4",
+    F: float = 30_000,
+    batch_per_chip: float | None = 850,
+    *,
+    b_range: tuple[float, float] = (10, 1e5),
+    ax=None,
+) -> Figure:
     """Log-log T_math/T_comms against B/N for DP, FSDP, TP and FSDP+TP, the ratio-1 line and the thresholds.
 
     FSDP+TP is drawn where a real mix beats both pure schemes; elsewhere its best split is all TP (small B/N)
@@ -113,18 +162,22 @@ def render_picture(chip="tpu-v5p", shape="4x4x4", F: float = 30_000, batch_per_c
     b = np.logspace(math.log10(lo), math.log10(hi), 400)
     curves = {s: np.array([T.comms_ratio(s, x, F, N, name, n_axes=n) for x in b]) for s in SCHEMES}
     ax.plot(b, curves["fsdp"], color=_COLORS["fsdp"], lw=2.2, label=f"FSDP (∝ B, over {n} axes)")
-    ax.plot(b, curves["dp"], color=_COLORS["dp"], lw=1.6, ls=(0, (5, 4)),
-            label="DP (same ratio: backward AllReduce)")
+    ax.plot(b, curves["dp"], color=_COLORS["dp"], lw=1.6, ls=(0, (5, 4)), label="DP (same ratio: backward AllReduce)")
     ax.plot(b, curves["tp"], color=_COLORS["tp"], lw=2.2, label=f"TP, Y = N = {N} (flat in B)")
     # FSDP+TP's best split is X = 1 (all TP) at tiny B/N and Y = 1 (FSDP over all n axes) at large B/N: there its
     # curve *is* TP's or FSDP's and is drawn only where a real mix beats both (M_X = n − 1 axes, M_Y = 1).
     mixed = curves["fsdp+tp"]
     own = mixed > np.maximum(curves["fsdp"], curves["tp"]) * (1 + 1e-9)
     core = own.copy()
-    own[1:] |= core[:-1]                                  # one more point each side: meet the pure curves
+    own[1:] |= core[:-1]  # one more point each side: meet the pure curves
     own[:-1] |= core[1:]
-    ax.plot(np.where(own, b, np.nan), np.where(own, mixed, np.nan), color=_COLORS["fsdp+tp"], lw=2.4,
-            label=f"FSDP+TP, best split (∝ √B; M_X = {max(n - 1, 1)}, M_Y = 1); meets TP or FSDP where they win")
+    ax.plot(
+        np.where(own, b, np.nan),
+        np.where(own, mixed, np.nan),
+        color=_COLORS["fsdp+tp"],
+        lw=2.4,
+        label=f"FSDP+TP, best split (∝ √B; M_X = {max(n - 1, 1)}, M_Y = 1); meets TP or FSDP where they win",
+    )
     ax.axhline(1.0, color="black", lw=1.2)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -137,8 +190,10 @@ def render_picture(chip="tpu-v5p", shape="4x4x4", F: float = 30_000, batch_per_c
     ax.axhspan(ymin, 1, color="#e45756", alpha=0.07, lw=0)
     ax.text(b[0] * 1.15, 1.12, "compute-bound ↑", fontsize=8, va="bottom")
     ax.text(b[0] * 1.15, 0.89, "communication-bound ↓", fontsize=8, va="top")
-    for key, label, color in (("fsdp", rf"$\alpha/M_X$ = {th['fsdp']:.0f}", _COLORS["fsdp"]),
-                              ("fsdp+tp", rf"$\alpha^2/(M_X M_Y F)$ = {th['fsdp+tp']:.0f}", _COLORS["fsdp+tp"])):
+    for key, label, color in (
+        ("fsdp", rf"$\alpha/M_X$ = {th['fsdp']:.0f}", _COLORS["fsdp"]),
+        ("fsdp+tp", rf"$\alpha^2/(M_X M_Y F)$ = {th['fsdp+tp']:.0f}", _COLORS["fsdp+tp"]),
+    ):
         x = th[key]
         if b[0] < x < b[-1]:
             ax.axvline(x, color=color, lw=1, ls="--", alpha=0.8)
@@ -154,23 +209,35 @@ def render_picture(chip="tpu-v5p", shape="4x4x4", F: float = 30_000, batch_per_c
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("batch per chip B/N (tokens)")
     ax.set_ylabel(r"$T_\mathrm{math}\,/\,T_\mathrm{comms}$ (> 1: compute-bound)")
-    ax.set_title(f"{name} {format_shape(shp)} (N = {N}, {n} axes), F = {format_number(F)}: "
-                 "FLOPs time / communication time per layer", fontsize=10)
+    ax.set_title(
+        f"{name} {format_shape(shp)} (N = {N}, {n} axes), F = {format_number(F)}: "
+        "FLOPs time / communication time per layer",
+        fontsize=10,
+    )
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
     return fig
 
 
-def training_picture(chip: str = "tpu-v5p", shape: str = "4x4x4", F: int = 30_000,
-                     batch_per_chip: float = 850) -> W.VBox:
+def training_picture(
+    chip: str = "tpu-v5p", shape: str = "4x4x4", F: int = 30_000, batch_per_chip: float = 850
+) -> W.VBox:
     """Chip, slice shape, F and a log slider "B/N"; prints `picture_readout` and draws `render_picture`."""
     chip_dd = W.Dropdown(options=tpu_names(), value=get_chip(chip).name, description="chip")
-    shape_box = W.Text(value=shape, description="slice", continuous_update=False,
-                       placeholder="e.g. 4x4x4 or 16x20x28")
+    shape_box = W.Text(value=shape, description="slice", continuous_update=False, placeholder="e.g. 4x4x4 or 16x20x28")
     pod_btn = W.Button(description="full pod", tooltip="set the slice to this chip's pod")
     f_box = W.BoundedIntText(value=int(F), min=1, max=10**7, step=1024, description="F")
-    b_slider = W.FloatLogSlider(value=batch_per_chip, base=10, min=0, max=5, step=0.01, description="B/N",
-                                readout_format=",.0f", continuous_update=False, layout=W.Layout(width="60%"))
+    b_slider = W.FloatLogSlider(
+        value=batch_per_chip,
+        base=10,
+        min=0,
+        max=5,
+        step=0.01,
+        description="B/N",
+        readout_format=",.0f",
+        continuous_update=False,
+        layout=W.Layout(width="60%"),
+    )
     pod_btn.on_click(lambda _b: setattr(shape_box, "value", format_shape(get_chip(chip_dd.value).pod_shape)))
     box = W.VBox()
 
@@ -181,8 +248,9 @@ def training_picture(chip: str = "tpu-v5p", shape: str = "4x4x4", F: int = 30_00
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([chip_dd, shape_box, pod_btn]), f_box, b_slider, out]
     values = lambda: (chip_dd.value, shape_box.value, f_box.value, b_slider.value)  # noqa: E731
-    return attach(box, controls | {"pod": pod_btn}, out, lambda: picture_readout(*values()),
-                   lambda: render_picture(*values()))
+    return attach(
+        box, controls | {"pod": pod_btn}, out, lambda: picture_readout(*values()), lambda: render_picture(*values())
+    )
 
 
 # --- (2) step time against the total batch (book figure "math-comms-time") ------------------------------
@@ -198,17 +266,31 @@ def step_time_readout(chip="tpu-v5p", shape="16x16x16", D: int = 8192, F: int = 
     except INPUT_ERRORS as exc:
         return f"{head} on {chip} {str(shape).strip()!r} → cannot evaluate: {error_text(exc)}"
     split = c["split"][0]
-    parts = [f"{SCHEMES[s]}{f' (X={split[0]}, Y={split[1]})' if s == 'fsdp+tp' and split else ''} "
-             f"{format_time(float(c[s][0]))}" for s in SCHEMES]
+    parts = [
+        f"{SCHEMES[s]}{f' (X={split[0]}, Y={split[1]})' if s == 'fsdp+tp' and split else ''} "
+        f"{format_time(float(c[s][0]))}"
+        for s in SCHEMES
+    ]
     fastest = min(SCHEMES, key=lambda s: c[s][0] if math.isfinite(c[s][0]) else math.inf)
     bound = "compute-bound" if c[fastest][0] <= c["math"][0] else "communication-bound"
-    return (f"{head} on {name} {format_shape(shp)} (N={N}), D={D}, F={F} → per layer T_math="
-            f"{format_time(float(c['math'][0]))} | comms: " + " | ".join(parts) +
-            f" | best {SCHEMES[fastest]}: {bound} | every scheme comm-bound below B≈{format_si(below, digits=3)}")
+    return (
+        f"{head} on {name} {format_shape(shp)} (N={N}), D={D}, F={F} → per layer T_math="
+        f"{format_time(float(c['math'][0]))} | comms: "
+        + " | ".join(parts)
+        + f" | best {SCHEMES[fastest]}: {bound} | every scheme comm-bound below B≈{format_si(below, digits=3)}"
+    )
 
 
-def render_step_time(chip="tpu-v5p", shape="16x16x16", D: int = 8192, F: int = 32_768, B: float | None = None, *,
-                     b_range: tuple[float, float] | None = None, ax=None) -> Figure:
+def render_step_time(
+    chip="tpu-v5p",
+    shape="16x16x16",
+    D: int = 8192,
+    F: int = 32_768,
+    B: float | None = None,
+    *,
+    b_range: tuple[float, float] | None = None,
+    ax=None,
+) -> Figure:
     """Log-log communication time per layer and step of each scheme against the total batch B (tokens), with
     the FLOPs time (black, dashed) and the batch α²N/(M_X M_Y F) below which all are communication-bound.
 
@@ -223,11 +305,14 @@ def render_step_time(chip="tpu-v5p", shape="16x16x16", D: int = 8192, F: int = 3
     except INPUT_ERRORS as exc:
         return message_figure(f"cannot draw: {error_text(exc)}")
     fig, ax = new_figure((9.0, 5.2), ax)
-    labels = {"dp": f"DP (8DF per layer, {n} axes)", "fsdp": f"FSDP (12DF per layer, {n} axes)",
-              "tp": "TP, Y = N (8BD per layer)", "fsdp+tp": "FSDP+TP, best X·Y split"}
+    labels = {
+        "dp": f"DP (8DF per layer, {n} axes)",
+        "fsdp": f"FSDP (12DF per layer, {n} axes)",
+        "tp": "TP, Y = N (8BD per layer)",
+        "fsdp+tp": "FSDP+TP, best X·Y split",
+    }
     for s in SCHEMES:
-        ax.plot(grid, c[s], color=_COLORS[s], lw=2, label=f"comms: {labels[s]}",
-                ls=(0, (5, 4)) if s == "dp" else "-")
+        ax.plot(grid, c[s], color=_COLORS[s], lw=2, label=f"comms: {labels[s]}", ls=(0, (5, 4)) if s == "dp" else "-")
     ax.plot(grid, c["math"], color="black", lw=2, ls="--", label=r"matmul FLOPs time $T_\mathrm{math}$")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -236,8 +321,13 @@ def render_step_time(chip="tpu-v5p", shape="16x16x16", D: int = 8192, F: int = 3
     ymin = max(finite.min() / 2, c["math"].min() / 10)
     ax.set_ylim(ymin, finite.max() * 8)  # pure TP runs off the top: it is hopeless at this N
     if grid[0] < below < grid[-1]:
-        ax.axvline(below, color="0.3", lw=1, ls=":",
-                   label=rf"$\alpha^2 N/(M_X M_Y F)$ = {format_si(below, digits=3)}: all comm-bound below")
+        ax.axvline(
+            below,
+            color="0.3",
+            lw=1,
+            ls=":",
+            label=rf"$\alpha^2 N/(M_X M_Y F)$ = {format_si(below, digits=3)}: all comm-bound below",
+        )
     if B is not None and grid[0] <= B <= grid[-1]:
         ax.axvline(B, color="0.55", lw=1, label=f"current B = {format_si(B, digits=3)}")
     ax.xaxis.set_major_formatter(_si_formatter())
@@ -246,8 +336,7 @@ def render_step_time(chip="tpu-v5p", shape="16x16x16", D: int = 8192, F: int = 3
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("total batch B (tokens)")
     ax.set_ylabel("time per layer, forward + backward (s)")
-    ax.set_title(f"{name} {format_shape(shp)} (N = {N}), D = {D}, F = {F}: communication vs FLOPs time",
-                 fontsize=10)
+    ax.set_title(f"{name} {format_shape(shp)} (N = {N}), D = {D}, F = {F}: communication vs FLOPs time", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
     return fig
@@ -264,12 +353,21 @@ def _planner_head(model, chip, chips, slices, batch_tokens, seq_len) -> str:
             chips_s = "pod"
     else:
         chips_s = format_number(chips)
-    return (f"{PLANNER_PREFIX}{model_name(model)}, {getattr(chip, 'name', chip)}, chips={chips_s}, "
-            f"slices={slices}, batch={format_si(float(batch_tokens), digits=3)} tokens, seq={seq_len}")
+    return (
+        f"{PLANNER_PREFIX}{model_name(model)}, {getattr(chip, 'name', chip)}, chips={chips_s}, "
+        f"slices={slices}, batch={format_si(float(batch_tokens), digits=3)} tokens, seq={seq_len}"
+    )
 
 
-def planner_readout(model="llama3-70b", chip="tpu-v5p", chips: int | None = None, slices: int = 1,
-                    batch_tokens: float = 4 * 2**20, seq_len: int = 4096, allow_sequence_sharding: bool = True) -> str:
+def planner_readout(
+    model="llama3-70b",
+    chip="tpu-v5p",
+    chips: int | None = None,
+    slices: int = 1,
+    batch_tokens: float = 4 * 2**20,
+    seq_len: int = 4096,
+    allow_sequence_sharding: bool = True,
+) -> str:
     """``planner: llama3-70b, tpu-v5p, chips=8960, slices=1, batch=4.19M tokens, seq=4096 → best: FSDP 2240 × TP 4 |
     442 ms/step | MFU 100% | bound by compute | 13.2 GB/chip``."""
     try:
@@ -281,31 +379,59 @@ def planner_readout(model="llama3-70b", chip="tpu-v5p", chips: int | None = None
         b = p.best
     except INPUT_ERRORS as exc:
         return f"{head} → no plan: {error_text(exc)}"
-    return (f"{head} → best: {b.config.name} | {format_time(b.step_time)}/step | MFU {b.mfu:.0%} | "
-            f"bound by {b.bound} | {format_bytes(b.memory.total)}/chip")
+    return (
+        f"{head} → best: {b.config.name} | {format_time(b.step_time)}/step | MFU {b.mfu:.0%} | "
+        f"bound by {b.bound} | {format_bytes(b.memory.total)}/chip"
+    )
 
 
-def planner_rows(model="llama3-70b", chip="tpu-v5p", chips: int | None = None, slices: int = 1,
-                 batch_tokens: float = 4 * 2**20, seq_len: int = 4096, allow_sequence_sharding: bool = True,
-                 n: int = 6) -> list[dict[str, str]]:
+def planner_rows(
+    model="llama3-70b",
+    chip="tpu-v5p",
+    chips: int | None = None,
+    slices: int = 1,
+    batch_tokens: float = 4 * 2**20,
+    seq_len: int = 4096,
+    allow_sequence_sharding: bool = True,
+    n: int = 6,
+) -> list[dict[str, str]]:
     """The `n` fastest feasible configurations as text cells: config, ZeRO, remat, step, MFU, bound, memory/chip."""
     p = get_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
-    return [{"config": e.config.name, "ZeRO": str(e.config.zero), "remat": str(e.config.remat),
-             "step": format_time(e.step_time), "MFU": f"{e.mfu:.0%}", "bound by": e.bound,
-             "memory/chip": format_bytes(e.memory.total)} for e in p.feasible[:n]]
+    return [
+        {
+            "config": e.config.name,
+            "ZeRO": str(e.config.zero),
+            "remat": str(e.config.remat),
+            "step": format_time(e.step_time),
+            "MFU": f"{e.mfu:.0%}",
+            "bound by": e.bound,
+            "memory/chip": format_bytes(e.memory.total),
+        }
+        for e in p.feasible[:n]
+    ]
 
 
-def planner_text(model="llama3-70b", chip="tpu-v5p", chips: int | None = None, slices: int = 1,
-                 batch_tokens: float = 4 * 2**20, seq_len: int = 4096, allow_sequence_sharding: bool = True,
-                 n: int = 6) -> str:
+def planner_text(
+    model="llama3-70b",
+    chip="tpu-v5p",
+    chips: int | None = None,
+    slices: int = 1,
+    batch_tokens: float = 4 * 2**20,
+    seq_len: int = 4096,
+    allow_sequence_sharding: bool = True,
+    n: int = 6,
+) -> str:
     """The lines the planner widget prints under its readout: `Plan.explain()` and the top-`n` table."""
     try:
         p = get_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
         explain = p.explain()
     except INPUT_ERRORS as exc:
         return f"(no feasible configuration: {error_text(exc)})"
-    return explain + "\n\n" + format_rows(planner_rows(model, chip, chips, slices, batch_tokens, seq_len,
-                                                       allow_sequence_sharding, n))
+    return (
+        explain
+        + "\n\n"
+        + format_rows(planner_rows(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding, n))
+    )
 
 
 def _family(c: T.Config) -> str:
@@ -320,9 +446,15 @@ def _family(c: T.Config) -> str:
 _FAMILY_LABELS = {"dp": "DP, ZeRO-1/2", "fsdp": "FSDP", "tp": "TP", "fsdp+tp": "DP or FSDP + TP", "pp": "with pipeline"}
 
 
-def render_planner(model="llama3-70b", chip="tpu-v5p", chips: int | None = None, slices: int = 1,
-                   batch_tokens: float = 4 * 2**20, seq_len: int = 4096,
-                   allow_sequence_sharding: bool = True) -> Figure:
+def render_planner(
+    model="llama3-70b",
+    chip="tpu-v5p",
+    chips: int | None = None,
+    slices: int = 1,
+    batch_tokens: float = 4 * 2**20,
+    seq_len: int = 4096,
+    allow_sequence_sharding: bool = True,
+) -> Figure:
     """Left: the winner's time components (compute and each communication; the longest sets the step).
     Right: the step time of the best configuration of each family (DP, FSDP, TP, FSDP+TP, pipeline)."""
     try:
@@ -342,10 +474,14 @@ def render_planner(model="llama3-70b", chip="tpu-v5p", chips: int | None = None,
         ax1.text(v, y, f" {v:.3g} ms", va="center", fontsize=8)
     ax1.set_xlim(0, vals.max() * 1.3)
     ax1.set_xlabel("time per step (ms; they overlap, the longest sets the step)")
-    ax1.set_title(f"winner: {b.config.name}\n{format_time(b.step_time)}/step, MFU {b.mfu:.0%}, bound by {b.bound}",
-                  fontsize=9)
+    ax1.set_title(
+        f"winner: {b.config.name}\n{format_time(b.step_time)}/step, MFU {b.mfu:.0%}, bound by {b.bound}", fontsize=9
+    )
     # grouped as the labels say (`_family`: DP+ZeRO-1/2 with TP counts as "DP or FSDP + TP"); p.feasible is ranked
-    fam = [(k, next((e for e in p.feasible if _family(e.config) == k), None)) for k in ("dp", "fsdp", "tp", "fsdp+tp", "pp")]
+    fam = [
+        (k, next((e for e in p.feasible if _family(e.config) == k), None))
+        for k in ("dp", "fsdp", "tp", "fsdp+tp", "pp")
+    ]
     labels, steps, cols, notes = [], [], [], []
     for k, e in fam:
         labels.append(_FAMILY_LABELS[k])
@@ -369,27 +505,37 @@ def render_planner(model="llama3-70b", chip="tpu-v5p", chips: int | None = None,
         ax2.text(v, y, t, va="center", fontsize=7)
     ax2.set_xlim(0, top * 2.2)
     ax2.set_xlabel("step time of the best configuration (ms)")
-    ax2.set_title(f"best configuration of each family\n{p.model.name}, {format_si(p.batch_tokens, digits=3)} "
-                  f"tokens, {p.n_chips:,} {p.chip} chips", fontsize=9)
+    ax2.set_title(
+        f"best configuration of each family\n{p.model.name}, {format_si(p.batch_tokens, digits=3)} "
+        f"tokens, {p.n_chips:,} {p.chip} chips",
+        fontsize=9,
+    )
     for a in (ax1, ax2):
         a.tick_params(axis="y", labelsize=8)
         a.grid(True, axis="x", alpha=0.3)
     return fig
 
 
-_BATCH_CHOICES = [(f"{format_si(2.0 ** k, digits=3)} (2^{k})", 2 ** k) for k in range(17, 27)]
+_BATCH_CHOICES = [(f"{format_si(2.0**k, digits=3)} (2^{k})", 2**k) for k in range(17, 27)]
 
 
-def planner_widget(model: str = "llama3-70b", chip: str = "tpu-v5p", chips: int | None = None, slices: int = 1,
-                   batch_tokens: int = 4 * 2**20, seq_len: int = 4096, allow_sequence_sharding: bool = True,
-                   *, n: int = 6) -> W.VBox:
+def planner_widget(
+    model: str = "llama3-70b",
+    chip: str = "tpu-v5p",
+    chips: int | None = None,
+    slices: int = 1,
+    batch_tokens: int = 4 * 2**20,
+    seq_len: int = 4096,
+    allow_sequence_sharding: bool = True,
+    *,
+    n: int = 6,
+) -> W.VBox:
     """Model, chip, chips per slice (default: the pod), a "slices" slider (DCN), global batch, sequence length and
     'allow sequence sharding'; prints `planner_readout`, `Plan.explain()` and the top-`n` table, draws `render_planner`."""
     spec = get_chip(chip)
     models = list(tf.MODELS)
     model_dd = W.Dropdown(options=models if model in models else [model] + models, value=model, description="model")
-    chip_dd = W.Dropdown(options=[c for c in tpu_names() if get_chip(c).pod_chips], value=spec.name,
-                         description="chip")
+    chip_dd = W.Dropdown(options=[c for c in tpu_names() if get_chip(c).pod_chips], value=spec.name, description="chip")
     chips_box = W.BoundedIntText(value=int(chips or spec.pod_chips), min=1, max=10**6, description="chips/slice")
     slices_sl = W.IntSlider(value=slices, min=1, max=16, description="slices", continuous_update=False)
     batches = dict(_BATCH_CHOICES)
@@ -406,12 +552,23 @@ def planner_widget(model: str = "llama3-70b", chip: str = "tpu-v5p", chips: int 
     box = W.VBox()
 
     def view(model, chip, chips, slices, batch, seq, allow):
-        emit(box, planner_readout(model, chip, chips, slices, batch, seq, allow),
-              lambda: render_planner(model, chip, chips, slices, batch, seq, allow),
-              key=(model, chip, chips, batch, seq, allow), lines=[planner_text(model, chip, chips, slices, batch, seq, allow, n)])
+        emit(
+            box,
+            planner_readout(model, chip, chips, slices, batch, seq, allow),
+            lambda: render_planner(model, chip, chips, slices, batch, seq, allow),
+            key=(model, chip, chips, batch, seq, allow),
+            lines=[planner_text(model, chip, chips, slices, batch, seq, allow, n)],
+        )
 
-    controls = {"model": model_dd, "chip": chip_dd, "chips": chips_box, "slices": slices_sl, "batch": batch_dd,
-                "seq": seq_dd, "allow": seq_cb}
+    controls = {
+        "model": model_dd,
+        "chip": chip_dd,
+        "chips": chips_box,
+        "slices": slices_sl,
+        "batch": batch_dd,
+        "seq": seq_dd,
+        "allow": seq_cb,
+    }
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([model_dd, chip_dd, chips_box]), W.HBox([batch_dd, seq_dd, seq_cb]), slices_sl, out]
     values = lambda: tuple(c.value for c in controls.values())  # noqa: E731
@@ -424,9 +581,10 @@ def planner_widget(model: str = "llama3-70b", chip: str = "tpu-v5p", chips: int 
 def _microbatch_colors(M: int) -> ListedColormap:
     """M colours that read apart from the grey of idle slots: tab10 without its grey, then viridis."""
     from matplotlib import colormaps
+
     if M <= 9:
         tab10 = colormaps["tab10"].colors
-        return ListedColormap([c for i, c in enumerate(tab10) if i != 7][:M])   # tab10[7] is grey
+        return ListedColormap([c for i, c in enumerate(tab10) if i != 7][:M])  # tab10[7] is grey
     return ListedColormap(colormaps["viridis"](np.linspace(0, 1, M)))
 
 
@@ -441,8 +599,10 @@ def render_pipeline_schedule(schedule, *, title: str | None = None, ax=None) -> 
     try:
         grid = np.asarray(schedule)
         if grid.ndim != 2 or grid.size == 0 or not np.issubdtype(grid.dtype, np.integer):
-            raise ValueError(f"a schedule is a 2-D integer grid [stages, time steps]; got an array of shape "
-                             f"{grid.shape} and dtype {grid.dtype}")
+            raise ValueError(
+                f"a schedule is a 2-D integer grid [stages, time steps]; got an array of shape "
+                f"{grid.shape} and dtype {grid.dtype}"
+            )
     except INPUT_ERRORS as exc:
         return message_figure(f"cannot draw: {error_text(exc)}")
     P, steps = grid.shape
@@ -458,10 +618,17 @@ def render_pipeline_schedule(schedule, *, title: str | None = None, ax=None) -> 
         for s, t in zip(*np.nonzero(~idle)):
             r, g, b, _ = cmap(norm(grid[s, t]))
             dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.55
-            ax.text(t + 0.5, s + 0.5, str(grid[s, t]), ha="center", va="center", fontsize=8,
-                    color="white" if dark else "black")
+            ax.text(
+                t + 0.5,
+                s + 0.5,
+                str(grid[s, t]),
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="white" if dark else "black",
+            )
     ax.set_xlim(0, steps)
-    ax.set_ylim(P, 0)                                            # stage 0 on top
+    ax.set_ylim(P, 0)  # stage 0 on top
     every = next(k for k in (1, 2, 5, 10, 20, 50, 100, 200, 500, 10**9) if steps / k <= 24)
     ax.set_xticks(np.arange(0, steps, every) + 0.5, [str(t) for t in range(0, steps, every)])  # labels on cells
     every = next(k for k in (1, 2, 5, 10, 20, 50, 100, 200, 500, 10**9) if P / k <= 16)
@@ -471,12 +638,21 @@ def render_pipeline_schedule(schedule, *, title: str | None = None, ax=None) -> 
     ax.set_ylabel("pipeline stage")
     frac = float(idle.sum() / idle.size)
     plural = lambda n, word: f"{n} {word}" + ("" if n == 1 else "es" if word.endswith("ch") else "s")  # noqa: E731
-    ax.set_title(title or f"Pipeline schedule — {plural(P, 'stage')}, {plural(M, 'microbatch')}: {frac:.0%} idle",
-                 fontsize=10, loc="left")
+    ax.set_title(
+        title or f"Pipeline schedule — {plural(P, 'stage')}, {plural(M, 'microbatch')}: {frac:.0%} idle",
+        fontsize=10,
+        loc="left",
+    )
     if M > 0:
         cbar = fig.colorbar(mesh, ax=ax, pad=0.01, fraction=0.04 if steps > 12 else 0.07)
         cbar.set_label("microbatch id")
         cbar.set_ticks(range(0, M, 1 if M <= 10 else math.ceil(M / 8)))
-    ax.legend(handles=[Patch(facecolor="0.9", edgecolor="0.6", hatch="///", label="idle (bubble)")],
-              loc="lower right", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False, borderaxespad=0.3)
+    ax.legend(
+        handles=[Patch(facecolor="0.9", edgecolor="0.6", hatch="///", label="idle (bubble)")],
+        loc="lower right",
+        bbox_to_anchor=(1.0, 1.0),
+        fontsize=8,
+        frameon=False,
+        borderaxespad=0.3,
+    )
     return fig

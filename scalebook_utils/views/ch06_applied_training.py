@@ -21,20 +21,36 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
 
-from scalebook_utils.core.training import planner as T
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
+from scalebook_utils.core.training import planner as T
 from scalebook_utils.core.training.pictures import get_plan, model_name
 from scalebook_utils.core.units import format_bytes, format_si, format_time
-from scalebook_utils.views._kit import (INPUT_ERRORS, attach, emit, error_text, format_rows, message_figure, new_figure,
-                                        plain_formatter)
+from scalebook_utils.views._kit import (
+    INPUT_ERRORS,
+    attach,
+    emit,
+    error_text,
+    format_rows,
+    message_figure,
+    new_figure,
+    plain_formatter,
+)
 
 __all__ = [
     "BUDGET_PREFIX",
-    "param_breakdown", "render_param_breakdown", "days_to_train", "render_days_to_train",
-    "memory_per_chip", "min_chips_for_memory", "render_memory_vs_checkpoints",
-    "budget_readout", "render_budget", "budget_widget",
-    "decision_path", "decision_path_text",
+    "param_breakdown",
+    "render_param_breakdown",
+    "days_to_train",
+    "render_days_to_train",
+    "memory_per_chip",
+    "min_chips_for_memory",
+    "render_memory_vs_checkpoints",
+    "budget_readout",
+    "render_budget",
+    "budget_widget",
+    "decision_path",
+    "decision_path_text",
 ]
 
 #: The budget widget's readout starts with this prefix; do not change it.
@@ -47,8 +63,12 @@ BUDGET_PREFIX = "training budget: "
 def param_breakdown(model="llama3-70b") -> dict[str, int]:
     """Parameters by part, as book ch. 6 counts them: FFW (MLP), attention, vocab (embedding + output), norms."""
     pc = tf.param_count(tf.get_model(model))
-    return {"FFW (MLP)": pc.mlp, "attention": pc.attention, "vocab (embed + unembed)": pc.embedding + pc.unembedding,
-            "norms": pc.norms}
+    return {
+        "FFW (MLP)": pc.mlp,
+        "attention": pc.attention,
+        "vocab (embed + unembed)": pc.embedding + pc.unembedding,
+        "norms": pc.norms,
+    }
 
 
 def _count(n: float) -> str:
@@ -86,22 +106,34 @@ def render_param_breakdown(models: Sequence[str] | str = ("llama3-70b", "llama3-
         ax.set_xlabel("parameters (billions)")
         ax.set_title(f"{name}: {_count(total)} parameters", fontsize=10)
         ax.grid(True, axis="x", alpha=0.3)
-    fig.suptitle("Where the parameters are (book ch. 6): FFW 3·L·D·F, attention L·(2DNH + 2DKH), vocab 2·V·D, "
-                 "norms (2L + 1)·D", fontsize=10)
+    fig.suptitle(
+        "Where the parameters are (book ch. 6): FFW 3·L·D·F, attention L·(2DNH + 2DKH), vocab 2·V·D, norms (2L + 1)·D",
+        fontsize=10,
+    )
     return fig
 
 
-def days_to_train(model="llama3-70b", tokens: float = 15e12, n_chips: float = 8960, chip="tpu-v5p",
-                  mfu: float = 0.4) -> float:
+def days_to_train(
+    model="llama3-70b", tokens: float = 15e12, n_chips: float = 8960, chip="tpu-v5p", mfu: float = 0.4
+) -> float:
     """Days to train on `n_chips`: 6 · params · tokens / (chips · C · MFU) (`training.training_time`), book ch. 6."""
     P = tf.param_count(tf.get_model(model)).total
     return T.training_time(P, tokens, n_chips, chip, mfu) / 86_400
 
 
-def render_days_to_train(model="llama3-70b", tokens: float = 15e12, chip="tpu-v5p",
-                         mfus: Sequence[float] = (0.2, 0.4, 0.6), *, chips: float | None = None,
-                         current_mfu: float | None = None, chips_range: tuple[float, float] = (256, 2**17),
-                         mfu_range: tuple[float, float] | None = None, slots: int = 0, ax=None) -> Figure:
+def render_days_to_train(
+    model="llama3-70b",
+    tokens: float = 15e12,
+    chip="tpu-v5p",
+    mfus: Sequence[float] = (0.2, 0.4, 0.6),
+    *,
+    chips: float | None = None,
+    current_mfu: float | None = None,
+    chips_range: tuple[float, float] = (256, 2**17),
+    mfu_range: tuple[float, float] | None = None,
+    slots: int = 0,
+    ax=None,
+) -> Figure:
     """Log-log days to train against the number of chips for several MFUs; the full pod and `chips` marked
     (and the curve of `current_mfu` drawn thicker).
 
@@ -119,8 +151,13 @@ def render_days_to_train(model="llama3-70b", tokens: float = 15e12, chip="tpu-v5
     shades = ["#9ecae1", "#3182bd", "#08519c", "#08306b"]
     for i, (m, d) in enumerate(curves.items()):
         cur = current_mfu is not None and math.isclose(m, current_mfu)
-        ax.plot(n, d, lw=3.2 if cur else 2, color=shades[i % len(shades)],
-                label=f"MFU {m:.0%}" + (" (current)" if cur else ""))
+        ax.plot(
+            n,
+            d,
+            lw=3.2 if cur else 2,
+            color=shades[i % len(shades)],
+            label=f"MFU {m:.0%}" + (" (current)" if cur else ""),
+        )
     for _ in range(slots - len(curves)):
         ax.plot([], [])  # an empty slot (no legend entry)
     ax.set_xscale("log")
@@ -133,14 +170,22 @@ def render_days_to_train(model="llama3-70b", tokens: float = 15e12, chip="tpu-v5
     if spec.pod_chips and n[0] < spec.pod_chips < n[-1]:
         ax.axvline(spec.pod_chips, color="#d62728", lw=1.2, ls="--")
         low = min(c.min() for c in curves.values())
-        ax.text(spec.pod_chips / 1.07, low * 1.1, f"full {spec.name} pod\n({spec.pod_chips:,} chips)",
-                color="#d62728", fontsize=8, va="bottom", ha="right")
+        ax.text(
+            spec.pod_chips / 1.07,
+            low * 1.1,
+            f"full {spec.name} pod\n({spec.pod_chips:,} chips)",
+            color="#d62728",
+            fontsize=8,
+            va="bottom",
+            ha="right",
+        )
         if chips is None:
             for i, m in enumerate(mfus):
                 d = days_to_train(name, tokens, spec.pod_chips, spec, m)
                 ax.plot([spec.pod_chips], [d], "o", color=shades[i % len(shades)], ms=5)
-                ax.text(spec.pod_chips * 1.1, d * 1.04, f"{d:.3g} days", fontsize=7.5, ha="left", va="bottom",
-                        color="0.15")
+                ax.text(
+                    spec.pod_chips * 1.1, d * 1.04, f"{d:.3g} days", fontsize=7.5, ha="left", va="bottom", color="0.15"
+                )
     if chips is not None and n[0] <= chips <= n[-1]:
         for i, m in enumerate(mfus):
             ax.plot([chips], [days_to_train(name, tokens, chips, spec, m)], "o", color=shades[i % len(shades)], ms=6)
@@ -149,8 +194,15 @@ def render_days_to_train(model="llama3-70b", tokens: float = 15e12, chip="tpu-v5
         ax.axvline(chips, color="0.4", lw=1)
     for d in (7, 30, 365):
         ax.axhline(d, color="0.7", lw=0.8, ls=":")
-        ax.text(n[0] * 1.05, d * 1.05, {7: "1 week", 30: "1 month", 365: "1 year"}[d], ha="left", va="bottom",
-                fontsize=7, color="0.4")
+        ax.text(
+            n[0] * 1.05,
+            d * 1.05,
+            {7: "1 week", 30: "1 month", 365: "1 year"}[d],
+            ha="left",
+            va="bottom",
+            fontsize=7,
+            color="0.4",
+        )
     ax.xaxis.set_major_formatter(plain_formatter())
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.yaxis.set_major_formatter(plain_formatter())
@@ -162,27 +214,41 @@ def render_days_to_train(model="llama3-70b", tokens: float = 15e12, chip="tpu-v5
     return fig
 
 
-def memory_per_chip(model="llama3-70b", batch_tokens: float = 4 * 2**20, n_chips: float = 8960,
-                    checkpoints_per_layer: float = 2) -> dict[str, float]:
+def memory_per_chip(
+    model="llama3-70b", batch_tokens: float = 4 * 2**20, n_chips: float = 8960, checkpoints_per_layer: float = 2
+) -> dict[str, float]:
     """Bytes per chip when everything is spread evenly (book ch. 6): bf16 params (2/param), fp32 Adam (8/param),
     activation checkpoints 2·D·B·(checkpoints per layer)·L bytes (`training.checkpoint_bytes`)."""
     cfg = tf.get_model(model)
     P = tf.param_count(cfg).total
-    m = T.training_memory(P, zero=3, X=n_chips, n_chips=n_chips,
-                          activation_bytes_total=T.checkpoint_bytes(cfg.D, cfg.L, batch_tokens, checkpoints_per_layer))
+    m = T.training_memory(
+        P,
+        zero=3,
+        X=n_chips,
+        n_chips=n_chips,
+        activation_bytes_total=T.checkpoint_bytes(cfg.D, cfg.L, batch_tokens, checkpoints_per_layer),
+    )
     return {"params": m.params, "optimizer": m.optimizer, "activations": m.activations}
 
 
-def min_chips_for_memory(model="llama3-70b", batch_tokens: float = 4 * 2**20, checkpoints_per_layer: float = 2,
-                         chip="tpu-v5p") -> int:
+def min_chips_for_memory(
+    model="llama3-70b", batch_tokens: float = 4 * 2**20, checkpoints_per_layer: float = 2, chip="tpu-v5p"
+) -> int:
     """The fewest chips whose HBM holds params, Adam state and checkpoints: ceil(total / HBM) (book ch. 6)."""
     total = sum(memory_per_chip(model, batch_tokens, 1, checkpoints_per_layer).values())
     return math.ceil(total / get_chip(chip).hbm_bytes)
 
 
-def render_memory_vs_checkpoints(model="llama3-70b", batch_tokens: float = 4 * 2**20, n_chips: int = 256,
-                                 chip="tpu-v5p", checkpoints: Sequence[int] = (1, 2, 3, 4, 5, 6, 7, 8), *,
-                                 current: float | None = None, ax=None) -> Figure:
+def render_memory_vs_checkpoints(
+    model="llama3-70b",
+    batch_tokens: float = 4 * 2**20,
+    n_chips: int = 256,
+    chip="tpu-v5p",
+    checkpoints: Sequence[int] = (1, 2, 3, 4, 5, 6, 7, 8),
+    *,
+    current: float | None = None,
+    ax=None,
+) -> Figure:
     """Stacked bars of memory per chip (params, optimizer, activation checkpoints) against checkpoints per
     layer on `n_chips` chips, with the chip's HBM as a line; bars over HBM are hatched. When every bar is
     under a quarter of HBM the axis zooms onto the bars and HBM is named in the legend instead (a line at
@@ -199,8 +265,11 @@ def render_memory_vs_checkpoints(model="llama3-70b", batch_tokens: float = 4 * 2
     hbm = spec.hbm_bytes / 1e9
     for part, color in (("params", "#1f4e9c"), ("optimizer", "#9ecae1"), ("activations", "#e6550d")):
         v = np.array([d[part] for d in data]) / 1e9
-        label = {"params": "params (bf16, 2 B each)", "optimizer": "Adam state (fp32, 8 B per param)",
-                 "activations": "activation checkpoints (bf16)"}[part]
+        label = {
+            "params": "params (bf16, 2 B each)",
+            "optimizer": "Adam state (fp32, 8 B per param)",
+            "activations": "activation checkpoints (bf16)",
+        }[part]
         bars = ax.bar(x, v, bottom=bottom, color=color, label=label, width=0.7)
         for bar, tot in zip(bars, bottom + v):
             if part == "activations" and tot > hbm:
@@ -211,29 +280,47 @@ def render_memory_vs_checkpoints(model="llama3-70b", batch_tokens: float = 4 * 2
         ax.text(xi, t, f"{t:.3g} GB", ha="center", va="bottom", fontsize=8)
     zoom = bottom.max() < hbm / 4
     if zoom:  # HBM far above every bar: keep the bars readable, say where HBM is
-        ax.plot([], [], color="#d62728", lw=1.5, ls="--",
-                label=f"HBM per chip ({hbm:.0f} GB, {hbm / bottom.max():.0f}× the tallest bar: off this scale)")
+        ax.plot(
+            [],
+            [],
+            color="#d62728",
+            lw=1.5,
+            ls="--",
+            label=f"HBM per chip ({hbm:.0f} GB, {hbm / bottom.max():.0f}× the tallest bar: off this scale)",
+        )
     else:
         ax.axhline(hbm, color="#d62728", lw=1.5, ls="--", label=f"HBM per chip ({hbm:.0f} GB)")
     if current is not None and current in checkpoints:
         i = list(checkpoints).index(current)
-        ax.annotate("current", (i, bottom[i]), xytext=(0, 14), textcoords="offset points", ha="center", fontsize=8,
-                    color="0.3")
+        ax.annotate(
+            "current", (i, bottom[i]), xytext=(0, 14), textcoords="offset points", ha="center", fontsize=8, color="0.3"
+        )
     ax.set_xticks(x, [str(k) for k in checkpoints])
     ax.set_ylim(0, (bottom.max() * 1.35) if zoom else max(bottom.max(), hbm) * 1.18)
     ax.set_xlabel("activation checkpoints per layer (each D values per token, bf16)")
     ax.set_ylabel("memory per chip (GB)")
-    ax.set_title(f"{name}, batch {format_si(batch_tokens, digits=3)} tokens on {n_chips:,} chips "
-                 "(everything sharded evenly)", fontsize=10)
+    ax.set_title(
+        f"{name}, batch {format_si(batch_tokens, digits=3)} tokens on {n_chips:,} chips (everything sharded evenly)",
+        fontsize=10,
+    )
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
     return fig
 
 
-def budget_readout(model="llama3-70b", tokens: float = 15e12, chips: int = 8960, mfu: float = 0.4,
-                   checkpoints_per_layer: int = 2, batch_tokens: float = 4 * 2**20, chip="tpu-v5p") -> str:
+def budget_readout(
+    model="llama3-70b",
+    tokens: float = 15e12,
+    chips: int = 8960,
+    mfu: float = 0.4,
+    checkpoints_per_layer: int = 2,
+    batch_tokens: float = 4 * 2**20,
+    chip="tpu-v5p",
+) -> str:
     """``training budget: llama3-70b, 15 T tokens, chips=8960, MFU=40% → 44.2 days | 6.35e+24 FLOPs | …``."""
-    head = f"{BUDGET_PREFIX}{model_name(model)}, {format_si(float(tokens), digits=3)} tokens, chips={chips}, MFU={mfu:.0%}"
+    head = (
+        f"{BUDGET_PREFIX}{model_name(model)}, {format_si(float(tokens), digits=3)} tokens, chips={chips}, MFU={mfu:.0%}"
+    )
     try:
         spec = get_chip(chip)
         P = tf.param_count(tf.get_model(model)).total
@@ -244,17 +331,26 @@ def budget_readout(model="llama3-70b", tokens: float = 15e12, chips: int = 8960,
     except INPUT_ERRORS as exc:
         return f"{head} → cannot evaluate: {error_text(exc)}"
     fits = "fits" if per_chip <= spec.hbm_bytes else "does NOT fit"
-    return (f"{head} → {days:.3g} days | {6 * P * tokens:.3g} FLOPs | {checkpoints_per_layer} checkpoints/layer: "
-            f"{format_bytes(per_chip * chips)} in all, {format_bytes(per_chip)}/chip ({fits} in "
-            f"{format_bytes(spec.hbm_bytes)}) | memory alone needs ≥ {need:,} chips")
+    return (
+        f"{head} → {days:.3g} days | {6 * P * tokens:.3g} FLOPs | {checkpoints_per_layer} checkpoints/layer: "
+        f"{format_bytes(per_chip * chips)} in all, {format_bytes(per_chip)}/chip ({fits} in "
+        f"{format_bytes(spec.hbm_bytes)}) | memory alone needs ≥ {need:,} chips"
+    )
 
 
 #: The budget widget's MFU slider range (the days axis spans it, so moving the slider only moves curves).
 MFU_RANGE = (0.05, 1.0)
 
 
-def render_budget(model="llama3-70b", tokens: float = 15e12, chips: int = 8960, mfu: float = 0.4,
-                  checkpoints_per_layer: int = 2, batch_tokens: float = 4 * 2**20, chip="tpu-v5p") -> Figure:
+def render_budget(
+    model="llama3-70b",
+    tokens: float = 15e12,
+    chips: int = 8960,
+    mfu: float = 0.4,
+    checkpoints_per_layer: int = 2,
+    batch_tokens: float = 4 * 2**20,
+    chip="tpu-v5p",
+) -> Figure:
     """Days to train vs chips (current chips and MFU marked) beside memory per chip vs checkpoints per layer."""
     try:
         budget_line = budget_readout(model, tokens, chips, mfu, checkpoints_per_layer, batch_tokens, chip)
@@ -265,44 +361,83 @@ def render_budget(model="llama3-70b", tokens: float = 15e12, chips: int = 8960, 
     fig = Figure(figsize=(13.0, 4.6), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
     mfus = sorted({0.2, 0.4, round(float(mfu), 2)} | {0.6})
-    render_days_to_train(model, tokens, chip, mfus, chips=chips, current_mfu=round(float(mfu), 2),
-                         chips_range=(min(128, chips / 2), max(2**17, chips * 2)), mfu_range=MFU_RANGE, slots=4,
-                         ax=ax1)
+    render_days_to_train(
+        model,
+        tokens,
+        chip,
+        mfus,
+        chips=chips,
+        current_mfu=round(float(mfu), 2),
+        chips_range=(min(128, chips / 2), max(2**17, chips * 2)),
+        mfu_range=MFU_RANGE,
+        slots=4,
+        ax=ax1,
+    )
     ks = list(range(1, max(8, int(checkpoints_per_layer)) + 1))  # evenly spaced: every count up to the current
     render_memory_vs_checkpoints(model, batch_tokens, chips, chip, ks, current=checkpoints_per_layer, ax=ax2)
     return fig
 
 
-def budget_widget(model: str = "llama3-70b", tokens: float = 15e12, chips: int = 8960, mfu: float = 0.4,
-                  checkpoints_per_layer: int = 2, batch_tokens: int = 4 * 2**20, chip: str = "tpu-v5p") -> W.VBox:
+def budget_widget(
+    model: str = "llama3-70b",
+    tokens: float = 15e12,
+    chips: int = 8960,
+    mfu: float = 0.4,
+    checkpoints_per_layer: int = 2,
+    batch_tokens: int = 4 * 2**20,
+    chip: str = "tpu-v5p",
+) -> W.VBox:
     """Model, training tokens, chips, an MFU slider and a checkpoints-per-layer slider; prints `budget_readout`."""
     models = list(tf.MODELS)
     model_dd = W.Dropdown(options=models if model in models else [model] + models, value=model, description="model")
-    tokens_dd = W.Dropdown(options=[("1T", 1e12), ("2T", 2e12), ("15T", 15e12), ("30T", 30e12)],
-                           value=tokens, description="tokens")
+    tokens_dd = W.Dropdown(
+        options=[("1T", 1e12), ("2T", 2e12), ("15T", 15e12), ("30T", 30e12)], value=tokens, description="tokens"
+    )
     chips_box = W.BoundedIntText(value=chips, min=1, max=10**7, description="chips")
-    mfu_sl = W.FloatSlider(value=mfu, min=MFU_RANGE[0], max=MFU_RANGE[1], step=0.05, description="MFU", readout_format=".0%",
-                           continuous_update=False)
+    mfu_sl = W.FloatSlider(
+        value=mfu,
+        min=MFU_RANGE[0],
+        max=MFU_RANGE[1],
+        step=0.05,
+        description="MFU",
+        readout_format=".0%",
+        continuous_update=False,
+    )
     ck_sl = W.IntSlider(value=checkpoints_per_layer, min=1, max=20, description="ckpt/layer", continuous_update=False)
     box = W.VBox()
 
     def view(model, tokens, chips, MFU, ckpt):
-        emit(box, budget_readout(model, tokens, chips, MFU, ckpt, batch_tokens, chip),
-              lambda: render_budget(model, tokens, chips, MFU, ckpt, batch_tokens, chip), key=(model, tokens, chips, ckpt))
+        emit(
+            box,
+            budget_readout(model, tokens, chips, MFU, ckpt, batch_tokens, chip),
+            lambda: render_budget(model, tokens, chips, MFU, ckpt, batch_tokens, chip),
+            key=(model, tokens, chips, ckpt),
+        )
 
     controls = {"model": model_dd, "tokens": tokens_dd, "chips": chips_box, "MFU": mfu_sl, "ckpt": ck_sl}
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([model_dd, tokens_dd, chips_box]), W.HBox([mfu_sl, ck_sl]), out]
     values = lambda: tuple(c.value for c in controls.values())  # noqa: E731
-    return attach(box, controls, out, lambda: budget_readout(*values(), batch_tokens, chip),
-                   lambda: render_budget(*values(), batch_tokens, chip))
+    return attach(
+        box,
+        controls,
+        out,
+        lambda: budget_readout(*values(), batch_tokens, chip),
+        lambda: render_budget(*values(), batch_tokens, chip),
+    )
 
 
 # --- the decision path ------------------------------------------------------------------------------------
 
 
-def decision_path(model="llama3-70b", batch_tokens: float = 4 * 2**20, seq_len: int = 4096, chip="tpu-v5p",
-                  n_chips: int | None = None, checkpoints_per_layer: float = 2) -> list[dict]:
+def decision_path(
+    model="llama3-70b",
+    batch_tokens: float = 4 * 2**20,
+    seq_len: int = 4096,
+    chip="tpu-v5p",
+    n_chips: int | None = None,
+    checkpoints_per_layer: float = 2,
+) -> list[dict]:
     """Book ch. 6's three steps, each evaluated by `training.evaluate` with `checkpoints_per_layer` checkpoints:
 
     1. pure FSDP over the batch only (sequence sharding not allowed) — more chips than sequences: infeasible;
@@ -325,39 +460,71 @@ def decision_path(model="llama3-70b", batch_tokens: float = 4 * 2**20, seq_len: 
             above = per_chip > thr
             kind = "compute-bound" if est.compute_bound else "communication-bound"
             verdict = f"{kind} ({per_chip:.0f} {'>' if above else '<'} {thr:.0f})"
-        rows.append({"step": step, "config": est.config.name, "feasible": ok, "tokens_per_chip": per_chip,
-                     "threshold": (thr_name, thr), "bound": est.bound if ok else "-", "verdict": verdict,
-                     "step_s": est.step_time if ok else math.nan, "mfu": est.mfu if ok else math.nan,
-                     "estimate": est})
+        rows.append(
+            {
+                "step": step,
+                "config": est.config.name,
+                "feasible": ok,
+                "tokens_per_chip": per_chip,
+                "threshold": (thr_name, thr),
+                "bound": est.bound if ok else "-",
+                "verdict": verdict,
+                "step_s": est.step_time if ok else math.nan,
+                "mfu": est.mfu if ok else math.nan,
+                "estimate": est,
+            }
+        )
 
     fsdp = T.Config(X=N, remat=checkpoints_per_layer)
     sequences = batch_tokens / seq_len
-    row("pure FSDP, batch only", T.evaluate(cfg, batch_tokens, fsdp, spec, seq_len=seq_len,
-                                            allow_sequence_sharding=False),
-        "sequences", sequences)
-    row("FSDP over batch and sequence", T.evaluate(cfg, batch_tokens, fsdp, spec, seq_len=seq_len),
-        "α/M_X", T.dp_min_batch_per_chip(spec, n))
+    row(
+        "pure FSDP, batch only",
+        T.evaluate(cfg, batch_tokens, fsdp, spec, seq_len=seq_len, allow_sequence_sharding=False),
+        "sequences",
+        sequences,
+    )
+    row(
+        "FSDP over batch and sequence",
+        T.evaluate(cfg, batch_tokens, fsdp, spec, seq_len=seq_len),
+        "α/M_X",
+        T.dp_min_batch_per_chip(spec, n),
+    )
     best = get_plan(cfg, spec, N, 1, batch_tokens, seq_len, True).best_of("fsdp+tp")
     X, Y = (best.config.X, best.config.Y) if best else (N // 4, 4)
     M_X, M_Y = T.ici_axes(spec, X, Y)
-    row("FSDP + TP (planner's split)", T.evaluate(cfg, batch_tokens, T.Config(X=X, Y=Y, remat=checkpoints_per_layer),
-                                                  spec, seq_len=seq_len),
-        "α²/(M_X·M_Y·F)", T.mixed_min_batch_per_chip(cfg.F, spec, M_X, M_Y))
+    row(
+        "FSDP + TP (planner's split)",
+        T.evaluate(cfg, batch_tokens, T.Config(X=X, Y=Y, remat=checkpoints_per_layer), spec, seq_len=seq_len),
+        "α²/(M_X·M_Y·F)",
+        T.mixed_min_batch_per_chip(cfg.F, spec, M_X, M_Y),
+    )
     return rows
 
 
-def decision_path_text(model="llama3-70b", batch_tokens: float = 4 * 2**20, seq_len: int = 4096, chip="tpu-v5p",
-                       n_chips: int | None = None, checkpoints_per_layer: float = 2) -> str:
+def decision_path_text(
+    model="llama3-70b",
+    batch_tokens: float = 4 * 2**20,
+    seq_len: int = 4096,
+    chip="tpu-v5p",
+    n_chips: int | None = None,
+    checkpoints_per_layer: float = 2,
+) -> str:
     """`decision_path` as a fixed-width table (deterministic text: rounded numbers only)."""
     rows = decision_path(model, batch_tokens, seq_len, chip, n_chips, checkpoints_per_layer)
     cells = []
     for r in rows:
         name, thr = r["threshold"]
-        cells.append({"step": r["step"], "config": r["config"], "tokens/chip": f"{r['tokens_per_chip']:.0f}",
-                      "threshold": f"{name} = {thr:,.0f}",
-                      "step time": format_time(r["step_s"]) if r["feasible"] else "-",
-                      "MFU": f"{r['mfu']:.0%}" if r["feasible"] else "-",
-                      "verdict": r["verdict"] if r["feasible"] else "infeasible"})
+        cells.append(
+            {
+                "step": r["step"],
+                "config": r["config"],
+                "tokens/chip": f"{r['tokens_per_chip']:.0f}",
+                "threshold": f"{name} = {thr:,.0f}",
+                "step time": format_time(r["step_s"]) if r["feasible"] else "-",
+                "MFU": f"{r['mfu']:.0%}" if r["feasible"] else "-",
+                "verdict": r["verdict"] if r["feasible"] else "infeasible",
+            }
+        )
     text = format_rows(cells)
     reasons = [f"  {r['step']}: {r['estimate'].reason}" for r in rows if not r["feasible"]]
     return text + ("\nwhy infeasible:\n" + "\n".join(reasons) if reasons else "")

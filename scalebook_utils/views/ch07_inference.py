@@ -2,7 +2,7 @@
 
 The same three layers as `training_views` (DESIGN §3): a pure *readout* returning one deterministic line with a
 fixed prefix, a *render* function returning a matplotlib Figure, and a *builder* wiring ipywidgets controls to
-both (``.controls``, ``.readout()``, ``.last_readout``, ``.snapshot()``, as `widgets._attach` gives them). Bad
+both (``.controls``, ``.readout()``, ``.last_readout``, ``.snapshot()``, as `_kit.attach` gives them). Bad
 input (an unknown model, chip or precision, a model that does not fit the slice, batch 0, a context that is too
 long) gives a readable line and a message figure, never an exception.
 
@@ -24,6 +24,7 @@ name: `ch07_plans` (prefixes, colours, `get_plan` and the shared helpers), `ch07
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Sequence
 
@@ -66,15 +67,30 @@ from scalebook_utils.views.ch07_plans import shape_text as _shape
 from scalebook_utils.views.ch07_plans import sig as _sig
 
 __all__ = [
-    "STEP_PREFIX", "KV_PREFIX", "FRONTIER_PREFIX", "PARETO_PREFIX", "CONTEXTS",
-    "serving_chips", "slice_options", "get_plan", "step_time_curves",
-    "step_time_readout", "render_step_time", "step_time_widget",
-    "kv_readout", "render_kv", "kv_explorer",
-    "frontier_readout", "render_frontier", "frontier_widget",
-    "context_pareto_readout", "render_context_pareto", "context_pareto_widget",
-    "COLORS", "format_value",
+    "STEP_PREFIX",
+    "KV_PREFIX",
+    "FRONTIER_PREFIX",
+    "PARETO_PREFIX",
+    "CONTEXTS",
+    "serving_chips",
+    "slice_options",
+    "get_plan",
+    "step_time_curves",
+    "step_time_readout",
+    "render_step_time",
+    "step_time_widget",
+    "kv_readout",
+    "render_kv",
+    "kv_explorer",
+    "frontier_readout",
+    "render_frontier",
+    "frontier_widget",
+    "context_pareto_readout",
+    "render_context_pareto",
+    "context_pareto_widget",
+    "COLORS",
+    "format_value",
 ]
-
 
 
 _BOUND_LABELS = {"ici": "ICI-bound", "kv": "KV-bound", "compute": "compute-bound", "weights": "weights-bound"}
@@ -88,21 +104,37 @@ def _bound(d: inf.DecodeStep) -> str:
 # --- (1) decode step time against the batch -----------------------------------------------------------------
 
 
-def step_time_curves(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision="int8-weights", S=8192,
-                     batches: Sequence[int] | None = None, *, max_context=None) -> dict:
+def step_time_curves(
+    model="llama3-70b",
+    chip="tpu-v5e",
+    slice_="4x4",
+    precision="int8-weights",
+    S=8192,
+    batches: Sequence[int] | None = None,
+    *,
+    max_context=None,
+) -> dict:
     """Every term of the decode step (seconds) at each batch: {"B", "weights", "kv", "flops", "ici", "total",
     "tokens" (tokens/s/chip), "plan"}. Batches past B_max are computed as if the HBM were large enough."""
     plan = get_plan(model, chip, slice_, precision, S, max_context=max_context)
     B = np.asarray(batches if batches is not None else [p.B for p in plan.points], dtype=float)
     steps = [_decode(plan, model, precision, int(b), check_memory=False) for b in B]
     get = lambda f: np.array([f(d) for d in steps])  # noqa: E731
-    return {"B": B, "weights": get(lambda d: d.t_hbm_weights), "kv": get(lambda d: d.t_hbm_kv),
-            "flops": get(lambda d: d.t_math), "ici": get(lambda d: d.t_ici), "total": get(lambda d: d.step_time),
-            "tokens": get(lambda d: d.tokens_per_s_per_chip), "plan": plan}
+    return {
+        "B": B,
+        "weights": get(lambda d: d.t_hbm_weights),
+        "kv": get(lambda d: d.t_hbm_kv),
+        "flops": get(lambda d: d.t_math),
+        "ici": get(lambda d: d.t_ici),
+        "total": get(lambda d: d.step_time),
+        "tokens": get(lambda d: d.tokens_per_s_per_chip),
+        "plan": plan,
+    }
 
 
-def step_time_readout(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision="int8-weights", S=8192, B=32, *,
-                      max_context=None) -> str:
+def step_time_readout(
+    model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision="int8-weights", S=8192, B=32, *, max_context=None
+) -> str:
     """``decode step: B=32 → 8.65 ms/step, 231 tokens/s/chip ($1.44/1M tokens), weights-bound (B_crit=120,
     B_max=138) | llama3-70b int8-weights on tpu-v5e 4x4, S=8192`` (`inference.decode_step` on the slice)."""
     head = f"{STEP_PREFIX}B={format_value(B)}"
@@ -111,9 +143,11 @@ def step_time_readout(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precisio
         d = _decode(plan, model, precision, B)
     except INPUT_ERRORS as exc:
         return f"{head} → cannot evaluate: {error_text(exc)}"
-    return (f"{head} → {_sig(d.step_time * 1e3)} ms/step, {_sig(d.tokens_per_s_per_chip)} tokens/s/chip"
-            f"{_cost(d.tokens_per_s_per_chip, plan.chip)}, {_bound(d)} (B_crit={plan.B_crit:.0f}, "
-            f"B_max={plan.B_max}) | {plan.model} {_pl(plan)} on {_on(plan)}, S={format_value(S)}")
+    return (
+        f"{head} → {_sig(d.step_time * 1e3)} ms/step, {_sig(d.tokens_per_s_per_chip)} tokens/s/chip"
+        f"{_cost(d.tokens_per_s_per_chip, plan.chip)}, {_bound(d)} (B_crit={plan.B_crit:.0f}, "
+        f"B_max={plan.B_max}) | {plan.model} {_pl(plan)} on {_on(plan)}, S={format_value(S)}"
+    )
 
 
 def _regions(ax, lo, hi, B_crit, B_max, *, log, label=True) -> None:
@@ -121,16 +155,38 @@ def _regions(ax, lo, hi, B_crit, B_max, *, log, label=True) -> None:
     knee = min(max(B_crit, lo), hi)
     ax.axvspan(lo, knee, color=COLORS["mem"], lw=0, label="MLP weights-bound (flat part)" if label else None)
     if B_crit < hi:
-        ax.axvspan(knee, hi, color=COLORS["compute"], alpha=0.8 if log else 0.5, lw=0,
-                   label="MLP compute-bound (B > B_crit)" if label else None)
+        ax.axvspan(
+            knee,
+            hi,
+            color=COLORS["compute"],
+            alpha=0.8 if log else 0.5,
+            lw=0,
+            label="MLP compute-bound (B > B_crit)" if label else None,
+        )
         ax.axvline(B_crit, color="#b2182b", lw=1.2, ls="--", label=f"knee: B_crit = {B_crit:.0f}" if label else None)
     if B_max < hi:
-        ax.axvspan(B_max, hi, facecolor="none", edgecolor="0.5", hatch="//", lw=0,
-                   label=f"KV caches do not fit (B > {B_max})" if label else None)
+        ax.axvspan(
+            B_max,
+            hi,
+            facecolor="none",
+            edgecolor="0.5",
+            hatch="//",
+            lw=0,
+            label=f"KV caches do not fit (B > {B_max})" if label else None,
+        )
 
 
-def render_step_time(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision="int8-weights", S=8192,
-                     B=None, *, log=False, max_context=None) -> Figure:
+def render_step_time(
+    model="llama3-70b",
+    chip="tpu-v5e",
+    slice_="4x4",
+    precision="int8-weights",
+    S=8192,
+    B=None,
+    *,
+    log=False,
+    max_context=None,
+) -> Figure:
     """Left: step time (ms) against the batch — weight loading, KV loading, matmul FLOPs, ICI and the total
     KV + max(weights, FLOPs); the flat region and the knee at B_crit shaded. Right: tokens/s/chip against the
     batch. Linear axes: batches 1 … B_max. `log=True`: log axes up to max(B_max, 4·B_crit), past B_max hatched
@@ -175,23 +231,29 @@ def render_step_time(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision
     ax1.set_ylabel("time per decode step (ms)")
     ax2.set_ylabel("throughput (tokens/s per chip)")
     ax1.set_title("step time and its parts", fontsize=10)
-    ax2.set_title(f"throughput: max {_sig(c['tokens'][x <= plan.B_max].max())} tokens/s/chip at B ≤ {plan.B_max}",
-                  fontsize=10)
+    ax2.set_title(
+        f"throughput: max {_sig(c['tokens'][x <= plan.B_max].max())} tokens/s/chip at B ≤ {plan.B_max}", fontsize=10
+    )
     fig.legend(*ax1.get_legend_handles_labels(), loc="outside lower center", ncols=5, fontsize=8)
     ax2.legend(loc="upper left" if log else "lower right", fontsize=8, framealpha=0.92)
-    fig.suptitle(f"{plan.model} in {_pl(plan)} on {plan.chip} {_shape(plan.shape)} ({plan.n_chips} chips), "
-                 f"S = {format_value(S)} tokens of context (book ch. 7 step-time bound)", fontsize=10.5)
+    fig.suptitle(
+        f"{plan.model} in {_pl(plan)} on {plan.chip} {_shape(plan.shape)} ({plan.n_chips} chips), "
+        f"S = {format_value(S)} tokens of context (book ch. 7 step-time bound)",
+        fontsize=10.5,
+    )
     return fig
 
 
-def step_time_widget(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision="int8-weights", S=8192, B=32, *,
-                     log=False) -> W.VBox:
+def step_time_widget(
+    model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision="int8-weights", S=8192, B=32, *, log=False
+) -> W.VBox:
     """Model, chip, slice, precision, context S and a batch slider "B" (its end follows B_max); prints
     `step_time_readout` and draws `render_step_time`."""
     model_dd = W.Dropdown(options=_model_options(model), value=model, description="model")
     chips = serving_chips()
-    chip_dd = W.Dropdown(options=chips if chip in dict(chips).values() else [(chip, chip), *chips], value=chip,
-                         description="chip")
+    chip_dd = W.Dropdown(
+        options=chips if chip in dict(chips).values() else [(chip, chip), *chips], value=chip, description="chip"
+    )
     try:
         s0 = _shape(sv.slice_shape(chip, slice_)) if isinstance(slice_, int) else str(slice_)
     except INPUT_ERRORS:
@@ -205,20 +267,20 @@ def step_time_widget(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision
 
     opts = slices_for(chip)
     slice_dd = W.Dropdown(options=opts if s0 in opts else [s0, *opts], value=s0, description="slice")
-    prec_dd = W.Dropdown(options=list(dict.fromkeys([precision, *inf.PRECISIONS])), value=precision,
-                         description="precision")
+    prec_dd = W.Dropdown(
+        options=list(dict.fromkeys([precision, *inf.PRECISIONS])), value=precision, description="precision"
+    )
     s_dd = W.Dropdown(options=_contexts(S), value=S, description="context S")
-    b_sl = W.IntSlider(value=B, min=1, max=max(B, 1), description="B", continuous_update=False,
-                       layout=W.Layout(width="70%"))
+    b_sl = W.IntSlider(
+        value=B, min=1, max=max(B, 1), description="B", continuous_update=False, layout=W.Layout(width="70%")
+    )
     box = W.VBox()
 
     def on_config(change=None):  # the slider's end follows the largest batch that fits
         if change is not None and getattr(box, "quiet", False):
             return
-        try:
+        with contextlib.suppress(*INPUT_ERRORS):
             b_sl.max = max(get_plan(model_dd.value, chip_dd.value, slice_dd.value, prec_dd.value, s_dd.value).B_max, 1)
-        except INPUT_ERRORS:
-            pass
 
     def on_chip(change):  # keep the chip count when the new chip offers it
         old = slice_dd.value
@@ -239,14 +301,17 @@ def step_time_widget(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision
     def view(model, chip, slice_, precision, S, B):
         if getattr(box, "quiet", False):
             return
-        emit(box, step_time_readout(model, chip, slice_, precision, S, B),
-              lambda: render_step_time(model, chip, slice_, precision, S, B, log=log),
-              key=(model, chip, slice_, precision, S))
+        emit(
+            box,
+            step_time_readout(model, chip, slice_, precision, S, B),
+            lambda: render_step_time(model, chip, slice_, precision, S, B, log=log),
+            key=(model, chip, slice_, precision, S),
+        )
 
     controls = {"model": model_dd, "chip": chip_dd, "slice_": slice_dd, "precision": prec_dd, "S": s_dd, "B": b_sl}
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([model_dd, chip_dd, slice_dd]), W.HBox([prec_dd, s_dd]), b_sl, out]
     values = lambda: tuple(w.value for w in controls.values())  # noqa: E731
-    return attach(box, controls, out, lambda: step_time_readout(*values()),
-                   lambda: render_step_time(*values(), log=log))
-
+    return attach(
+        box, controls, out, lambda: step_time_readout(*values()), lambda: render_step_time(*values(), log=log)
+    )

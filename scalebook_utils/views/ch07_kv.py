@@ -59,24 +59,29 @@ def kv_readout(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v
         per_token = m.kv_bytes_per_token(p)
         hbm, weights = n_chips * c.hbm_bytes, m.weight_bytes(p)
         kind = "MLA latent cache" if cfg.is_mla else f"{_attn_kind(K, cfg.N)} (K={K} of N={cfg.N})"
-        line = (f"{KV_PREFIX}{cfg.name} {kind}, {p.label}, S={format_value(S)} → {format_bytes(per_token)}/token, "
-                f"{format_bytes(per_token * S)} per sequence | weights {format_bytes(weights)} on "
-                f"{format_value(n_chips)} × {c.name} ({format_bytes(hbm)} HBM): ")
+        line = (
+            f"{KV_PREFIX}{cfg.name} {kind}, {p.label}, S={format_value(S)} → {format_bytes(per_token)}/token, "
+            f"{format_bytes(per_token * S)} per sequence | weights {format_bytes(weights)} on "
+            f"{format_value(n_chips)} × {c.name} ({format_bytes(hbm)} HBM): "
+        )
         if weights >= hbm:
             return line + f"weights do not fit (≥ {inf.min_chips(m, c, p, pow2=False)} chips needed)"
         line += f"max batch {inf.max_batch(m, S, c, n_chips, p)}"
         if B is not None:
             d = inf.decode_step(m, B, S, c, n_chips, p, check_memory=False, conventions="book")
             fits = "fits" if d.memory_bytes <= hbm else "does not fit"
-            line += (f" | B={format_value(B)}: {format_bytes(d.memory_bytes)} ({fits}), "
-                     f"{_sig(d.step_time * 1e3)} ms/step, {_sig(d.tokens_per_s)} tokens/s")
+            line += (
+                f" | B={format_value(B)}: {format_bytes(d.memory_bytes)} ({fits}), "
+                f"{_sig(d.step_time * 1e3)} ms/step, {_sig(d.tokens_per_s)} tokens/s"
+            )
         return line
     except INPUT_ERRORS as exc:
         return f"{head} → cannot evaluate: {error_text(exc)}"
 
 
-def render_kv(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v5e", n_chips=8, *, B=None,
-              B_range=(1, 256)) -> Figure:
+def render_kv(
+    model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v5e", n_chips=8, *, B=None, B_range=(1, 256)
+) -> Figure:
     """Three log-scale panels against the batch: memory (weights + KV caches) with the HBM line, step time and
     throughput (whole slice), for the chosen K and, faint, MHA (K = N), the book's GQA K = 8 (when 8 divides N) and
     MQA (K = 1). Dotted where the caches
@@ -96,9 +101,11 @@ def render_kv(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v5
         for k in variants:
             m = _kv_model(cfg, None if cfg.is_mla else k)[2]
             steps = [inf.decode_step(m, b, S, c, n_chips, p, check_memory=False, conventions="book") for b in x]
-            curves[k] = {"mem": np.array([d.memory_bytes for d in steps]) / 1e9,
-                         "ms": np.array([d.step_time for d in steps]) * 1e3,
-                         "tps": np.array([d.tokens_per_s for d in steps])}
+            curves[k] = {
+                "mem": np.array([d.memory_bytes for d in steps]) / 1e9,
+                "ms": np.array([d.step_time for d in steps]) * 1e3,
+                "tps": np.array([d.tokens_per_s for d in steps]),
+            }
     except INPUT_ERRORS as exc:
         return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(13.5, 4.4), layout="constrained")
@@ -118,9 +125,11 @@ def render_kv(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v5
         d = inf.decode_step(m0, B, S, c, n_chips, p, check_memory=False, conventions="book")
         for ax, v in zip(axes, (d.memory_bytes / 1e9, d.step_time * 1e3, d.tokens_per_s)):
             ax.plot([B], [v], "o", color="#d62728", ms=7, zorder=5)
-    for ax, ylabel, title in zip(axes, ("memory: weights + KV caches (GB)", "time per decode step (ms)",
-                                        "throughput (tokens/s, whole slice)"),
-                                 ("memory vs HBM (dotted: does not fit)", "step time", "throughput")):
+    for ax, ylabel, title in zip(
+        axes,
+        ("memory: weights + KV caches (GB)", "time per decode step (ms)", "throughput (tokens/s, whole slice)"),
+        ("memory vs HBM (dotted: does not fit)", "step time", "throughput"),
+    ):
         log_axes(ax)
         ax.set_xlim(x[0], x[-1])
         ax.set_xlabel("batch B (sequences)")
@@ -128,8 +137,11 @@ def render_kv(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v5
         ax.set_title(title, fontsize=10)
         ax.grid(True, which="major", alpha=0.3)
     axes[0].legend(fontsize=8, loc="upper left")
-    fig.suptitle(f"{cfg.name} in {p.label}, S = {format_value(S)} tokens, on {format_value(n_chips)} × {c.name}: "
-                 "the KV cache against the batch (book ch. 7 'What about memory?')", fontsize=10.5)
+    fig.suptitle(
+        f"{cfg.name} in {p.label}, S = {format_value(S)} tokens, on {format_value(n_chips)} × {c.name}: "
+        "the KV cache against the batch (book ch. 7 'What about memory?')",
+        fontsize=10.5,
+    )
     return fig
 
 
@@ -145,8 +157,11 @@ def kv_explorer(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-
             return [("—", None)]
         if cfg.is_mla:
             return [("MLA latent", None)]
-        return [(f"{_attn_kind(k, cfg.N)} K={k}" + (" (the model's)" if k == cfg.K else ""), k)
-                for k in range(cfg.N, 0, -1) if cfg.N % k == 0]
+        return [
+            (f"{_attn_kind(k, cfg.N)} K={k}" + (" (the model's)" if k == cfg.K else ""), k)
+            for k in range(cfg.N, 0, -1)
+            if cfg.N % k == 0
+        ]
 
     def own_k(name):
         try:
@@ -157,8 +172,9 @@ def kv_explorer(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-
     ks = k_options(model)
     k0 = K if K is not None else own_k(model)
     k_dd = W.Dropdown(options=ks, value=k0 if k0 in dict(ks).values() else ks[0][1], description="KV heads")
-    prec_dd = W.Dropdown(options=list(dict.fromkeys([precision, *inf.PRECISIONS])), value=precision,
-                         description="precision")
+    prec_dd = W.Dropdown(
+        options=list(dict.fromkeys([precision, *inf.PRECISIONS])), value=precision, description="precision"
+    )
     s_dd = W.Dropdown(options=_contexts(S), value=S, description="context S")
     chip_dd = W.Dropdown(options=[n for _l, n in serving_chips()], value=get_chip(chip).name, description="chip")
     n_dd = W.Dropdown(options=sorted({1, 2, 4, 8, 16, 32, 64, n_chips}), value=n_chips, description="chips")
@@ -177,15 +193,29 @@ def kv_explorer(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-
     def view(model, K, precision, S, chip, n_chips, B):
         if getattr(box, "quiet", False):
             return
-        emit(box, kv_readout(model, K, precision, S, chip, n_chips, B=B),
-              lambda: render_kv(model, K, precision, S, chip, n_chips, B=B), key=(model, K, precision, S, chip, n_chips))
+        emit(
+            box,
+            kv_readout(model, K, precision, S, chip, n_chips, B=B),
+            lambda: render_kv(model, K, precision, S, chip, n_chips, B=B),
+            key=(model, K, precision, S, chip, n_chips),
+        )
 
-    controls = {"model": model_dd, "K": k_dd, "precision": prec_dd, "S": s_dd, "chip": chip_dd, "n_chips": n_dd,
-                "B": b_sl}
+    controls = {
+        "model": model_dd,
+        "K": k_dd,
+        "precision": prec_dd,
+        "S": s_dd,
+        "chip": chip_dd,
+        "n_chips": n_dd,
+        "B": b_sl,
+    }
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([model_dd, k_dd, prec_dd]), W.HBox([s_dd, chip_dd, n_dd]), b_sl, out]
     values = lambda: tuple(w.value for w in controls.values())  # noqa: E731
-    return attach(box, controls, out, lambda: kv_readout(*values()[:-1], B=b_sl.value),
-                   lambda: render_kv(*values()[:-1], B=b_sl.value))
-
-
+    return attach(
+        box,
+        controls,
+        out,
+        lambda: kv_readout(*values()[:-1], B=b_sl.value),
+        lambda: render_kv(*values()[:-1], B=b_sl.value),
+    )

@@ -19,10 +19,26 @@ from scalebook_utils.core.units import require_number
 from scalebook_utils.views._kit import format_number
 
 __all__ = [
-    "STEP_PREFIX", "KV_PREFIX", "FRONTIER_PREFIX", "PARETO_PREFIX", "CONTEXTS", "COLORS",
-    "format_value", "serving_chips", "slice_options", "get_plan",
-    "sig", "model_name", "shape_text", "plan_on", "cost_text", "model_options", "precision_text", "decode_at",
-    "quiet", "contexts",
+    "STEP_PREFIX",
+    "KV_PREFIX",
+    "FRONTIER_PREFIX",
+    "PARETO_PREFIX",
+    "CONTEXTS",
+    "COLORS",
+    "format_value",
+    "serving_chips",
+    "slice_options",
+    "get_plan",
+    "sig",
+    "model_name",
+    "shape_text",
+    "plan_on",
+    "cost_text",
+    "model_options",
+    "precision_text",
+    "decode_at",
+    "quiet",
+    "contexts",
 ]
 
 #: Tests, the notebook and the browser test wait for these prefixes; do not change them.
@@ -34,8 +50,16 @@ PARETO_PREFIX = "pareto: "
 #: Context lengths the widgets offer (tokens).
 CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 #: One colour per term of the step time (and the memory-/compute-bound bands), shared with `ch07_figures`.
-COLORS = {"total": "black", "weights": "#1f4e9c", "kv": "#e6550d", "flops": "#31a354", "ici": "#7b3294",
-          "mem": "#dceaf7", "compute": "#f4c7c3", "oom": "0.85"}
+COLORS = {
+    "total": "black",
+    "weights": "#1f4e9c",
+    "kv": "#e6550d",
+    "flops": "#31a354",
+    "ici": "#7b3294",
+    "mem": "#dceaf7",
+    "compute": "#f4c7c3",
+    "oom": "0.85",
+}
 
 
 # --- small helpers ----------------------------------------------------------------------------------------
@@ -73,9 +97,6 @@ def cost_text(tokens_per_s_per_chip: float, chip) -> str:
     return f" (${inf.cost_per_million_tokens(tokens_per_s_per_chip, chip):.3g}/1M tokens)"
 
 
-
-
-
 def model_options(model) -> list[tuple[str, object]]:
     """(label, value) of the model presets, the caller's model first (a name, config or `ServedModel`)."""
     first = (model, model) if isinstance(model, str) else (f"{model_name(model)} (as given)", model)
@@ -106,8 +127,9 @@ def _plan_cached(model, chip, slice_, precision, S, max_context):
     return sv.plan_serving(model, chip, slice_, precision, S, max_context=max_context)
 
 
-def get_plan(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision="int8-weights", S=8192, *,
-             max_context=None) -> sv.ServingPlan:
+def get_plan(
+    model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision="int8-weights", S=8192, *, max_context=None
+) -> sv.ServingPlan:
     """`serving.plan_serving` (cached): the feasible batches 1 … B_max, B_crit and the slice shape."""
     slice_ = tuple(slice_) if isinstance(slice_, list) else slice_
     try:
@@ -122,10 +144,13 @@ def decode_at(plan: sv.ServingPlan, model, precision, B, *, check_memory=True) -
     """The decode step of `plan`'s slice at batch B; a batch that does not fit gives a reader's message."""
     require_number("B (batch)", B, minimum=1)
     if check_memory and B > plan.B_max:
-        raise ValueError(f"B={format_value(B)} does not fit: at most {plan.B_max} sequences of {plan.S:g} tokens fit "
-                         f"beside the weights on {plan_on(plan)} in {plan.precision}")
-    return inf.decode_step(model, B, plan.S, plan.chip, plan.n_chips, precision, shape=plan.shape, check_memory=False,
-                           conventions="book")
+        raise ValueError(
+            f"B={format_value(B)} does not fit: at most {plan.B_max} sequences of {plan.S:g} tokens fit "
+            f"beside the weights on {plan_on(plan)} in {plan.precision}"
+        )
+    return inf.decode_step(
+        model, B, plan.S, plan.chip, plan.n_chips, precision, shape=plan.shape, check_memory=False, conventions="book"
+    )
 
 
 @contextlib.contextmanager
@@ -138,9 +163,5 @@ def quiet(box):
         box.quiet = False
 
 
-
-
-
 def contexts(S) -> list:
     return list(CONTEXTS) if S in CONTEXTS else sorted({*CONTEXTS, S}, key=lambda v: (not isinstance(v, int), v))
-

@@ -75,22 +75,47 @@ from scalebook_utils.views.ch08_configs import (
 from scalebook_utils.views.ch08_tp import render_tp_check, tp_check, tp_check_readout, tp_check_widget
 
 __all__ = [
-    "SLICE_PREFIX", "CONFIG_PREFIX", "TP_PREFIX", "PREFILL_PREFIX", "DISAGG_PREFIX", "BOOK_CURVE_PREFIX",
-    "BOOK_70B", "BOOK_PRECISIONS", "BOOK_CONFIGS", "SLICES", "precision_label",
-    "smallest_slice_rows", "smallest_slice_text", "smallest_slice_readout", "render_memory_per_slice",
-    "config_rows", "config_text", "config_readout", "render_configs",
-    "tp_check", "tp_check_readout", "render_tp_check", "tp_check_widget",
-    "prefill_readout", "render_prefill",
-    "Disaggregation", "disaggregation", "disaggregation_readout", "render_disaggregation", "disaggregation_widget",
-    "book_roofline_readout", "render_book_roofline",
+    "SLICE_PREFIX",
+    "CONFIG_PREFIX",
+    "TP_PREFIX",
+    "PREFILL_PREFIX",
+    "DISAGG_PREFIX",
+    "BOOK_CURVE_PREFIX",
+    "BOOK_70B",
+    "BOOK_PRECISIONS",
+    "BOOK_CONFIGS",
+    "SLICES",
+    "precision_label",
+    "smallest_slice_rows",
+    "smallest_slice_text",
+    "smallest_slice_readout",
+    "render_memory_per_slice",
+    "config_rows",
+    "config_text",
+    "config_readout",
+    "render_configs",
+    "tp_check",
+    "tp_check_readout",
+    "render_tp_check",
+    "tp_check_widget",
+    "prefill_readout",
+    "render_prefill",
+    "Disaggregation",
+    "disaggregation",
+    "disaggregation_readout",
+    "render_disaggregation",
+    "disaggregation_widget",
+    "book_roofline_readout",
+    "render_book_roofline",
 ]
 
 
 # --- 4. prefill ----------------------------------------------------------------------------------------------
 
 
-def prefill_readout(T: float = 8192, n_chips: int = 16, mfu: float = 0.4, model=BOOK_70B, chip="tpu-v5e",
-                    precision="bf16") -> str:
+def prefill_readout(
+    T: float = 8192, n_chips: int = 16, mfu: float = 0.4, model=BOOK_70B, chip="tpu-v5e", precision="bf16"
+) -> str:
     """``prefill: T=8192 on 16 × tpu-v5e at MFU 40% → 910 ms (2·P·T = 1.15e+15 FLOPs) | with causal attention
     FLOPs 979 ms | weight loads 10.7 ms: compute-bound`` (book ch. 8 in-text question 10; the book's
     conventions, `inference.prefill_time(..., conventions="book")`: no communication term)."""
@@ -101,8 +126,10 @@ def prefill_readout(T: float = 8192, n_chips: int = 16, mfu: float = 0.4, model=
     except INPUT_ERRORS as exc:
         return _fail(head, exc)
     bound = "compute-bound" if pf.t_math >= pf.t_hbm_weights else "weight-load-bound"
-    return (f"{head} → {format_time(pf.time)} (2·P·T = {pf.flops:.3g} FLOPs) | with causal attention FLOPs "
-            f"{format_time(att.time)} | weight loads {format_time(pf.t_hbm_weights)}: {bound}")
+    return (
+        f"{head} → {format_time(pf.time)} (2·P·T = {pf.flops:.3g} FLOPs) | with causal attention FLOPs "
+        f"{format_time(att.time)} | weight loads {format_time(pf.t_hbm_weights)}: {bound}"
+    )
 
 
 def _pct(x) -> str:
@@ -112,17 +139,28 @@ def _pct(x) -> str:
         return repr(x)
 
 
-def render_prefill(model=BOOK_70B, chip="tpu-v5e", precision="bf16", mfu: float = 0.4,
-                   chips: Sequence[int] = (4, 8, 16, 32), *, T: float = 8192,
-                   T_range: tuple[float, float] = (128, 131072)) -> Figure:
+def render_prefill(
+    model=BOOK_70B,
+    chip="tpu-v5e",
+    precision="bf16",
+    mfu: float = 0.4,
+    chips: Sequence[int] = (4, 8, 16, 32),
+    *,
+    T: float = 8192,
+    T_range: tuple[float, float] = (128, 131072),
+) -> Figure:
     """Prefill time against prompt length (log-log) for several slice sizes: 2·P·T/(N·C·MFU) (solid) and with the
     causal attention FLOPs (dashed); the weight-loading floor shows where short prompts stop being compute-bound."""
     try:
         Ts = np.geomspace(T_range[0], T_range[1], 120)
-        book = dict(mfu=mfu, conventions="book")   # ch. 8's 2·P·T/(N·C·MFU): no communication term
-        curves = {n: ([I.prefill_time(model, t, chip, n, precision, **book).time for t in Ts],
-                      [I.prefill_time(model, t, chip, n, precision, include_attention=True, **book).time for t in Ts])
-                  for n in chips}
+        book = dict(mfu=mfu, conventions="book")  # ch. 8's 2·P·T/(N·C·MFU): no communication term
+        curves = {
+            n: (
+                [I.prefill_time(model, t, chip, n, precision, **book).time for t in Ts],
+                [I.prefill_time(model, t, chip, n, precision, include_attention=True, **book).time for t in Ts],
+            )
+            for n in chips
+        }
         here = {n: I.prefill_time(model, T, chip, n, precision, mfu=mfu, conventions="book").time for n in chips}
         name, meaning = _label(model), _meaning(precision)
     except INPUT_ERRORS as exc:
@@ -142,8 +180,11 @@ def render_prefill(model=BOOK_70B, chip="tpu-v5e", precision="bf16", mfu: float 
     _log_axes(ax)
     ax.set_xlabel("prompt length T (tokens)")
     ax.set_ylabel("prefill time (s)")
-    ax.set_title(f"{name} {meaning} prefill on {get_chip(chip).name} at {_pct(mfu)} MFU\n"
-                 "T_prefill = 2·P·T / (N·C·MFU) on N chips", fontsize=10)
+    ax.set_title(
+        f"{name} {meaning} prefill on {get_chip(chip).name} at {_pct(mfu)} MFU\n"
+        "T_prefill = 2·P·T / (N·C·MFU) on N chips",
+        fontsize=10,
+    )
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
     return fig
@@ -191,8 +232,17 @@ class Disaggregation:
         return self.ratio * self.prefill_chips / self.generate_chips
 
 
-def disaggregation(prompt: int = 8192, decode: int = 512, B: int = 32, prefill_slice="4x4", generate_slice="4x4",
-                   precision="bf16", mfu: float = 0.4, model=BOOK_70B, chip="tpu-v5e") -> Disaggregation:
+def disaggregation(
+    prompt: int = 8192,
+    decode: int = 512,
+    B: int = 32,
+    prefill_slice="4x4",
+    generate_slice="4x4",
+    precision="bf16",
+    mfu: float = 0.4,
+    model=BOOK_70B,
+    chip="tpu-v5e",
+) -> Disaggregation:
     """Evaluate disaggregated serving: one prompt's prefill on `prefill_slice` (`inference.prefill_time`), the
     generate step of B sequences on `generate_slice` (`serving.plan_serving`, context prompt + decode/2), the
     balance of the two pools and the KV traffic. Raises ValueError when the batch does not fit."""
@@ -206,30 +256,48 @@ def disaggregation(prompt: int = 8192, decode: int = 512, B: int = 32, prefill_s
     pf = I.prefill_time(model, prompt, c, n_pre, precision, mfu=mfu, conventions="book")
     kv_tok = I.served_model(model).kv_bytes_per_token(precision)
     ev = I.kv_eviction_rate(B, prompt, decode, kv_bytes_per_token=kv_tok, step_time=pt.latency)
-    return Disaggregation(prompt=prompt, decode=decode, B=B, context=ctx, prefill_chips=n_pre,
-                          generate_chips=plan.n_chips, prefill=pf, point=pt,
-                          ratio=I.prefill_servers_per_generate_server(pf.time, pt.latency, B, decode),
-                          eviction=ev, kv_in_bytes_per_s=ev.sequences_per_step * prompt * kv_tok / pt.latency)
+    return Disaggregation(
+        prompt=prompt,
+        decode=decode,
+        B=B,
+        context=ctx,
+        prefill_chips=n_pre,
+        generate_chips=plan.n_chips,
+        prefill=pf,
+        point=pt,
+        ratio=I.prefill_servers_per_generate_server(pf.time, pt.latency, B, decode),
+        eviction=ev,
+        kv_in_bytes_per_s=ev.sequences_per_step * prompt * kv_tok / pt.latency,
+    )
 
 
-def disaggregation_readout(prompt: int = 8192, decode: int = 512, B: int = 32, prefill_slice="4x4",
-                           generate_slice="4x4", precision="bf16", mfu: float = 0.4, model=BOOK_70B,
-                           chip="tpu-v5e") -> str:
+def disaggregation_readout(
+    prompt: int = 8192,
+    decode: int = 512,
+    B: int = 32,
+    prefill_slice="4x4",
+    generate_slice="4x4",
+    precision="bf16",
+    mfu: float = 0.4,
+    model=BOOK_70B,
+    chip="tpu-v5e",
+) -> str:
     """``disaggregation: prompt=8192, decode=512, B=32, bf16 → prefill 4x4 at MFU 40%: 910 ms/prompt | generate
     4x4: 17.6 ms/step at 8448 tokens of context | 3.23 prefill servers per generate server (3.23 chips per
     generate chip) | evict 544 KV tokens/step; new prompts' KV in: 9.5 GB/s``."""
-    head = (f"{DISAGG_PREFIX}prompt={_safe_num(prompt)}, decode={_safe_num(decode)}, B={_safe_num(B)}, "
-            f"{precision}")
+    head = f"{DISAGG_PREFIX}prompt={_safe_num(prompt)}, decode={_safe_num(decode)}, B={_safe_num(B)}, {precision}"
     try:
         d = disaggregation(prompt, decode, B, prefill_slice, generate_slice, precision, mfu, model, chip)
     except INPUT_ERRORS as exc:
         return _fail(head, exc)
     head = f"{DISAGG_PREFIX}prompt={prompt}, decode={decode}, B={B}, {_meaning(precision)}"
-    return (f"{head} → prefill {prefill_slice} at MFU {_pct(mfu)}: {format_time(d.prefill.time)}/prompt | generate "
-            f"{generate_slice}: {format_time(d.point.latency)}/step at {format_number(d.context)} tokens of context | "
-            f"{d.ratio:.3g} prefill servers per generate server ({d.chip_ratio:.3g} chips per generate chip) | "
-            f"evict {d.eviction.tokens_per_step:.4g} KV tokens/step; new prompts' KV in: "
-            f"{format_bytes(d.kv_in_bytes_per_s)}/s")
+    return (
+        f"{head} → prefill {prefill_slice} at MFU {_pct(mfu)}: {format_time(d.prefill.time)}/prompt | generate "
+        f"{generate_slice}: {format_time(d.point.latency)}/step at {format_number(d.context)} tokens of context | "
+        f"{d.ratio:.3g} prefill servers per generate server ({d.chip_ratio:.3g} chips per generate chip) | "
+        f"evict {d.eviction.tokens_per_step:.4g} KV tokens/step; new prompts' KV in: "
+        f"{format_bytes(d.kv_in_bytes_per_s)}/s"
+    )
 
 
 #: prompt lengths (tokens) the disaggregation figure's curves are drawn at
@@ -241,8 +309,7 @@ def _disagg_curve(decode, B, prefill_slice, generate_slice, precision, mfu, mode
     try:
         return _disagg_curve_cached(decode, B, prefill_slice, generate_slice, precision, mfu, model, chip)
     except TypeError:  # an unhashable argument (a ChipSpec, a dict model): computed each time
-        return _disagg_curve_cached.__wrapped__(decode, B, prefill_slice, generate_slice, precision, mfu, model,
-                                                chip)
+        return _disagg_curve_cached.__wrapped__(decode, B, prefill_slice, generate_slice, precision, mfu, model, chip)
 
 
 @functools.lru_cache(maxsize=256)
@@ -268,18 +335,28 @@ def _nice_log_limits(values) -> tuple[float, float]:
 
     def snap(x, down):
         k = math.floor(math.log10(x))
-        m = x / 10.0 ** k
+        m = x / 10.0**k
         m = steps[steps <= m * (1 + 1e-9)].max() if down else steps[steps >= m * (1 - 1e-9)].min()
-        return float(m * 10.0 ** k)
+        return float(m * 10.0**k)
 
     lo, hi = snap(v.min() / 1.15, True), snap(v.max() * 1.15, False)
     return lo, hi
 
 
-def render_disaggregation(prompt: int = 8192, decode: int = 512, B: int = 32, prefill_slice="4x4",
-                          generate_slice="4x4", precision="bf16", mfu: float = 0.4, model=BOOK_70B, chip="tpu-v5e",
-                          *, decodes: Sequence[int] = (128, 512, 2048),
-                          decode_span: tuple[int, int] | None = None) -> Figure:
+def render_disaggregation(
+    prompt: int = 8192,
+    decode: int = 512,
+    B: int = 32,
+    prefill_slice="4x4",
+    generate_slice="4x4",
+    precision="bf16",
+    mfu: float = 0.4,
+    model=BOOK_70B,
+    chip="tpu-v5e",
+    *,
+    decodes: Sequence[int] = (128, 512, 2048),
+    decode_span: tuple[int, int] | None = None,
+) -> Figure:
     """Left: prefill servers per generate server against prompt length for several decode lengths (curves stop
     where B sequences no longer fit the generate slice) and, in black, the current decode length, the current
     setting marked. Right: what one server of each pool finishes per second — their quotient is the ratio.
@@ -303,8 +380,13 @@ def render_disaggregation(prompt: int = 8192, decode: int = 512, B: int = 32, pr
     shown.append(ys)
     ax.plot(_DISAGG_PROMPTS, ys, lw=2.6, color="k", label="current decode length")
     ax.plot([prompt], [d.ratio], "o", color="k", ms=7, zorder=5)
-    ax.annotate(f"{d.ratio:.3g} : 1 at decode {decode}", (prompt, d.ratio), xytext=(8, -4),
-                textcoords="offset points", fontsize=9)
+    ax.annotate(
+        f"{d.ratio:.3g} : 1 at decode {decode}",
+        (prompt, d.ratio),
+        xytext=(8, -4),
+        textcoords="offset points",
+        fontsize=9,
+    )
     ax.axhline(1, color="0.6", lw=0.8, ls=":")
     _log_axes(ax)
     span = [curve(g) for g in (decode_span or ())]
@@ -312,16 +394,25 @@ def render_disaggregation(prompt: int = 8192, decode: int = 512, B: int = 32, pr
     ax.set_xticks([256, 512, 1024, 2048, 4096, 8192, 16384, 32768])
     ax.set_xlabel("prompt length (tokens); a curve ends where B sequences no longer fit the generate slice")
     ax.set_ylabel("prefill servers per generate server")
-    ax.set_title(f"{_label(model)} {_meaning(precision)}, B = {B}: prefill {prefill_slice} at {_pct(mfu)} MFU, "
-                 f"generate {generate_slice}", fontsize=10)
+    ax.set_title(
+        f"{_label(model)} {_meaning(precision)}, B = {B}: prefill {prefill_slice} at {_pct(mfu)} MFU, "
+        f"generate {generate_slice}",
+        fontsize=10,
+    )
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
     vals = [d.prefill_per_s, d.finished_per_s]
     bars = ax2.bar([0, 1], vals, color=[PALETTE[1], PALETTE[0]], width=0.6)
     for b, v in zip(bars, vals):
         ax2.text(b.get_x() + b.get_width() / 2, v, f"{v:.3g}/s", ha="center", va="bottom", fontsize=9)
-    ax2.set_xticks([0, 1], [f"prefill server ({prefill_slice}):\nprompts prefilled",
-                            f"generate server ({generate_slice}):\nsequences finished"], fontsize=8.5)
+    ax2.set_xticks(
+        [0, 1],
+        [
+            f"prefill server ({prefill_slice}):\nprompts prefilled",
+            f"generate server ({generate_slice}):\nsequences finished",
+        ],
+        fontsize=8.5,
+    )
     ax2.set_ylim(0, max(vals) * 1.2)
     ax2.set_xlabel("one server of each pool")
     ax2.set_ylabel("sequences per second")
@@ -330,17 +421,26 @@ def render_disaggregation(prompt: int = 8192, decode: int = 512, B: int = 32, pr
     return fig
 
 
-def disaggregation_widget(prompt: int = 8192, decode: int = 512, B: int = 32, prefill_slice: str = "4x4",
-                          generate_slice: str = "4x4", precision: str = "bf16", mfu: float = 0.4, model=BOOK_70B,
-                          chip: str = "tpu-v5e") -> W.VBox:
+def disaggregation_widget(
+    prompt: int = 8192,
+    decode: int = 512,
+    B: int = 32,
+    prefill_slice: str = "4x4",
+    generate_slice: str = "4x4",
+    precision: str = "bf16",
+    mfu: float = 0.4,
+    model=BOOK_70B,
+    chip: str = "tpu-v5e",
+) -> W.VBox:
     """Sliders for prompt length, decode length, batch "B" and MFU; precision and the two slices; prints
     `disaggregation_readout`."""
     pr_sl = W.IntSlider(value=prompt, min=512, max=16384, step=512, description="prompt", continuous_update=False)
     de_sl = W.IntSlider(value=decode, min=64, max=4096, step=64, description="decode", continuous_update=False)
     span = (de_sl.min, de_sl.max)  # the figure's y axis holds every decode length the slider reaches
     b_sl = W.IntSlider(value=B, min=1, max=128, description="B", continuous_update=False)
-    mfu_sl = W.FloatSlider(value=mfu, min=0.1, max=1.0, step=0.05, description="MFU", readout_format=".0%",
-                           continuous_update=False)
+    mfu_sl = W.FloatSlider(
+        value=mfu, min=0.1, max=1.0, step=0.05, description="MFU", readout_format=".0%", continuous_update=False
+    )
     prec_dd = W.Dropdown(options=list(BOOK_PRECISIONS), value=precision, description="precision")
     opts = lambda s: list(SLICES) if s in SLICES else [s, *SLICES]  # noqa: E731
     pre_dd = W.Dropdown(options=opts(prefill_slice), value=prefill_slice, description="prefill on")
@@ -348,27 +448,43 @@ def disaggregation_widget(prompt: int = 8192, decode: int = 512, B: int = 32, pr
     box = W.VBox()
 
     def view(prompt, decode, B, prefill_slice, generate_slice, precision, mfu):
-        emit(box, disaggregation_readout(prompt, decode, B, prefill_slice, generate_slice, precision, mfu, model, chip),
-              lambda: render_disaggregation(prompt, decode, B, prefill_slice, generate_slice, precision, mfu,
-                                            model, chip, decode_span=span),
-              key=(prefill_slice, generate_slice, precision))
+        emit(
+            box,
+            disaggregation_readout(prompt, decode, B, prefill_slice, generate_slice, precision, mfu, model, chip),
+            lambda: render_disaggregation(
+                prompt, decode, B, prefill_slice, generate_slice, precision, mfu, model, chip, decode_span=span
+            ),
+            key=(prefill_slice, generate_slice, precision),
+        )
 
-    controls = {"prompt": pr_sl, "decode": de_sl, "B": b_sl, "prefill_slice": pre_dd, "generate_slice": gen_dd,
-                "precision": prec_dd, "mfu": mfu_sl}
+    controls = {
+        "prompt": pr_sl,
+        "decode": de_sl,
+        "B": b_sl,
+        "prefill_slice": pre_dd,
+        "generate_slice": gen_dd,
+        "precision": prec_dd,
+        "mfu": mfu_sl,
+    }
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([pr_sl, de_sl]), W.HBox([b_sl, mfu_sl]), W.HBox([prec_dd, pre_dd, gen_dd]), out]
     values = lambda: tuple(c.value for c in controls.values())  # noqa: E731
     named = {k: v for k, v in controls.items() if k != "mfu"} | {"MFU": mfu_sl}
-    return attach(box, named, out,
-                   lambda: disaggregation_readout(*values(), model, chip),
-                   lambda: render_disaggregation(*values(), model, chip, decode_span=span))
+    return attach(
+        box,
+        named,
+        out,
+        lambda: disaggregation_readout(*values(), model, chip),
+        lambda: render_disaggregation(*values(), model, chip, decode_span=span),
+    )
 
 
 # --- 6. the book's roofline generator --------------------------------------------------------------------------
 
 
-def book_roofline_readout(S: float = 8192, n_chips: int = 16, params: float = 70e9, bytes_per_param: float = 1,
-                          chip="tpu-v5e") -> str:
+def book_roofline_readout(
+    S: float = 8192, n_chips: int = 16, params: float = 70e9, bytes_per_param: float = 1, chip="tpu-v5e"
+) -> str:
     """``book roofline: S=8192, 16 chips, 1 byte/param → largest batch 138 (the book's code: 34, 4.06× fewer) |
     B=1: 5.44 ms, 11.49 tokens/s/chip | B=138: 20.2 ms, 426 tokens/s/chip | book's last point B=34: …``
     (`serving.book_roofline_curve` with and without `book_compat`)."""
@@ -380,23 +496,36 @@ def book_roofline_readout(S: float = 8192, n_chips: int = 16, params: float = 70
         return _fail(head, exc)
 
     def pt(c, i):
-        return (f"B={c.batches[i]}: {format_time(c.latency[i])}, {c.tokens_per_s_per_chip[i]:.4g} tokens/s/chip")
+        return f"B={c.batches[i]}: {format_time(c.latency[i])}, {c.tokens_per_s_per_chip[i]:.4g} tokens/s/chip"
 
-    return (f"{head} → largest batch {fixed.max_batch} (the book's code: {book.max_batch}, "
-            f"{fixed.max_batch / book.max_batch:.3g}× fewer) | {pt(fixed, 0)} | {pt(fixed, -1)} | "
-            f"book's last point {pt(book, -1)}")
+    return (
+        f"{head} → largest batch {fixed.max_batch} (the book's code: {book.max_batch}, "
+        f"{fixed.max_batch / book.max_batch:.3g}× fewer) | {pt(fixed, 0)} | {pt(fixed, -1)} | "
+        f"book's last point {pt(book, -1)}"
+    )
 
 
-def render_book_roofline(S_values: Sequence[float] = (2048, 8192, 32768), n_chips: int = 16, params: float = 70e9,
-                         bytes_per_param: float = 1, chip="tpu-v5e", *, model=BOOK_70B,
-                         precision="int8-weights") -> Figure:
+def render_book_roofline(
+    S_values: Sequence[float] = (2048, 8192, 32768),
+    n_chips: int = 16,
+    params: float = 70e9,
+    bytes_per_param: float = 1,
+    chip="tpu-v5e",
+    *,
+    model=BOOK_70B,
+    precision="int8-weights",
+) -> Figure:
     """Left: the book's generator, throughput against latency per context length: the fixed curve (to the true
     largest batch) and where the book's code stops (×, its max-batch bug). Right: at the middle context, the book's
     generator against our planner (`serving.plan_serving` on the same slice, which adds attention FLOPs and ICI)."""
     try:
-        pairs = {S: (SV.book_roofline_curve(S, n_chips, params, bytes_per_param, chip=chip),
-                     SV.book_roofline_curve(S, n_chips, params, bytes_per_param, chip=chip, book_compat=True))
-                 for S in S_values}
+        pairs = {
+            S: (
+                SV.book_roofline_curve(S, n_chips, params, bytes_per_param, chip=chip),
+                SV.book_roofline_curve(S, n_chips, params, bytes_per_param, chip=chip, book_compat=True),
+            )
+            for S in S_values
+        }
         S_mid = list(S_values)[len(S_values) // 2]
         plan = SV.plan_serving(model, chip, n_chips, precision, S_mid, batches=range(1, pairs[S_mid][0].max_batch + 1))
     except INPUT_ERRORS as exc:
@@ -406,8 +535,9 @@ def render_book_roofline(S_values: Sequence[float] = (2048, 8192, 32768), n_chip
     for i, (S, (fixed, book)) in enumerate(pairs.items()):
         color = PALETTE[i % len(PALETTE)]
         lat = np.array(fixed.latency) * 1e3
-        ax.plot(lat, fixed.tokens_per_s_per_chip, color=color, lw=2,
-                label=f"S = {format_number(S)}: B ≤ {fixed.max_batch}")
+        ax.plot(
+            lat, fixed.tokens_per_s_per_chip, color=color, lw=2, label=f"S = {format_number(S)}: B ≤ {fixed.max_batch}"
+        )
         ax.plot(np.array(book.latency) * 1e3, book.tokens_per_s_per_chip, color=color, lw=5, alpha=0.35)
         ax.plot([book.latency[-1] * 1e3], [book.tokens_per_s_per_chip[-1]], "x", color=color, ms=10, mew=2.5)
     ax.plot([], [], color="0.4", lw=5, alpha=0.35, label="the book's code (stops at ×)")
@@ -417,25 +547,45 @@ def render_book_roofline(S_values: Sequence[float] = (2048, 8192, 32768), n_chip
     ax.set_xticks([t for t in (4, 5, 6, 8, 10, 15, 20, 30, 40, 60, 80, 100, 150, 200) if lo * 0.9 <= t <= hi * 1.1])
     ax.set_xlabel("latency per decode step (ms, log scale)")
     ax.set_ylabel("throughput (tokens/s per chip)")
-    fig.suptitle(f"the book's roofline generator and our planner, {n_chips} × {get_chip(chip).name}: "
-                 f"{_meaning(precision)}", fontsize=10)
-    ax.set_title(f"the book's generator: {format_number(params / 1e9)}B params, "
-                 f"{format_number(bytes_per_param)} byte each", fontsize=10)
+    fig.suptitle(
+        f"the book's roofline generator and our planner, {n_chips} × {get_chip(chip).name}: {_meaning(precision)}",
+        fontsize=10,
+    )
+    ax.set_title(
+        f"the book's generator: {format_number(params / 1e9)}B params, {format_number(bytes_per_param)} byte each",
+        fontsize=10,
+    )
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right", bbox_to_anchor=(1, 0.2), fontsize=8)  # raised off the long-context curve's end
     fixed = pairs[S_mid][0]
-    ax2.plot(np.array(fixed.latency) * 1e3, fixed.tokens_per_s_per_chip, color=PALETTE[0], lw=2,
-             label="book's generator (fixed): KV + max(FLOPs, weights)")
+    ax2.plot(
+        np.array(fixed.latency) * 1e3,
+        fixed.tokens_per_s_per_chip,
+        color=PALETTE[0],
+        lw=2,
+        label="book's generator (fixed): KV + max(FLOPs, weights)",
+    )
     ours = np.array([p.tokens_per_s_per_chip for p in plan.points])
     gap = np.max(np.abs(ours / np.array(fixed.tokens_per_s_per_chip) - 1))
-    ax2.plot([p.latency * 1e3 for p in plan.points], ours, color=PALETTE[1], lw=2, ls="--",
-             label="serving.plan_serving (adds attention FLOPs and ICI): "
-                   + ("identical here" if gap < 1e-9 else f"at most {gap:.2%} apart"))
+    ax2.plot(
+        [p.latency * 1e3 for p in plan.points],
+        ours,
+        color=PALETTE[1],
+        lw=2,
+        ls="--",
+        label="serving.plan_serving (adds attention FLOPs and ICI): "
+        + ("identical here" if gap < 1e-9 else f"at most {gap:.2%} apart"),
+    )
     for b in (1, 32, 120):
         if b <= fixed.max_batch:
             ax2.plot([fixed.latency[b - 1] * 1e3], [fixed.tokens_per_s_per_chip[b - 1]], "o", color=PALETTE[0], ms=4)
-            ax2.annotate(f"B={b}", (fixed.latency[b - 1] * 1e3, fixed.tokens_per_s_per_chip[b - 1]),
-                         xytext=(5, -10), textcoords="offset points", fontsize=8)
+            ax2.annotate(
+                f"B={b}",
+                (fixed.latency[b - 1] * 1e3, fixed.tokens_per_s_per_chip[b - 1]),
+                xytext=(5, -10),
+                textcoords="offset points",
+                fontsize=8,
+            )
     ax2.set_xlabel("latency per decode step (ms)")
     ax2.set_ylabel("throughput (tokens/s per chip)")
     ax2.set_title(f"S = {format_number(S_mid)}: the book's curve against our planner", fontsize=10)

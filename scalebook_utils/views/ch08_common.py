@@ -16,10 +16,25 @@ from scalebook_utils.views._kit import INPUT_ERRORS, error_text, format_number
 from scalebook_utils.views._kit import log_axes as _log_scale
 
 __all__ = [
-    "SLICE_PREFIX", "CONFIG_PREFIX", "TP_PREFIX", "PREFILL_PREFIX", "DISAGG_PREFIX", "BOOK_CURVE_PREFIX",
-    "BOOK_70B", "BOOK_PRECISIONS", "SLICES", "precision_label",
-    "precision_meaning", "model_label", "slice_chips", "shape_text", "gb", "plain_log_axes", "fail_text",
-    "safe_label", "safe_num",
+    "SLICE_PREFIX",
+    "CONFIG_PREFIX",
+    "TP_PREFIX",
+    "PREFILL_PREFIX",
+    "DISAGG_PREFIX",
+    "BOOK_CURVE_PREFIX",
+    "BOOK_70B",
+    "BOOK_PRECISIONS",
+    "SLICES",
+    "precision_label",
+    "precision_meaning",
+    "model_label",
+    "slice_chips",
+    "shape_text",
+    "gb",
+    "plain_log_axes",
+    "fail_text",
+    "safe_label",
+    "safe_num",
 ]
 
 #: Readout prefixes (browser tests wait for them; do not change).
@@ -36,6 +51,7 @@ BOOK_70B = I.served_model("llama3-70b", params=70e9)
 BOOK_PRECISIONS = ("bf16", "int8-weights", "int4-weights")
 #: TPU v5e slices the chapter uses (power-of-two chip counts, the book's shapes).
 SLICES = ("2x2", "4x2", "4x4", "4x8", "8x8", "8x16", "16x16")
+
 
 def precision_label(precision) -> str:
     """The project's name of a precision mode, the same in every chapter: 'int8-weights' (int8 params and KV,

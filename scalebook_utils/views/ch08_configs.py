@@ -28,15 +28,25 @@ from scalebook_utils.views.ch08_common import safe_num as _safe_num
 from scalebook_utils.views.ch08_common import shape_text as _shape_text
 from scalebook_utils.views.ch08_common import slice_chips as _shape
 
-__all__ = ["smallest_slice_rows", "smallest_slice_text", "smallest_slice_readout", "render_memory_per_slice",
-           "BOOK_CONFIGS", "config_rows", "config_text", "config_readout", "render_configs"]
+__all__ = [
+    "smallest_slice_rows",
+    "smallest_slice_text",
+    "smallest_slice_readout",
+    "render_memory_per_slice",
+    "BOOK_CONFIGS",
+    "config_rows",
+    "config_text",
+    "config_readout",
+    "render_configs",
+]
 
 
 # --- 1. what serving needs in memory: the smallest slice per precision --------------------------------------
 
 
-def smallest_slice_rows(model=BOOK_70B, chip="tpu-v5e", S: float = 8192, precisions: Sequence = BOOK_PRECISIONS,
-                        *, doubled: bool = False) -> list[dict]:
+def smallest_slice_rows(
+    model=BOOK_70B, chip="tpu-v5e", S: float = 8192, precisions: Sequence = BOOK_PRECISIONS, *, doubled: bool = False
+) -> list[dict]:
     """Per precision (book ch. 8 in-text questions 5–8): weight bytes, KV bytes per token, weights ÷ HBM per chip,
     the smallest power-of-two slice that holds the weights (`inference.min_chips`, KV ignored), doubled when
     `doubled`, the HBM left for KV caches (`free_hbm`) and how many S-token caches fit (`max_batch`).
@@ -48,26 +58,46 @@ def smallest_slice_rows(model=BOOK_70B, chip="tpu-v5e", S: float = 8192, precisi
         n = I.min_chips(m, c, p) * (2 if doubled else 1)
         _n, shape = _shape(c, n)
         b = I.max_batch(m, S, c, n, p)
-        rows.append({"precision": I.get_precision(p).name, "weights": m.weight_bytes(p),
-                     "kv_per_token": m.kv_bytes_per_token(p), "weight_chips": m.weight_bytes(p) / c.hbm_bytes,
-                     "chips": n, "slice": _shape_text(shape), "free": I.free_hbm(m, c, n, p), "B_max": b,
-                     "memory": I.inference_memory(m, b, S, p), "hbm": n * c.hbm_bytes})
+        rows.append(
+            {
+                "precision": I.get_precision(p).name,
+                "weights": m.weight_bytes(p),
+                "kv_per_token": m.kv_bytes_per_token(p),
+                "weight_chips": m.weight_bytes(p) / c.hbm_bytes,
+                "chips": n,
+                "slice": _shape_text(shape),
+                "free": I.free_hbm(m, c, n, p),
+                "B_max": b,
+                "memory": I.inference_memory(m, b, S, p),
+                "hbm": n * c.hbm_bytes,
+            }
+        )
     return rows
 
 
-def smallest_slice_text(model=BOOK_70B, chip="tpu-v5e", S: float = 8192, precisions: Sequence = BOOK_PRECISIONS,
-                        *, doubled: bool = False) -> str:
+def smallest_slice_text(
+    model=BOOK_70B, chip="tpu-v5e", S: float = 8192, precisions: Sequence = BOOK_PRECISIONS, *, doubled: bool = False
+) -> str:
     """`smallest_slice_rows` as the book's table (rounded text, deterministic)."""
-    cells = [{"precision": precision_label(r["precision"]), "params": _gb(r["weights"]),
-              "KV/token": format_bytes(r["kv_per_token"]), "params ÷ HBM/chip": f"{r['weight_chips']:.3g}",
-              "chips": str(r["chips"]), "slice": r["slice"], "HBM free for KV": _gb(r["free"]),
-              f"{format_number(S)}-token caches": str(r["B_max"])} for r in
-             smallest_slice_rows(model, chip, S, precisions, doubled=doubled)]
+    cells = [
+        {
+            "precision": precision_label(r["precision"]),
+            "params": _gb(r["weights"]),
+            "KV/token": format_bytes(r["kv_per_token"]),
+            "params ÷ HBM/chip": f"{r['weight_chips']:.3g}",
+            "chips": str(r["chips"]),
+            "slice": r["slice"],
+            "HBM free for KV": _gb(r["free"]),
+            f"{format_number(S)}-token caches": str(r["B_max"]),
+        }
+        for r in smallest_slice_rows(model, chip, S, precisions, doubled=doubled)
+    ]
     return format_rows(cells)
 
 
-def smallest_slice_readout(precision="bf16", model=BOOK_70B, chip="tpu-v5e", S: float = 8192, *,
-                           doubled: bool = False) -> str:
+def smallest_slice_readout(
+    precision="bf16", model=BOOK_70B, chip="tpu-v5e", S: float = 8192, *, doubled: bool = False
+) -> str:
     """``smallest slice: llama3-70b (70B params) in bf16, S=8192 → weights 140 GB = 8.75 chips → 16 chips (4x4) |
     116 GB free → 43 caches of 8192 tokens (2.68 GB each)``."""
     head = f"{SLICE_PREFIX}{_safe_label(model)} in {precision}, S={_safe_num(S)}"
@@ -78,13 +108,16 @@ def smallest_slice_readout(precision="bf16", model=BOOK_70B, chip="tpu-v5e", S: 
     except INPUT_ERRORS as exc:
         return _fail(head, exc)
     how = "doubled: " if doubled else ""
-    return (f"{head} → weights {_gb(r['weights'])} = {r['weight_chips']:.3g} chips → {how}{r['chips']} chips "
-            f"({r['slice']}) | {_gb(r['free'])} free → {r['B_max']} caches of {format_number(S)} tokens "
-            f"({_gb(per_seq)} each)")
+    return (
+        f"{head} → weights {_gb(r['weights'])} = {r['weight_chips']:.3g} chips → {how}{r['chips']} chips "
+        f"({r['slice']}) | {_gb(r['free'])} free → {r['B_max']} caches of {format_number(S)} tokens "
+        f"({_gb(per_seq)} each)"
+    )
 
 
-def render_memory_per_slice(model=BOOK_70B, chip="tpu-v5e", S: float = 8192,
-                            precisions: Sequence = BOOK_PRECISIONS) -> Figure:
+def render_memory_per_slice(
+    model=BOOK_70B, chip="tpu-v5e", S: float = 8192, precisions: Sequence = BOOK_PRECISIONS
+) -> Figure:
     """Stacked bars per precision, for the smallest slice and the doubled one: weights + the largest batch of
     S-token KV caches, against the slice's HBM (red tick). Book ch. 8 in-text questions 5 and 8."""
     try:
@@ -100,8 +133,15 @@ def render_memory_per_slice(model=BOOK_70B, chip="tpu-v5e", S: float = 8192,
     w = np.array([r["weights"] for r in rows]) / 1e9
     kv = np.array([r["memory"] - r["weights"] for r in rows]) / 1e9
     ax.bar(x, w, width=0.8, color=PALETTE[0], label="weights")
-    ax.bar(x, kv, width=0.8, bottom=w, color=PALETTE[1], alpha=0.85,
-           label=f"KV caches at the largest batch ({format_number(S)} tokens each)")
+    ax.bar(
+        x,
+        kv,
+        width=0.8,
+        bottom=w,
+        color=PALETTE[1],
+        alpha=0.85,
+        label=f"KV caches at the largest batch ({format_number(S)} tokens each)",
+    )
     for i, r in enumerate(rows):
         hbm = r["hbm"] / 1e9
         ax.hlines(hbm, x[i] - 0.45, x[i] + 0.45, color=PALETTE[4], lw=2.2, label="HBM of the slice" if i == 0 else None)
@@ -119,8 +159,14 @@ def render_memory_per_slice(model=BOOK_70B, chip="tpu-v5e", S: float = 8192,
 # --- 2. latency and throughput per configuration ------------------------------------------------------------
 
 #: (precision, slice) pairs of ch. 8 "Thinking about throughput": each precision on its smallest slice and doubled.
-BOOK_CONFIGS = (("bf16", "4x4"), ("int8-weights", "4x2"), ("int4-weights", "2x2"),
-                ("bf16", "4x8"), ("int8-weights", "4x4"), ("int4-weights", "4x2"))
+BOOK_CONFIGS = (
+    ("bf16", "4x4"),
+    ("int8-weights", "4x2"),
+    ("int4-weights", "2x2"),
+    ("bf16", "4x8"),
+    ("int8-weights", "4x4"),
+    ("int4-weights", "4x2"),
+)
 
 
 def _point(model, chip, slice_, precision, S, B):
@@ -132,8 +178,15 @@ def _point(model, chip, slice_, precision, S, B):
     return plan, plan.points[0]
 
 
-def config_rows(model=BOOK_70B, chip="tpu-v5e", S: float = 8192, configs: Sequence = BOOK_CONFIGS, *,
-                B: int | None = None, decode_len: float = 512) -> list[dict]:
+def config_rows(
+    model=BOOK_70B,
+    chip="tpu-v5e",
+    S: float = 8192,
+    configs: Sequence = BOOK_CONFIGS,
+    *,
+    B: int | None = None,
+    decode_len: float = 512,
+) -> list[dict]:
     """One row per (precision, slice) from `serving.plan_serving`: feasible batches, the lowest latency (B = 1),
     and at batch B (default: the largest that fits) the step time, tokens/s/chip, queries/s/chip for
     `decode_len`-token answers and $ per million tokens. Keys: precision, slice, chips, B_max, B, min_latency,
@@ -141,51 +194,92 @@ def config_rows(model=BOOK_70B, chip="tpu-v5e", S: float = 8192, configs: Sequen
     rows = []
     for precision, slice_ in configs:
         plan, pt = _point(model, chip, slice_, precision, S, B)
-        rows.append({"precision": plan.precision, "slice": _shape_text(plan.shape), "chips": plan.n_chips,
-                     "B_max": plan.B_max, "B": pt.B, "min_latency": plan.min_latency.latency,
-                     "latency": pt.latency, "tokens_per_s_per_chip": pt.tokens_per_s_per_chip,
-                     "queries_per_s_per_chip": pt.step.queries_per_s_per_chip(decode_len),
-                     "cost": pt.cost_per_million_tokens, "bound": pt.bottleneck, "step": pt.step})
+        rows.append(
+            {
+                "precision": plan.precision,
+                "slice": _shape_text(plan.shape),
+                "chips": plan.n_chips,
+                "B_max": plan.B_max,
+                "B": pt.B,
+                "min_latency": plan.min_latency.latency,
+                "latency": pt.latency,
+                "tokens_per_s_per_chip": pt.tokens_per_s_per_chip,
+                "queries_per_s_per_chip": pt.step.queries_per_s_per_chip(decode_len),
+                "cost": pt.cost_per_million_tokens,
+                "bound": pt.bottleneck,
+                "step": pt.step,
+            }
+        )
     return rows
 
 
-def config_text(model=BOOK_70B, chip="tpu-v5e", S: float = 8192, configs: Sequence = BOOK_CONFIGS, *,
-                B: int | None = None, decode_len: float = 512) -> str:
+def config_text(
+    model=BOOK_70B,
+    chip="tpu-v5e",
+    S: float = 8192,
+    configs: Sequence = BOOK_CONFIGS,
+    *,
+    B: int | None = None,
+    decode_len: float = 512,
+) -> str:
     """`config_rows` as a table (rounded text)."""
-    cells = [{"precision": precision_label(r["precision"]), "slice": f"{r['slice']} ({r['chips']})",
-              "B": format_number(r["B"]),
-              "ms/step at B=1": f"{r['min_latency'] * 1e3:.3g}", "ms/step at B": f"{r['latency'] * 1e3:.3g}",
-              "tokens/s/chip": f"{r['tokens_per_s_per_chip']:.4g}",
-              f"queries/s/chip ({format_number(decode_len)} tokens)": f"{r['queries_per_s_per_chip']:.3g}",
-              "$/1M tokens": "-" if r["cost"] is None else f"{r['cost']:.3g}", "bound by": r["bound"]}
-             for r in config_rows(model, chip, S, configs, B=B, decode_len=decode_len)]
+    cells = [
+        {
+            "precision": precision_label(r["precision"]),
+            "slice": f"{r['slice']} ({r['chips']})",
+            "B": format_number(r["B"]),
+            "ms/step at B=1": f"{r['min_latency'] * 1e3:.3g}",
+            "ms/step at B": f"{r['latency'] * 1e3:.3g}",
+            "tokens/s/chip": f"{r['tokens_per_s_per_chip']:.4g}",
+            f"queries/s/chip ({format_number(decode_len)} tokens)": f"{r['queries_per_s_per_chip']:.3g}",
+            "$/1M tokens": "-" if r["cost"] is None else f"{r['cost']:.3g}",
+            "bound by": r["bound"],
+        }
+        for r in config_rows(model, chip, S, configs, B=B, decode_len=decode_len)
+    ]
     return format_rows(cells)
 
 
-def config_readout(precision="int8-weights", slice_="4x2", model=BOOK_70B, chip="tpu-v5e", S: float = 8192,
-                   B: int | None = None, decode_len: float = 512) -> str:
+def config_readout(
+    precision="int8-weights",
+    slice_="4x2",
+    model=BOOK_70B,
+    chip="tpu-v5e",
+    S: float = 8192,
+    B: int | None = None,
+    decode_len: float = 512,
+) -> str:
     """``serving config: llama3-70b (70B params) int8 on tpu-v5e 4x2, S=8192 → batch 1 … 43 fits | B=43:
     19.5 ms/step, 276.1 tokens/s/chip, 0.539 queries/s/chip (512-token answers), $1.21/1M tokens (weights-bound)``."""
     head = f"{CONFIG_PREFIX}{_safe_label(model)} {precision} on {chip} {slice_}, S={_safe_num(S)}"
     try:
-        head = (f"{CONFIG_PREFIX}{_label(model)} {_meaning(precision)} on {get_chip(chip).name} {slice_}, "
-                f"S={format_number(S)}")
+        head = (
+            f"{CONFIG_PREFIX}{_label(model)} {_meaning(precision)} on {get_chip(chip).name} {slice_}, "
+            f"S={format_number(S)}"
+        )
         r = config_rows(model, chip, S, ((precision, slice_),), B=B, decode_len=decode_len)[0]
     except INPUT_ERRORS as exc:
         return _fail(head, exc)
     cost = "" if r["cost"] is None else f", ${r['cost']:.3g}/1M tokens"
-    return (f"{head} → batch 1 … {r['B_max']} fits | B={format_number(r['B'])}: {format_time(r['latency'])}/step, "
-            f"{r['tokens_per_s_per_chip']:.4g} tokens/s/chip, {r['queries_per_s_per_chip']:.3g} queries/s/chip "
-            f"({format_number(decode_len)}-token answers){cost} ({r['bound']}-bound)")
+    return (
+        f"{head} → batch 1 … {r['B_max']} fits | B={format_number(r['B'])}: {format_time(r['latency'])}/step, "
+        f"{r['tokens_per_s_per_chip']:.4g} tokens/s/chip, {r['queries_per_s_per_chip']:.3g} queries/s/chip "
+        f"({format_number(decode_len)}-token answers){cost} ({r['bound']}-bound)"
+    )
 
 
-_TERMS = (("t_hbm_weights", "load weights (HBM)", PALETTE[0]), ("t_hbm_kv", "load KV caches (HBM)", PALETTE[1]),
-          ("t_math", "matmul FLOPs (MLP, projections)", PALETTE[2]), ("t_math_attention", "attention FLOPs", PALETTE[3]),
-          ("t_ici", "TP collectives (ICI)", "0.55"))
+_TERMS = (
+    ("t_hbm_weights", "load weights (HBM)", PALETTE[0]),
+    ("t_hbm_kv", "load KV caches (HBM)", PALETTE[1]),
+    ("t_math", "matmul FLOPs (MLP, projections)", PALETTE[2]),
+    ("t_math_attention", "attention FLOPs", PALETTE[3]),
+    ("t_ici", "TP collectives (ICI)", "0.55"),
+)
 
 
-def render_configs(model=BOOK_70B, chip="tpu-v5e", S: float = 8192, configs: Sequence = BOOK_CONFIGS, *,
-                   B: int | None = None) -> Figure:
+def render_configs(
+    model=BOOK_70B, chip="tpu-v5e", S: float = 8192, configs: Sequence = BOOK_CONFIGS, *, B: int | None = None
+) -> Figure:
     """Left: each term of the decode step (milliseconds) and the step itself (black tick) per configuration at batch
     B (default: the largest that fits). Right: tokens/s per chip, labelled with $/1M tokens."""
     try:
@@ -216,7 +310,9 @@ def render_configs(model=BOOK_70B, chip="tpu-v5e", S: float = 8192, configs: Seq
     ax2.barh(y, tput, height=0.6, color=PALETTE[0])
     for yi, r in zip(y, rows):
         money = "" if r["cost"] is None else f"  ${r['cost']:.3g}/1M"
-        ax2.text(r["tokens_per_s_per_chip"] * 1.02, yi, f"{r['tokens_per_s_per_chip']:.0f}{money}", va="center", fontsize=8)
+        ax2.text(
+            r["tokens_per_s_per_chip"] * 1.02, yi, f"{r['tokens_per_s_per_chip']:.0f}{money}", va="center", fontsize=8
+        )
     ax2.set_yticks(y, labels, fontsize=8.5)
     ax2.set_xlim(0, tput.max() * 1.45)
     ax2.set_xlabel("throughput (tokens/s per chip)")
@@ -224,4 +320,3 @@ def render_configs(model=BOOK_70B, chip="tpu-v5e", S: float = 8192, configs: Seq
     ax2.set_title("throughput and cost per million tokens", fontsize=10)
     ax2.grid(True, axis="x", alpha=0.3)
     return fig
-

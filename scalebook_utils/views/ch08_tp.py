@@ -29,8 +29,9 @@ __all__ = ["tp_check", "tp_check_readout", "render_tp_check", "tp_check_widget"]
 # --- 3. which sharding: the comm-bound check for model parallelism ---------------------------------------------
 
 
-def tp_check(model="llama3-70b", chip="tpu-v5e", slice_="4x8", precision="bf16", B: float = 64, *,
-             beta: float | None = None) -> dict:
+def tp_check(
+    model="llama3-70b", chip="tpu-v5e", slice_="4x8", precision="bf16", B: float = 64, *, beta: float | None = None
+) -> dict:
     """Ch. 8 in-text question 9 on a slice used as one model-parallel axis of Y = all its chips, spanning M_Y
     torus axes (the dims longer than 1):
 
@@ -48,18 +49,32 @@ def tp_check(model="llama3-70b", chip="tpu-v5e", slice_="4x8", precision="bf16",
     large = I.tp_limit_large_batch(cfg.F, c, p, M_Y=M_Y)
     small = I.tp_limit_small_batch(cfg.F, B, c, p, beta=beta)
     t = I.tp_matmul_times(B, cfg.D, cfg.F, Y, c, p)
-    return {"model": cfg.name, "chip": c.name, "precision": p.name, "slice": _shape_text(shape), "Y": Y, "M_Y": M_Y,
-            "B": B, "B_crit": I.critical_batch(c, p), "large_limit": large, "small_limit": small, "times": t,
-            "bound": t.bottleneck, "comm_bound_large": Y > large, "comm_bound_small": Y > small,
-            "comm_bound_at_B": t.bottleneck == "ICI"}
+    return {
+        "model": cfg.name,
+        "chip": c.name,
+        "precision": p.name,
+        "slice": _shape_text(shape),
+        "Y": Y,
+        "M_Y": M_Y,
+        "B": B,
+        "B_crit": I.critical_batch(c, p),
+        "large_limit": large,
+        "small_limit": small,
+        "times": t,
+        "bound": t.bottleneck,
+        "comm_bound_large": Y > large,
+        "comm_bound_small": Y > small,
+        "comm_bound_at_B": t.bottleneck == "ICI",
+    }
 
 
 def _verdict(bound: bool) -> str:
     return "comm-bound" if bound else "OK"
 
 
-def tp_check_readout(slice_="4x8", precision="bf16", B: float = 64, model="llama3-70b", chip="tpu-v5e", *,
-                     beta: float | None = None) -> str:
+def tp_check_readout(
+    slice_="4x8", precision="bf16", B: float = 64, model="llama3-70b", chip="tpu-v5e", *, beta: float | None = None
+) -> str:
     """``tp check: llama3-70b bf16 on tpu-v5e 4x8 (Y=32, M_Y=2), B=64 → large batch: Y ≤ F·M_Y/α_ici = 26.2 →
     comm-bound | small batch: Y ≤ F/(B·β) = 49.2 → OK | one matmul: T_math 4.77 us, T_hbm 17.9 us,
     T_ici 11.7 us → HBM bandwidth-bound``."""
@@ -70,16 +85,26 @@ def tp_check_readout(slice_="4x8", precision="bf16", B: float = 64, model="llama
         return f"{head}, B={_safe_num(B)} → cannot evaluate: {error_text(exc)}"
     t = r["times"]
     b = "β" if beta is None else f"β={format_number(beta)}"
-    return (f"{TP_PREFIX}{r['model']} {_meaning(r['precision'])} on {r['chip']} {r['slice']} "
-            f"(Y={r['Y']}, M_Y={r['M_Y']}), "
-            f"B={format_number(B)} → large batch: Y ≤ F·M_Y/α_ici = {r['large_limit']:.3g} → "
-            f"{_verdict(r['comm_bound_large'])} | small batch: Y ≤ F/(B·{b}) = {r['small_limit']:.3g} → "
-            f"{_verdict(r['comm_bound_small'])} | one matmul: T_math {format_time(t.t_math)}, "
-            f"T_hbm {format_time(t.t_hbm)}, T_ici {format_time(t.t_ici)} → {r['bound']}-bound")
+    return (
+        f"{TP_PREFIX}{r['model']} {_meaning(r['precision'])} on {r['chip']} {r['slice']} "
+        f"(Y={r['Y']}, M_Y={r['M_Y']}), "
+        f"B={format_number(B)} → large batch: Y ≤ F·M_Y/α_ici = {r['large_limit']:.3g} → "
+        f"{_verdict(r['comm_bound_large'])} | small batch: Y ≤ F/(B·{b}) = {r['small_limit']:.3g} → "
+        f"{_verdict(r['comm_bound_small'])} | one matmul: T_math {format_time(t.t_math)}, "
+        f"T_hbm {format_time(t.t_hbm)}, T_ici {format_time(t.t_ici)} → {r['bound']}-bound"
+    )
 
 
-def render_tp_check(slice_="4x8", precision="bf16", B: float = 64, model="llama3-70b", chip="tpu-v5e", *,
-                    beta: float | None = None, B_range: tuple[float, float] = (1, 2048)) -> Figure:
+def render_tp_check(
+    slice_="4x8",
+    precision="bf16",
+    B: float = 64,
+    model="llama3-70b",
+    chip="tpu-v5e",
+    *,
+    beta: float | None = None,
+    B_range: tuple[float, float] = (1, 2048),
+) -> Figure:
     """Left: the largest TP degree that is not communication-bound against the batch — F/(B·β) for memory-bound
     matmuls, F·M_Y/α_ici for compute-bound ones; the region above both is ICI-bound — with the slice's Y and the
     current B marked. Right: T_math, T_hbm and T_ici of one matmul against B at the slice's Y (microseconds)."""
@@ -99,8 +124,7 @@ def render_tp_check(slice_="4x8", precision="bf16", B: float = 64, model="llama3
     ax.fill_between(Bs, env, top, color=PALETTE[4], alpha=0.12, label="ICI-bound (T_ici above T_math and T_hbm)")
     b = beta if beta else round(I.hbm_ici_beta(chip), 2)
     ax.plot(Bs, small, color=PALETTE[1], lw=2, label=f"memory-bound limit F/(B·β), β = {format_number(b)}")
-    ax.axhline(large, color=PALETTE[2], lw=2,
-               label=f"compute-bound limit F·M_Y/α_ici = {large:.3g} (M_Y = {r['M_Y']})")
+    ax.axhline(large, color=PALETTE[2], lw=2, label=f"compute-bound limit F·M_Y/α_ici = {large:.3g} (M_Y = {r['M_Y']})")
     ax.axhline(r["Y"], color="k", lw=1.2, ls="--", label=f"this slice: Y = {r['Y']} ({r['slice']})")
     ax.axvline(B, color="0.4", lw=1)
     ax.plot([B], [r["Y"]], "o", color=PALETTE[4] if r["comm_bound_at_B"] else PALETTE[0], ms=8, zorder=5)
@@ -114,9 +138,11 @@ def render_tp_check(slice_="4x8", precision="bf16", B: float = 64, model="llama3
     ax.set_title("largest TP degree Y before ICI dominates", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper right", fontsize=7.5)
-    for attr, label, color in (("t_math", "T_math = 2BDF/(Y·C)", PALETTE[2]),
-                               ("t_hbm", "T_hbm = w·DF/(Y·W_hbm)", PALETTE[0]),
-                               ("t_ici", "T_ici = a·BD/W_ici", PALETTE[4])):
+    for attr, label, color in (
+        ("t_math", "T_math = 2BDF/(Y·C)", PALETTE[2]),
+        ("t_hbm", "T_hbm = w·DF/(Y·W_hbm)", PALETTE[0]),
+        ("t_ici", "T_ici = a·BD/W_ici", PALETTE[4]),
+    ):
         ax2.plot(Bs, [getattr(t, attr) * 1e6 for t in times], color=color, lw=2, label=label)
     ax2.axvline(B, color="0.4", lw=1)
     _log_axes(ax2)
@@ -124,31 +150,41 @@ def render_tp_check(slice_="4x8", precision="bf16", B: float = 64, model="llama3
     ax2.set_xlabel("batch B (sequences per decode step)")
     ax2.set_ylabel("time per matmul (µs)")
     # the verdict goes in the title: a text box beside the B line would sit on the curves
-    ax2.set_title(f"one [B, D]·[D, F] matmul, F over Y = {r['Y']}: {r['bound']}-bound at B = {format_number(B)}",
-                  fontsize=9.5)
+    ax2.set_title(
+        f"one [B, D]·[D, F] matmul, F over Y = {r['Y']}: {r['bound']}-bound at B = {format_number(B)}", fontsize=9.5
+    )
     ax2.grid(True, which="major", alpha=0.3)
     ax2.legend(loc="upper left", fontsize=8)
     return fig
 
 
-def tp_check_widget(slice_: str = "4x8", precision: str = "bf16", B: int = 64, model: str = "llama3-70b",
-                    chip: str = "tpu-v5e") -> W.VBox:
+def tp_check_widget(
+    slice_: str = "4x8", precision: str = "bf16", B: int = 64, model: str = "llama3-70b", chip: str = "tpu-v5e"
+) -> W.VBox:
     """Slice and precision dropdowns and a batch slider "B"; prints `tp_check_readout`."""
-    slice_dd = W.Dropdown(options=list(SLICES) if slice_ in SLICES else [slice_, *SLICES], value=slice_,
-                          description="slice")
+    slice_dd = W.Dropdown(
+        options=list(SLICES) if slice_ in SLICES else [slice_, *SLICES], value=slice_, description="slice"
+    )
     prec_dd = W.Dropdown(options=list(BOOK_PRECISIONS), value=precision, description="precision")
-    b_sl = W.IntSlider(value=B, min=1, max=1024, description="B", continuous_update=False,
-                       layout=W.Layout(width="60%"))
+    b_sl = W.IntSlider(value=B, min=1, max=1024, description="B", continuous_update=False, layout=W.Layout(width="60%"))
     box = W.VBox()
 
     def view(slice_, precision, B):
-        emit(box, tp_check_readout(slice_, precision, B, model, chip),
-              lambda: render_tp_check(slice_, precision, B, model, chip), key=(slice_, precision))
+        emit(
+            box,
+            tp_check_readout(slice_, precision, B, model, chip),
+            lambda: render_tp_check(slice_, precision, B, model, chip),
+            key=(slice_, precision),
+        )
 
     controls = {"slice_": slice_dd, "precision": prec_dd, "B": b_sl}
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([slice_dd, prec_dd]), b_sl, out]
     values = lambda: (slice_dd.value, prec_dd.value, b_sl.value)  # noqa: E731
-    return attach(box, {"slice": slice_dd, "precision": prec_dd, "B": b_sl}, out,
-                   lambda: tp_check_readout(*values(), model, chip), lambda: render_tp_check(*values(), model, chip))
-
+    return attach(
+        box,
+        {"slice": slice_dd, "precision": prec_dd, "B": b_sl},
+        out,
+        lambda: tp_check_readout(*values(), model, chip),
+        lambda: render_tp_check(*values(), model, chip),
+    )

@@ -13,7 +13,8 @@ Shell module (matplotlib); it needs no jax import: arrays are read through their
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -52,7 +53,7 @@ def device_blocks(array) -> dict[tuple, list[int]]:
 def _label(devs: list[int]) -> str:
     if len(devs) > 4:
         return f"d{devs[0]}…d{devs[-1]}\n({len(devs)} copies)"
-    return "\n".join("d" + ",".join(map(str, devs[k:k + 2])) for k in range(0, len(devs), 2))
+    return "\n".join("d" + ",".join(map(str, devs[k : k + 2])) for k in range(0, len(devs), 2))
 
 
 def _dtype_str(array) -> str:
@@ -79,11 +80,25 @@ def array_blocks_figure(arrays: Mapping[str, Any], *, figsize=None, title: str |
         cols = shape[-1]
         blocks = device_blocks(arr)
         for i, (((r0, r1), (c0, c1)), devs) in enumerate(blocks.items()):
-            ax.add_patch(Rectangle((c0, r0), c1 - c0, r1 - r0, facecolor=SHARD_COLORS[i % len(SHARD_COLORS)],
-                                   edgecolor="black", linewidth=1.2))
+            ax.add_patch(
+                Rectangle(
+                    (c0, r0),
+                    c1 - c0,
+                    r1 - r0,
+                    facecolor=SHARD_COLORS[i % len(SHARD_COLORS)],
+                    edgecolor="black",
+                    linewidth=1.2,
+                )
+            )
             frac = min((c1 - c0) / cols, (r1 - r0) / rows)
-            ax.text((c0 + c1) / 2, (r0 + r1) / 2, _label(devs), ha="center", va="center",
-                    fontsize=max(6.5, min(10.0, 40 * frac)))
+            ax.text(
+                (c0 + c1) / 2,
+                (r0 + r1) / 2,
+                _label(devs),
+                ha="center",
+                va="center",
+                fontsize=max(6.5, min(10.0, 40 * frac)),
+            )
         ax.set_xlim(0, cols)
         ax.set_ylim(rows, 0)
         ax.set_xticks([])
@@ -92,8 +107,11 @@ def array_blocks_figure(arrays: Mapping[str, Any], *, figsize=None, title: str |
         local = f"{r1 - r0}×{c1 - c0}" if len(shape) == 2 else f"{c1 - c0}"
         spec = getattr(arr.sharding, "spec", None)
         spec_s = f"\nP{tuple(spec)!r}".replace(",)", ")") if spec is not None else ""
-        ax.set_title(f"{name}: {_dtype_str(arr)}{list(shape)}{spec_s}\nper device {local}, {len(blocks)} block"
-                     f"{'s' if len(blocks) > 1 else ''}", fontsize=9)
+        ax.set_title(
+            f"{name}: {_dtype_str(arr)}{list(shape)}{spec_s}\nper device {local}, {len(blocks)} block"
+            f"{'s' if len(blocks) > 1 else ''}",
+            fontsize=9,
+        )
     if title:
         fig.suptitle(title, fontsize=10)
     return fig
@@ -111,9 +129,14 @@ def ring_schedule(n: int) -> np.ndarray:
     return (j + s) % n
 
 
-def ring_schedule_figure(n: int, measured_s: Mapping[str, float] | None = None,
-                         book_us: Mapping[str, float] | None = None, *, figsize=None,
-                         machine: str = "this machine") -> Figure:
+def ring_schedule_figure(
+    n: int,
+    measured_s: Mapping[str, float] | None = None,
+    book_us: Mapping[str, float] | None = None,
+    *,
+    figsize=None,
+    machine: str = "this machine",
+) -> Figure:
     """Left: the ring schedule (`ring_schedule`), steps across, devices down, arrows for the shifts.
     Middle: `measured_s` (seconds, e.g. {"plain": t0, "collective": t1}) as bars in µs. Right:
     `book_us` (µs, the book's TPU numbers: plain 311, collective 244, no communication 224)."""
@@ -126,12 +149,23 @@ def ring_schedule_figure(n: int, measured_s: Mapping[str, float] | None = None,
     for s in range(n):
         for j in range(n):
             b = int(held[s, j])
-            ax.add_patch(Rectangle((s, j), 0.8, 0.8, facecolor=SHARD_COLORS[b % len(SHARD_COLORS)],
-                                   edgecolor="black", linewidth=0.8))
+            ax.add_patch(
+                Rectangle(
+                    (s, j), 0.8, 0.8, facecolor=SHARD_COLORS[b % len(SHARD_COLORS)], edgecolor="black", linewidth=0.8
+                )
+            )
             ax.text(s + 0.4, j + 0.4, f"A{b}·W{b}", ha="center", va="center", fontsize=7.5)
-            if s < n - 1 and j > 0:       # the block moves to device j − 1 for the next step
-                ax.add_patch(FancyArrowPatch((s + 0.8, j + 0.2), (s + 1.0, j - 0.4), arrowstyle="->",
-                                             mutation_scale=7, color="#555555", linewidth=0.8))
+            if s < n - 1 and j > 0:  # the block moves to device j − 1 for the next step
+                ax.add_patch(
+                    FancyArrowPatch(
+                        (s + 0.8, j + 0.2),
+                        (s + 1.0, j - 0.4),
+                        arrowstyle="->",
+                        mutation_scale=7,
+                        color="#555555",
+                        linewidth=0.8,
+                    )
+                )
     ax.set_xlim(-0.1, n)
     ax.set_ylim(n, -0.3)
     ax.set_xticks([s + 0.4 for s in range(n)], [f"step {s}" for s in range(n)], fontsize=8)
@@ -139,8 +173,11 @@ def ring_schedule_figure(n: int, measured_s: Mapping[str, float] | None = None,
     ax.tick_params(length=0)
     for side in ("top", "right", "bottom", "left"):
         ax.spines[side].set_visible(False)
-    ax.set_title(f"ring of {n}: at step s device j multiplies block (j+s) mod {n};\n"
-                 f"arrows: ppermute j → j−1 (0 → {n - 1} wraps), {n - 1} shifts", fontsize=8.5)
+    ax.set_title(
+        f"ring of {n}: at step s device j multiplies block (j+s) mod {n};\n"
+        f"arrows: ppermute j → j−1 (0 → {n - 1} wraps), {n - 1} shifts",
+        fontsize=8.5,
+    )
     k = 1
     for data, label, scale in ((measured_s, f"{machine}, measured (µs)", 1e6), (book_us, "book, TPU (µs)", 1.0)):
         if data is None:
@@ -148,7 +185,7 @@ def ring_schedule_figure(n: int, measured_s: Mapping[str, float] | None = None,
         ax = axes[k]
         k += 1
         names, vals = list(data), [float(v) * scale for v in data.values()]
-        bars = ax.barh(range(len(names)), vals, color=["#fb8072", "#80b1d3", "#b3de69"][:len(names)])
+        bars = ax.barh(range(len(names)), vals, color=["#fb8072", "#80b1d3", "#b3de69"][: len(names)])
         ax.set_yticks(range(len(names)), names, fontsize=8)
         ax.invert_yaxis()
         for bar, v in zip(bars, vals):

@@ -30,27 +30,41 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
 
 from scalebook_utils.core import capstone as cap
-from scalebook_utils.core.inference import costs as inf
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import chip_names, get_chip
+from scalebook_utils.core.inference import costs as inf
 from scalebook_utils.core.units import format_time
+from scalebook_utils.views._kit import INPUT_ERRORS, error_text, message_figure, plain_formatter
 from scalebook_utils.views.live_figure import LiveFigure
-from scalebook_utils.views._kit import (INPUT_ERRORS, error_text, message_figure, plain_formatter)
 
-__all__ = ["CAPSTONE_PREFIX", "CUSTOM", "MODEL_LABEL", "TRAIN_CHIP_LABEL", "SERVE_CHIP_LABEL", "capstone_readout", "capstone_figure", "pane_html", "layouts_html", "plan_app"]
+__all__ = [
+    "CAPSTONE_PREFIX",
+    "CUSTOM",
+    "MODEL_LABEL",
+    "TRAIN_CHIP_LABEL",
+    "SERVE_CHIP_LABEL",
+    "capstone_readout",
+    "capstone_figure",
+    "pane_html",
+    "layouts_html",
+    "plan_app",
+]
 
 #: The browser test waits for this prefix; do not change it.
 CAPSTONE_PREFIX = "capstone: "
 #: The model dropdown's entry that reveals the L, D, F, N, K, H, V fields.
 CUSTOM = "custom…"
 #: CSS classes the browser test looks for.
-TRAIN_PANE_CLASS, SERVE_PANE_CLASS, READOUT_CLASS = "scalebook-train-pane", "scalebook-serve-pane", \
-    "scalebook-capstone-readout"
+TRAIN_PANE_CLASS, SERVE_PANE_CLASS, READOUT_CLASS = (
+    "scalebook-train-pane",
+    "scalebook-serve-pane",
+    "scalebook-capstone-readout",
+)
 #: Descriptions of the chip dropdowns (the browser test picks them by these labels).
 MODEL_LABEL, TRAIN_CHIP_LABEL, SERVE_CHIP_LABEL = "model", "training chip", "serving chip"
 
 _DIMS = ("L", "D", "F", "N", "K", "H", "V")
-_BATCHES = [(f"{2.0 ** k / 1e6:.3g}M (2^{k})", 2 ** k) for k in range(17, 27)]
+_BATCHES = [(f"{2.0**k / 1e6:.3g}M (2^{k})", 2**k) for k in range(17, 27)]
 _SEQS = (1024, 2048, 4096, 8192, 16384, 32768)
 _CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 
@@ -97,8 +111,9 @@ def _name(x) -> str:
     return getattr(x, "name", str(x))
 
 
-def capstone_readout(model="llama3-70b", train_chip="tpu-v5p", serve_chip="tpu-v5e", budget: cap.Budget | None = None,
-                     **budget_fields) -> str:
+def capstone_readout(
+    model="llama3-70b", train_chip="tpu-v5p", serve_chip="tpu-v5e", budget: cap.Budget | None = None, **budget_fields
+) -> str:
     """``capstone: llama3-70b | train tpu-v5p×8960: FSDP 2240 × TP 4, 44.7 days at 40% MFU, $40.3M, compute-bound
     | serve tpu-v5e int8: 4x2 (8 chips), B≤42, best ≤ 20 ms: B=256 on 128 chips, 501 tokens/s/chip``.
 
@@ -111,8 +126,9 @@ def capstone_readout(model="llama3-70b", train_chip="tpu-v5p", serve_chip="tpu-v
         return f"{CAPSTONE_PREFIX}{_name(model)} → cannot plan: {error_text(exc)}"
     parts = []
     for side, chip, what in zip(_sides(model, train_chip, serve_chip, b), (train_chip, serve_chip), ("train", "serve")):
-        parts.append(f"{what} {_name(chip)}: error — {error_text(side)}" if isinstance(side, Exception)
-                     else side.headline())
+        parts.append(
+            f"{what} {_name(chip)}: error — {error_text(side)}" if isinstance(side, Exception) else side.headline()
+        )
     return f"{CAPSTONE_PREFIX}{name} | " + " | ".join(parts)
 
 
@@ -124,18 +140,23 @@ def pane_html(side, title: str) -> str:
     exception (bad input) as a red line."""
     h = f"<h4 style='margin:4px 0'>{html.escape(title)}</h4>"
     if isinstance(side, Exception):
-        return f"<div style='line-height:1.4'>{h}<p style='color:#b00020'>cannot plan: " \
-               f"{html.escape(error_text(side))}</p></div>"
+        return (
+            f"<div style='line-height:1.4'>{h}<p style='color:#b00020'>cannot plan: "
+            f"{html.escape(error_text(side))}</p></div>"
+        )
     lines = side.lines()
     items = "".join(f"<li>{html.escape(x)}</li>" for x in lines[1:])
     why = "".join(f"<li>{html.escape(r)}</li>" for r in side.reasons)
     verdict = ""
     if not side.feasible:
         verdict = f"<p style='color:#b00020'>{html.escape(side.reason)}</p>"
-    return (f"<div style='line-height:1.4'>{h}<p style='margin:2px 0'><i>{html.escape(lines[0])}</i></p>{verdict}" +
-            (f"<ul style='margin:2px 0'>{items}</ul>" if items and side.feasible else "") +
-            f"<p style='margin:6px 0 2px'><b>Why</b></p><ul style='margin:2px 0'>{why}</ul>" +
-            layouts_html(getattr(side, "layouts", ())) + "</div>")
+    return (
+        f"<div style='line-height:1.4'>{h}<p style='margin:2px 0'><i>{html.escape(lines[0])}</i></p>{verdict}"
+        + (f"<ul style='margin:2px 0'>{items}</ul>" if items and side.feasible else "")
+        + f"<p style='margin:6px 0 2px'><b>Why</b></p><ul style='margin:2px 0'>{why}</ul>"
+        + layouts_html(getattr(side, "layouts", ()))
+        + "</div>"
+    )
 
 
 def layouts_html(rows) -> str:
@@ -144,13 +165,18 @@ def layouts_html(rows) -> str:
     if not rows:
         return ""
     color = {"chosen": "#1b7837", "tie": "#1f4e9c", "slower": "#555", "does not fit": "#b00020"}
-    body = "".join(f"<tr><td>{html.escape(r.kind)}</td><td>{html.escape(r.layout)}</td>"
-                   f"<td style='color:{color.get(r.verdict, '#555')}'>{html.escape(r.verdict)}</td>"
-                   f"<td>{html.escape(r.why)}</td></tr>" for r in rows)
-    return ("<p style='margin:6px 0 2px'><b>Layouts considered</b></p>"
-            "<table style='font-size:90%;border-collapse:collapse'><tr><th align='left'>kind</th>"
-            "<th align='left'>fastest of its kind</th><th align='left'>verdict</th><th align='left'>why</th></tr>"
-            f"{body}</table>")
+    body = "".join(
+        f"<tr><td>{html.escape(r.kind)}</td><td>{html.escape(r.layout)}</td>"
+        f"<td style='color:{color.get(r.verdict, '#555')}'>{html.escape(r.verdict)}</td>"
+        f"<td>{html.escape(r.why)}</td></tr>"
+        for r in rows
+    )
+    return (
+        "<p style='margin:6px 0 2px'><b>Layouts considered</b></p>"
+        "<table style='font-size:90%;border-collapse:collapse'><tr><th align='left'>kind</th>"
+        "<th align='left'>fastest of its kind</th><th align='left'>verdict</th><th align='left'>why</th></tr>"
+        f"{body}</table>"
+    )
 
 
 # --- the figure -------------------------------------------------------------------------------------------------------
@@ -178,10 +204,12 @@ def _draw_training(ax, side) -> None:
     ax.set_xlim(0, vals.max() * 1.35)
     ax.set_xlabel("time per training step (ms); they overlap, the longest sets the step")
     ax.set_ylabel("part of the step")
-    ax.set_title(f"training {side.model} on {side.n_chips:,} × {side.chip}: {side.layout}\n"
-                 f"{format_time(side.step_time)}/step, {side.bound}, roofline MFU {side.roofline_mfu:.0%} "
-                 f"(upper bound; the days use {side.mfu:.0%})",
-                 fontsize=9)
+    ax.set_title(
+        f"training {side.model} on {side.n_chips:,} × {side.chip}: {side.layout}\n"
+        f"{format_time(side.step_time)}/step, {side.bound}, roofline MFU {side.roofline_mfu:.0%} "
+        f"(upper bound; the days use {side.mfu:.0%})",
+        fontsize=9,
+    )
     ax.tick_params(axis="y", labelsize=8)
     ax.grid(True, axis="x", alpha=0.3)
 
@@ -191,7 +219,7 @@ def _log_ticks(lo: float, hi: float) -> list[float]:
     alone (a TPU v5p pod spans five)."""
     k0, k1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
     subs = (1, 2, 5) if math.log10(hi / lo) <= 4 else (1,)
-    return [m * 10.0 ** k for k in range(k0, k1 + 1) for m in subs if lo <= m * 10.0 ** k <= hi]
+    return [m * 10.0**k for k in range(k0, k1 + 1) for m in subs if lo <= m * 10.0**k <= hi]
 
 
 def _draw_serving(ax, side) -> None:
@@ -208,19 +236,45 @@ def _draw_serving(ax, side) -> None:
     colors = [cmap(i / max(len(f.plans) - 1, 1)) for i in range(len(f.plans))]
     pts = [(p.latency * 1e3, p.tokens_per_s_per_chip, c) for pl, c in zip(f.plans, colors) for p in pl.points]
     ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=9, c=[p[2] for p in pts], alpha=0.75, zorder=3)
-    ax.plot([p.latency * 1e3 for p in f.pareto], [p.tokens_per_s_per_chip for p in f.pareto], color="black", lw=1.6,
-            drawstyle="steps-post", zorder=4, label="Pareto frontier")
-    ax.axvline(side.max_latency * 1e3, color="#d62728", lw=1.1, ls="--",
-               label=f"latency cap {side.max_latency * 1e3:.3g} ms")
+    ax.plot(
+        [p.latency * 1e3 for p in f.pareto],
+        [p.tokens_per_s_per_chip for p in f.pareto],
+        color="black",
+        lw=1.6,
+        drawstyle="steps-post",
+        zorder=4,
+        label="Pareto frontier",
+    )
+    ax.axvline(
+        side.max_latency * 1e3, color="#d62728", lw=1.1, ls="--", label=f"latency cap {side.max_latency * 1e3:.3g} ms"
+    )
     top, b = side.max_throughput, side.best
-    ax.plot([top.latency * 1e3], [top.tokens_per_s_per_chip], "D", color="#ff7f0e", ms=8, mec="black", zorder=6,
-            label="smallest slice's best")
-    ax.plot([b.latency * 1e3] if b else [], [b.tokens_per_s_per_chip] if b else [], "*", color="#d62728", ms=15,
-            mec="black", zorder=7, label="chosen (best under the cap)")
+    ax.plot(
+        [top.latency * 1e3],
+        [top.tokens_per_s_per_chip],
+        "D",
+        color="#ff7f0e",
+        ms=8,
+        mec="black",
+        zorder=6,
+        label="smallest slice's best",
+    )
+    ax.plot(
+        [b.latency * 1e3] if b else [],
+        [b.tokens_per_s_per_chip] if b else [],
+        "*",
+        color="#d62728",
+        ms=15,
+        mec="black",
+        zorder=7,
+        label="chosen (best under the cap)",
+    )
     lat = [p.latency * 1e3 for p in f.points] + [side.max_latency * 1e3]
     thr = [p.tokens_per_s_per_chip for p in f.points]
-    for axis, scale, limits, lim in ((ax.xaxis, ax.set_xscale, ax.set_xlim, (min(lat) / 1.3, max(lat) * 1.3)),
-                                     (ax.yaxis, ax.set_yscale, ax.set_ylim, (min(thr) / 1.5, max(thr) * 1.8))):
+    for axis, scale, limits, lim in (
+        (ax.xaxis, ax.set_xscale, ax.set_xlim, (min(lat) / 1.3, max(lat) * 1.3)),
+        (ax.yaxis, ax.set_yscale, ax.set_ylim, (min(thr) / 1.5, max(thr) * 1.8)),
+    ):
         scale("log")
         limits(*lim)
         axis.set_major_locator(FixedLocator(_log_ticks(*lim)))
@@ -229,24 +283,44 @@ def _draw_serving(ax, side) -> None:
         axis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("latency: time per decode step (ms)")
     ax.set_ylabel("throughput (tokens/s per chip)")
-    ax.set_title(f"serving {side.model} in {side._prec()}, {side.S:g}-token context\n"
-                 "every batch on every slice size (right: the chip and its slices)", fontsize=9)
+    ax.set_title(
+        f"serving {side.model} in {side._prec()}, {side.S:g}-token context\n"
+        "every batch on every slice size (right: the chip and its slices)",
+        fontsize=9,
+    )
     ax.grid(True, which="major", alpha=0.3)
     key = dict(fontsize=7, borderaxespad=0, frameon=False, handletextpad=0.4)
-    slices = ax.legend([Line2D([], [], ls="", marker="o", ms=3, color=c, alpha=0.75) for c in colors],
-                       [cap.slice_text(pl.n_chips, pl.shape, gpu) for pl in f.plans], loc="upper left",
-                       bbox_to_anchor=(1.01, 1.0), labelspacing=0.3, title=f"{side.chip} slices",
-                       title_fontsize=7, alignment="left", **key)  # a TPU v5p pod: 14 slices
+    slices = ax.legend(
+        [Line2D([], [], ls="", marker="o", ms=3, color=c, alpha=0.75) for c in colors],
+        [cap.slice_text(pl.n_chips, pl.shape, gpu) for pl in f.plans],
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        labelspacing=0.3,
+        title=f"{side.chip} slices",
+        title_fontsize=7,
+        alignment="left",
+        **key,
+    )  # a TPU v5p pod: 14 slices
     ax.add_artist(slices)  # a second legend below: the markers' key, the same for every plan
     ax.legend(loc="lower left", bbox_to_anchor=(1.01, 0.0), **key)
-    chosen = (f"★ B={b.B:g} on {cap.chips_text(b.n_chips, gpu)},\n   {cap.tokens_per_s_text(b.tokens_per_s_per_chip)} tokens/s/chip"
-              if b else "★ nothing under the cap")
-    ax.text(1.01, 0.23, f"{chosen}\n◆ B={top.B:g} on {cap.chips_text(top.n_chips, gpu)}", transform=ax.transAxes,
-            fontsize=7, va="bottom")  # just above the markers' key
+    chosen = (
+        f"★ B={b.B:g} on {cap.chips_text(b.n_chips, gpu)},\n   {cap.tokens_per_s_text(b.tokens_per_s_per_chip)} tokens/s/chip"
+        if b
+        else "★ nothing under the cap"
+    )
+    ax.text(
+        1.01,
+        0.23,
+        f"{chosen}\n◆ B={top.B:g} on {cap.chips_text(top.n_chips, gpu)}",
+        transform=ax.transAxes,
+        fontsize=7,
+        va="bottom",
+    )  # just above the markers' key
 
 
-def capstone_figure(model="llama3-70b", train_chip="tpu-v5p", serve_chip="tpu-v5e", budget: cap.Budget | None = None,
-                    **budget_fields) -> Figure:
+def capstone_figure(
+    model="llama3-70b", train_chip="tpu-v5p", serve_chip="tpu-v5e", budget: cap.Budget | None = None, **budget_fields
+) -> Figure:
     """Left: the training step's time budget of the best layout (compute and each communication, ms; the longest
     sets the step). Right: the serving frontier — tokens/s per chip against ms per decode step for every batch and
     slice, the latency cap, the smallest slice's best point (◆) and the chosen point under the cap (★)."""
@@ -294,8 +368,12 @@ def _label(text: str) -> W.HTML:
     return W.HTML(f"<span style='color:#555;font-size:90%'>{html.escape(text)}</span>")
 
 
-def plan_app(model: str | tf.TransformerConfig = "llama3-70b", train_chip: str = "tpu-v5p", serve_chip: str = "tpu-v5e",
-             budget: cap.Budget | None = None) -> W.VBox:
+def plan_app(
+    model: str | tf.TransformerConfig = "llama3-70b",
+    train_chip: str = "tpu-v5p",
+    serve_chip: str = "tpu-v5e",
+    budget: cap.Budget | None = None,
+) -> W.VBox:
     """The chapter-11 app as ONE widget: model (presets or "custom…" with L, D, F, N, K, H, V), training chip, chip
     count (0 = the default: a TPU's pod, 1024 GPUs), tokens, batch, sequence length, achieved MFU, an optional
     deadline and money cap; serving chip, precision, context and latency cap. Below: the training and serving plans
@@ -308,40 +386,85 @@ def plan_app(model: str | tf.TransformerConfig = "llama3-70b", train_chip: str =
     models = list(tf.MODELS)
     style = {"description_width": "130px"}
     wide = W.Layout(width="320px")
-    model_dd = W.Dropdown(options=models + [CUSTOM], value=model if model in models else CUSTOM,
-                          description=MODEL_LABEL, style=style, layout=wide)
+    model_dd = W.Dropdown(
+        options=models + [CUSTOM],
+        value=model if model in models else CUSTOM,
+        description=MODEL_LABEL,
+        style=style,
+        layout=wide,
+    )
     base = model if isinstance(model, tf.TransformerConfig) else tf.get_model(model if model in models else "llama3-8b")
-    dims = {d: W.IntText(value=getattr(base, d), description=d, layout=W.Layout(width="150px"),
-                         style={"description_width": "20px"}) for d in _DIMS}
+    dims = {
+        d: W.IntText(
+            value=getattr(base, d), description=d, layout=W.Layout(width="150px"), style={"description_width": "20px"}
+        )
+        for d in _DIMS
+    }
     custom_box = W.HBox(list(dims.values()))
     custom_box.layout.display = "" if model_dd.value == CUSTOM else "none"
     chips_all = chip_names()
-    train_dd = W.Dropdown(options=chips_all, value=get_chip(train_chip).name, description=TRAIN_CHIP_LABEL,
-                          style=style, layout=wide)
+    train_dd = W.Dropdown(
+        options=chips_all, value=get_chip(train_chip).name, description=TRAIN_CHIP_LABEL, style=style, layout=wide
+    )
     n_box = W.IntText(value=b.train_chips or 0, description="training chips", style=style, layout=wide)
     tokens_box = W.FloatText(value=b.train_tokens / 1e12, description="tokens (T)", style=style, layout=wide)
     batches = dict(_BATCHES)
     if b.batch_tokens not in batches.values():
         batches = {f"{b.batch_tokens:g}": b.batch_tokens} | batches
-    batch_dd = W.Dropdown(options=list(batches.items()), value=b.batch_tokens, description="batch (tokens)",
-                          style=style, layout=wide)
-    seq_dd = W.Dropdown(options=sorted({*_SEQS, b.seq_len}), value=b.seq_len, description="sequence length",
-                        style=style, layout=wide)
-    mfu_sl = W.FloatSlider(value=b.mfu, min=0.05, max=1.0, step=0.01, readout_format=".0%", continuous_update=False,
-                           description="achieved MFU", style=style, layout=wide)
+    batch_dd = W.Dropdown(
+        options=list(batches.items()), value=b.batch_tokens, description="batch (tokens)", style=style, layout=wide
+    )
+    seq_dd = W.Dropdown(
+        options=sorted({*_SEQS, b.seq_len}), value=b.seq_len, description="sequence length", style=style, layout=wide
+    )
+    mfu_sl = W.FloatSlider(
+        value=b.mfu,
+        min=0.05,
+        max=1.0,
+        step=0.01,
+        readout_format=".0%",
+        continuous_update=False,
+        description="achieved MFU",
+        style=style,
+        layout=wide,
+    )
     days_box = W.FloatText(value=b.max_days or 0, description="deadline (days)", style=style, layout=wide)
     usd_box = W.FloatText(value=(b.max_usd or 0) / 1e6, description="money cap (M USD)", style=style, layout=wide)
-    serve_dd = W.Dropdown(options=chips_all, value=get_chip(serve_chip).name, description=SERVE_CHIP_LABEL,
-                          style=style, layout=wide)
-    prec_dd = W.Dropdown(options=list(dict.fromkeys([b.serve_precision, *inf.PRECISIONS])), value=b.serve_precision,
-                         description="precision", style=style, layout=wide)
-    ctx_dd = W.Dropdown(options=sorted({*_CONTEXTS, int(b.serve_context)}), value=int(b.serve_context),
-                        description="context (tokens)", style=style, layout=wide)
+    serve_dd = W.Dropdown(
+        options=chips_all, value=get_chip(serve_chip).name, description=SERVE_CHIP_LABEL, style=style, layout=wide
+    )
+    prec_dd = W.Dropdown(
+        options=list(dict.fromkeys([b.serve_precision, *inf.PRECISIONS])),
+        value=b.serve_precision,
+        description="precision",
+        style=style,
+        layout=wide,
+    )
+    ctx_dd = W.Dropdown(
+        options=sorted({*_CONTEXTS, int(b.serve_context)}),
+        value=int(b.serve_context),
+        description="context (tokens)",
+        style=style,
+        layout=wide,
+    )
     lat_box = W.FloatText(value=b.max_latency * 1e3, description="latency cap (ms)", style=style, layout=wide)
 
-    controls = {"model": model_dd, **dims, "train_chip": train_dd, "train_chips": n_box, "tokens": tokens_box,
-                "batch": batch_dd, "seq_len": seq_dd, "mfu": mfu_sl, "max_days": days_box, "max_usd": usd_box,
-                "serve_chip": serve_dd, "precision": prec_dd, "context": ctx_dd, "max_latency": lat_box}
+    controls = {
+        "model": model_dd,
+        **dims,
+        "train_chip": train_dd,
+        "train_chips": n_box,
+        "tokens": tokens_box,
+        "batch": batch_dd,
+        "seq_len": seq_dd,
+        "mfu": mfu_sl,
+        "max_days": days_box,
+        "max_usd": usd_box,
+        "serve_chip": serve_dd,
+        "precision": prec_dd,
+        "context": ctx_dd,
+        "max_latency": lat_box,
+    }
 
     train_pane = W.HTML(layout=W.Layout(width="50%", padding="0 8px 0 0"))
     serve_pane = W.HTML(layout=W.Layout(width="50%", padding="0 0 0 8px"))
@@ -357,11 +480,18 @@ def plan_app(model: str | tf.TransformerConfig = "llama3-70b", train_chip: str =
             m = tf.TransformerConfig("custom", **{d: dims[d].value for d in _DIMS})
         else:
             m = model_dd.value
-        bud = cap.Budget(train_chips=n_box.value or None, train_tokens=tokens_box.value * 1e12,
-                         batch_tokens=batch_dd.value, seq_len=seq_dd.value, mfu=mfu_sl.value,
-                         max_days=days_box.value or None, max_usd=usd_box.value * 1e6 or None,
-                         serve_precision=prec_dd.value, serve_context=ctx_dd.value,
-                         max_latency=lat_box.value * 1e-3)
+        bud = cap.Budget(
+            train_chips=n_box.value or None,
+            train_tokens=tokens_box.value * 1e12,
+            batch_tokens=batch_dd.value,
+            seq_len=seq_dd.value,
+            mfu=mfu_sl.value,
+            max_days=days_box.value or None,
+            max_usd=usd_box.value * 1e6 or None,
+            serve_precision=prec_dd.value,
+            serve_context=ctx_dd.value,
+            max_latency=lat_box.value * 1e-3,
+        )
         return m, train_dd.value, serve_dd.value, bud
 
     def line_now() -> str:
@@ -414,18 +544,39 @@ def plan_app(model: str | tf.TransformerConfig = "llama3-70b", train_chip: str =
     for w in controls.values():
         w.observe(update, names="value")
 
-    title = W.HTML("<h3 style='margin:4px 0'>Plan your model — training and serving side by side</h3>"
-                   "<p style='margin:0 0 6px;color:#555'>Book ch. 11: the planners of ch. 5–6 (TPU training), ch. 12 "
-                   "(GPU training) and ch. 7–8 (serving). Step times are rooflines; the days use the MFU you expect "
-                   "to achieve.</p>")
-    train_col = W.VBox([_label("Training"), train_dd, n_box, _label("0 = a TPU's full pod, 1024 GPUs (576 GB200s)"),
-                        tokens_box, batch_dd, seq_dd, mfu_sl, days_box, usd_box, _label("0 = no deadline / no cap")])
+    title = W.HTML(
+        "<h3 style='margin:4px 0'>Plan your model — training and serving side by side</h3>"
+        "<p style='margin:0 0 6px;color:#555'>Book ch. 11: the planners of ch. 5–6 (TPU training), ch. 12 "
+        "(GPU training) and ch. 7–8 (serving). Step times are rooflines; the days use the MFU you expect "
+        "to achieve.</p>"
+    )
+    train_col = W.VBox(
+        [
+            _label("Training"),
+            train_dd,
+            n_box,
+            _label("0 = a TPU's full pod, 1024 GPUs (576 GB200s)"),
+            tokens_box,
+            batch_dd,
+            seq_dd,
+            mfu_sl,
+            days_box,
+            usd_box,
+            _label("0 = no deadline / no cap"),
+        ]
+    )
     serve_col = W.VBox([_label("Serving"), serve_dd, prec_dd, ctx_dd, lat_box])
-    box.children = [title, W.HBox([model_dd]), custom_box, W.HBox([train_col, serve_col]),
-                    W.HBox([train_pane, serve_pane], layout=W.Layout(width="100%")), readout, image]
+    box.children = [
+        title,
+        W.HBox([model_dd]),
+        custom_box,
+        W.HBox([train_col, serve_col]),
+        W.HBox([train_pane, serve_pane], layout=W.Layout(width="100%")),
+        readout,
+        image,
+    ]
     box.controls, box.panes, box.image = controls, (train_pane, serve_pane), image
     box.readout = line_now
     box.snapshot = lambda: Image(data=box.last_png, format="png")
     update()
     return box
-

@@ -62,25 +62,67 @@ def _artist_sig(a) -> tuple:
     if isinstance(a, Legend):  # a second legend, added with `Axes.add_artist`
         return (*_legend_sig(a), *common)
     if isinstance(a, Line2D):
-        return ("line", _arr(a.get_xydata()), str(a.get_color()), a.get_marker(), a.get_markersize(),
-                str(a.get_markerfacecolor()), a.get_linestyle(), a.get_linewidth(), *common)
+        return (
+            "line",
+            _arr(a.get_xydata()),
+            str(a.get_color()),
+            a.get_marker(),
+            a.get_markersize(),
+            str(a.get_markerfacecolor()),
+            a.get_linestyle(),
+            a.get_linewidth(),
+            *common,
+        )
     if isinstance(a, Text):
         xy = getattr(a, "xy", None)
-        return ("text", a.get_text(), _arr(a.get_position()), None if xy is None else _arr(xy), a.get_ha(),
-                a.get_va(), str(a.get_color()), a.get_fontsize(), a.get_rotation(), str(a.get_fontweight()),
-                a.get_fontstyle(), tuple(a.get_fontfamily()), *common)
+        return (
+            "text",
+            a.get_text(),
+            _arr(a.get_position()),
+            None if xy is None else _arr(xy),
+            a.get_ha(),
+            a.get_va(),
+            str(a.get_color()),
+            a.get_fontsize(),
+            a.get_rotation(),
+            str(a.get_fontweight()),
+            a.get_fontstyle(),
+            tuple(a.get_fontfamily()),
+            *common,
+        )
     if isinstance(a, Patch):
-        return ("patch", _arr(a.get_path().vertices), _arr(a.get_patch_transform().get_matrix()),
-                _arr(a.get_facecolor()), _arr(a.get_edgecolor()), a.get_linewidth(), a.get_hatch(), *common)
+        return (
+            "patch",
+            _arr(a.get_path().vertices),
+            _arr(a.get_patch_transform().get_matrix()),
+            _arr(a.get_facecolor()),
+            _arr(a.get_edgecolor()),
+            a.get_linewidth(),
+            a.get_hatch(),
+            *common,
+        )
     if isinstance(a, Collection):
-        return ("coll", _arr(a.get_offsets()), tuple(_arr(p.vertices) for p in a.get_paths()),
-                _arr(a.get_facecolor()), _arr(a.get_edgecolor()),
-                _arr(a.get_sizes() if hasattr(a, "get_sizes") else ()), _arr(a.get_linewidths()),  # LineCollection: none
-                str(a.get_linestyle()), *common)
+        return (
+            "coll",
+            _arr(a.get_offsets()),
+            tuple(_arr(p.vertices) for p in a.get_paths()),
+            _arr(a.get_facecolor()),
+            _arr(a.get_edgecolor()),
+            _arr(a.get_sizes() if hasattr(a, "get_sizes") else ()),
+            _arr(a.get_linewidths()),  # LineCollection: none
+            str(a.get_linestyle()),
+            *common,
+        )
     if isinstance(a, AxesImage):
         arr = a.get_array()
-        return ("image", None if arr is None else np.ma.getdata(arr).tobytes(), _arr(a.get_clim()),
-                a.get_cmap().name, _arr(a.get_extent()), *common)
+        return (
+            "image",
+            None if arr is None else np.ma.getdata(arr).tobytes(),
+            _arr(a.get_clim()),
+            a.get_cmap().name,
+            _arr(a.get_extent()),
+            *common,
+        )
     return ("other", id(a))
 
 
@@ -107,17 +149,39 @@ def _draws_inside(axis) -> bool:
 
 def _axis_part_sig(axis) -> tuple:
     """One axis of an Axes: its limits, ticks and their labels, its label, and whether it paints inside."""
-    return ("axis", _arr(axis.get_view_interval()), *_axis_sig(axis), _draws_inside(axis), axis.get_visible(),
-            axis.get_ticks_position(), axis.get_label_position())
+    return (
+        "axis",
+        _arr(axis.get_view_interval()),
+        *_axis_sig(axis),
+        _draws_inside(axis),
+        axis.get_visible(),
+        axis.get_ticks_position(),
+        axis.get_label_position(),
+    )
 
 
 def _axes_sig(ax) -> tuple:
     """An Axes as a frame, without its axes, titles, legend and data artists (each a part of its own): scales,
     frame, background colour and how many children of each kind it has. When it changes the Axes is drawn whole."""
-    return (ax.get_xscale(), ax.get_yscale(), ax.axison, ax.get_frame_on(), ax.get_visible(),
-            _arr(ax.patch.get_facecolor()), ax.get_legend() is None, tuple(bool(t.get_text()) for t in _titles(ax)),
-            len(ax.lines), len(ax.texts), len(ax.patches), len(ax.collections), len(ax.images), len(ax.artists),
-            len(ax.tables), len(ax.child_axes), ("other", id(ax)) if ax.child_axes else None)  # insets: always whole
+    return (
+        ax.get_xscale(),
+        ax.get_yscale(),
+        ax.axison,
+        ax.get_frame_on(),
+        ax.get_visible(),
+        _arr(ax.patch.get_facecolor()),
+        ax.get_legend() is None,
+        tuple(bool(t.get_text()) for t in _titles(ax)),
+        len(ax.lines),
+        len(ax.texts),
+        len(ax.patches),
+        len(ax.collections),
+        len(ax.images),
+        len(ax.artists),
+        len(ax.tables),
+        len(ax.child_axes),
+        ("other", id(ax)) if ax.child_axes else None,
+    )  # insets: always whole
 
 
 def _titles(ax) -> tuple:
@@ -154,10 +218,14 @@ def _parts(fig: Figure) -> dict:
 def _legend_sig(leg) -> tuple:
     """A legend's texts, handles and place; with ``loc="best"`` also the limits (its place follows the data)."""
     best = getattr(leg, "_loc", None) == 0
-    return ("legend", tuple(t.get_text() for t in leg.get_texts()),
-            tuple(_artist_sig(h) for h in getattr(leg, "legend_handles", ())), getattr(leg, "_loc", None),
-            _arr(leg.get_bbox_to_anchor().bounds),
-            _limits(leg.axes) if best and leg.axes is not None else None)
+    return (
+        "legend",
+        tuple(t.get_text() for t in leg.get_texts()),
+        tuple(_artist_sig(h) for h in getattr(leg, "legend_handles", ())),
+        getattr(leg, "_loc", None),
+        _arr(leg.get_bbox_to_anchor().bounds),
+        _limits(leg.axes) if best and leg.axes is not None else None,
+    )
 
 
 def _sig(name, artist):
@@ -170,9 +238,17 @@ def _sig(name, artist):
     if name[1] in ("xaxis", "yaxis"):
         return _axis_part_sig(artist)
     if name[1] == "spine":  # its path is set when drawn: compare what sets it
-        return ("spine", str(artist.get_position()), artist.get_bounds(), _arr(artist.get_edgecolor()),
-                artist.get_linewidth(), str(artist.get_linestyle()), artist.get_visible(), artist.get_zorder(),
-                _limits(artist.axes))
+        return (
+            "spine",
+            str(artist.get_position()),
+            artist.get_bounds(),
+            _arr(artist.get_edgecolor()),
+            artist.get_linewidth(),
+            str(artist.get_linestyle()),
+            artist.get_visible(),
+            artist.get_zorder(),
+            _limits(artist.axes),
+        )
     return (*_artist_sig(artist), _limits(artist.axes))  # data and spines: their pixels follow the Axes' limits
 
 
@@ -194,7 +270,11 @@ def _bbox(a, renderer):
             if a.get_ticks_position() not in ("bottom", "left"):  # top, right or both sides: anywhere
                 return fig.bbox
             b = ax.bbox
-            return Bbox([[0, 0], [fig.bbox.width, b.y0]]) if a.axis_name == "x" else Bbox([[0, 0], [b.x0, fig.bbox.height]])
+            return (
+                Bbox([[0, 0], [fig.bbox.width, b.y0]])
+                if a.axis_name == "x"
+                else Bbox([[0, 0], [b.x0, fig.bbox.height]])
+            )
         return box
     from matplotlib.patches import Patch
     from matplotlib.spines import Spine
@@ -264,8 +344,16 @@ def _order(fig: Figure, parts: dict) -> dict:
     return rank
 
 
-def _painted_over(parts: dict, moving: set, order: dict, renderer, dpi: float, known: set = frozenset(),
-                  sigs: dict | None = None, kept: dict | None = None) -> set:
+def _painted_over(
+    parts: dict,
+    moving: set,
+    order: dict,
+    renderer,
+    dpi: float,
+    known: set = frozenset(),
+    sigs: dict | None = None,
+    kept: dict | None = None,
+) -> set:
     """The static parts of each Axes that a full draw paints after (over) one of its moving parts where the two
     overlap (a legend over a moving line, grid lines or spines over moving bars, a label over a moving patch), and
     in turn the static parts it paints over those. Blitting the moving part alone would cover them; they are kept
@@ -294,8 +382,11 @@ def _painted_over(parts: dict, moving: set, order: dict, renderer, dpi: float, k
         under = [n for n in names if n in moving or n in known]  # what is redrawn or composited each step
         static = [n for n in names if n not in moving and n not in known]
         while under and static:  # and, in turn, whatever a full draw paints over those
-            new = [s for s in static if any(order[m] < order[s] and _meets(parts[m], box(m), parts[s], box(s), dpi)
-                                            for m in under)]
+            new = [
+                s
+                for s in static
+                if any(order[m] < order[s] and _meets(parts[m], box(m), parts[s], box(s), dpi) for m in under)
+            ]
             over.update(new)
             static = [s for s in static if s not in over]
             under = new
@@ -380,8 +471,13 @@ class LiveFigure:
         self._boxes: dict = {}  # static parts' display boxes, by name: (sig, box)
 
     def _shape(self, fig: Figure):
-        return (tuple(fig.get_size_inches()), tuple(type(ax).__name__ for ax in fig.axes), len(_texts(fig)),
-                len(fig.legends), len(fig.lines) + len(fig.patches) + len(fig.images) + len(fig.artists))
+        return (
+            tuple(fig.get_size_inches()),
+            tuple(type(ax).__name__ for ax in fig.axes),
+            len(_texts(fig)),
+            len(fig.legends),
+            len(fig.lines) + len(fig.patches) + len(fig.images) + len(fig.artists),
+        )
 
     def _renderer(self, w: int, h: int, dpi: float) -> RendererAgg:
         key = (w, h, dpi)
@@ -427,13 +523,20 @@ class LiveFigure:
         changed = {n for n, s in sigs.items() if self._sigs.get(n) != s}
         self._sigs = sigs
         moving_axes = {n[0] for n in changed | self._moving if len(n) == 1}
-        moving = {n for n in changed | self._moving
-                  if n in parts and (len(n) == 1 or n[0] == "fig" or n[0] not in moving_axes)}
+        moving = {
+            n
+            for n in changed | self._moving
+            if n in parts and (len(n) == 1 or n[0] == "fig" or n[0] not in moving_axes)
+        }
         renderer = canvas.get_renderer()
         order = _order(fig, parts)
         over = _painted_over(parts, moving, order, renderer, self.dpi, self._over, sigs, self._boxes)
-        if (self._background is None or not moving <= self._moving or not over <= self._over
-                or not (self._moving | self._over) <= parts.keys()):
+        if (
+            self._background is None
+            or not moving <= self._moving
+            or not over <= self._over
+            or not (self._moving | self._over) <= parts.keys()
+        ):
             self._rebuild(parts, moving, over, order, canvas)
         else:
             np.asarray(canvas.get_renderer().buffer_rgba())[...] = self._background
@@ -449,8 +552,7 @@ class LiveFigure:
         """A new background without the moving parts and the parts painted over them; those static parts drawn
         once into transparent layers, one per run of them between moving parts in the full draw's order."""
         self._moving = moving
-        self._over = {n for n in over | self._over
-                      if n in parts and n not in moving and (n[0],) not in moving}
+        self._over = {n for n in over | self._over if n in parts and n not in moving and (n[0],) not in moving}
         drawn = [parts[n] for n in moving | self._over]
         for a in drawn:
             a.set_animated(True)

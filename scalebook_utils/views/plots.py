@@ -63,14 +63,32 @@ from scalebook_utils.views.ch03_sharding import (
 
 __all__ = [
     # chapter 1 (views/ch01_figures.py)
-    "REGION_COLORS", "roofline_figure", "achievable_flops_figure", "time_bars", "measured_roofline_figure",
-    "two_chip_figure", "critical_batch_figure",
+    "REGION_COLORS",
+    "roofline_figure",
+    "achievable_flops_figure",
+    "time_bars",
+    "measured_roofline_figure",
+    "two_chip_figure",
+    "critical_batch_figure",
     # chapter 2 (views/ch02_tpus.py)
-    "systolic_frame_figure", "systolic_utilisation_figure", "torus_figure", "bandwidth_hierarchy_figure",
+    "systolic_frame_figure",
+    "systolic_utilisation_figure",
+    "torus_figure",
+    "bandwidth_hierarchy_figure",
     # chapter 3 (views/ch03_sharding.py)
-    "SHARD_COLORS", "sharding_blocks_figure", "collective_knee_bytes", "collective_time_figure", "ALLGATHER_AXES",
+    "SHARD_COLORS",
+    "sharding_blocks_figure",
+    "collective_knee_bytes",
+    "collective_time_figure",
+    "ALLGATHER_AXES",
     "allgather_axes_figure",
     # the kit and core
-    "si_scale", "si_tick", "new_figure", "torus_path", "torus_route_args", "ring_hops", "bandwidth_channels",
+    "si_scale",
+    "si_tick",
+    "new_figure",
+    "torus_path",
+    "torus_route_args",
+    "ring_hops",
+    "bandwidth_channels",
     "VMEM_TO_HBM_RATIO",
 ]

@@ -47,10 +47,29 @@ from scalebook_utils.core.capstone.training import (
 )
 from scalebook_utils.core.units import format_count
 
-__all__ = ["Budget", "TrainingSide", "LayoutRow", "layout_rows", "TIE", "ServingSide", "ModelPlan", "plan_model",
-           "plan_training", "plan_serving_side", "train_chip_count", "DEFAULT_GPU_TRAIN_CHIPS", "MAX_GPU_TRAIN_CHIPS",
-           "clear_caches", "usd_text", "number_text", "days_text", "ms_text", "chips_text", "slice_text",
-           "tokens_per_s_text"]
+__all__ = [
+    "Budget",
+    "TrainingSide",
+    "LayoutRow",
+    "layout_rows",
+    "TIE",
+    "ServingSide",
+    "ModelPlan",
+    "plan_model",
+    "plan_training",
+    "plan_serving_side",
+    "train_chip_count",
+    "DEFAULT_GPU_TRAIN_CHIPS",
+    "MAX_GPU_TRAIN_CHIPS",
+    "clear_caches",
+    "usd_text",
+    "number_text",
+    "days_text",
+    "ms_text",
+    "chips_text",
+    "slice_text",
+    "tokens_per_s_text",
+]
 
 
 @dataclass(frozen=True)
@@ -74,14 +93,18 @@ class ModelPlan:
         return "\n".join(out)
 
 
-def plan_model(model="llama3-70b", train_chip="tpu-v5p", serve_chip="tpu-v5e",
-               budget: Budget = Budget()) -> ModelPlan:  # noqa: B008 (a frozen Budget: the shared default cannot change)
+def plan_model(model="llama3-70b", train_chip="tpu-v5p", serve_chip="tpu-v5e", budget: Budget = Budget()) -> ModelPlan:  # noqa: B008 (a frozen Budget: the shared default cannot change)
     """Plan training on `train_chip` and serving on `serve_chip` for `model` (a preset name of
     `transformer.MODELS` or a `TransformerConfig`) within `budget`. Book ch. 11 (conclusion), putting ch. 5–8 and
     ch. 12 together: see `plan_training` and `plan_serving_side` for each half."""
     cfg = tf.get_model(model)
-    return ModelPlan(cfg.name, tf.param_count(cfg).total, budget, plan_training(cfg, train_chip, budget),
-                     plan_serving_side(cfg, serve_chip, budget))
+    return ModelPlan(
+        cfg.name,
+        tf.param_count(cfg).total,
+        budget,
+        plan_training(cfg, train_chip, budget),
+        plan_serving_side(cfg, serve_chip, budget),
+    )
 
 
 def clear_caches() -> None:

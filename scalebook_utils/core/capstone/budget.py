@@ -51,11 +51,14 @@ class Budget:
         _check_positive("batch_tokens", self.batch_tokens)
         _check_positive("seq_len", self.seq_len, integer=True)
         if self.batch_tokens < self.seq_len:
-            raise ValueError(f"batch_tokens ({self.batch_tokens:g}) must hold at least one sequence of seq_len="
-                             f"{self.seq_len} tokens")
+            raise ValueError(
+                f"batch_tokens ({self.batch_tokens:g}) must hold at least one sequence of seq_len={self.seq_len} tokens"
+            )
         if not (isinstance(self.mfu, numbers.Real) and not isinstance(self.mfu, bool) and 0 < self.mfu <= 1):
-            raise ValueError(f"mfu is the fraction of peak FLOPs you expect to achieve, 0 < mfu ≤ 1 (the book "
-                             f"assumes 0.4–0.5); got {self.mfu!r}")
+            raise ValueError(
+                f"mfu is the fraction of peak FLOPs you expect to achieve, 0 < mfu ≤ 1 (the book "
+                f"assumes 0.4–0.5); got {self.mfu!r}"
+            )
         for name in ("max_days", "max_usd"):
             v = getattr(self, name)
             if v is not None:
@@ -66,4 +69,3 @@ class Budget:
         if self.serve_context < 1:
             raise ValueError(f"serve_context must be at least 1 token, got {self.serve_context!r}")
         _check_positive("max_latency (seconds per decode step)", self.max_latency)
-

@@ -37,8 +37,14 @@ class LayoutRow:
 
 
 #: the layout kinds the table lists, in order (`Estimate.family`)
-FAMILY_NAMES = {"dp": "data parallelism (ZeRO-0…2)", "fsdp": "FSDP (ZeRO-3)", "dp+tp": "data + tensor",
-                "fsdp+tp": "FSDP + tensor", "tp": "tensor alone", "pp": "with a pipeline"}
+FAMILY_NAMES = {
+    "dp": "data parallelism (ZeRO-0…2)",
+    "fsdp": "FSDP (ZeRO-3)",
+    "dp+tp": "data + tensor",
+    "fsdp+tp": "FSDP + tensor",
+    "tp": "tensor alone",
+    "pp": "with a pipeline",
+}
 
 
 def layout_rows(plan: T.Plan, best: T.Estimate | None) -> tuple[LayoutRow, ...]:
@@ -50,13 +56,28 @@ def layout_rows(plan: T.Plan, best: T.Estimate | None) -> tuple[LayoutRow, ...]:
         if ok:
             e = ok[0]
             if best is not None and e is best:
-                rows.insert(0, LayoutRow(kind, e.config.name, "chosen", e.step_time,
-                                         f"fastest: {format_time(e.step_time)}/step, {bound_label(e)}"))
+                rows.insert(
+                    0,
+                    LayoutRow(
+                        kind,
+                        e.config.name,
+                        "chosen",
+                        e.step_time,
+                        f"fastest: {format_time(e.step_time)}/step, {bound_label(e)}",
+                    ),
+                )
                 continue
             vs, tie = versus(e, best), e.step_time / best.step_time < TIE
             rest = "; ties go to the higher ZeRO stage, then the most communication headroom" if tie else ""
-            rows.append(LayoutRow(kind, e.config.name, "tie" if tie else "slower", e.step_time,
-                                  f"{vs.removeprefix('is ')}: {format_time(e.step_time)}/step, {bound_label(e)}{rest}"))
+            rows.append(
+                LayoutRow(
+                    kind,
+                    e.config.name,
+                    "tie" if tie else "slower",
+                    e.step_time,
+                    f"{vs.removeprefix('is ')}: {format_time(e.step_time)}/step, {bound_label(e)}{rest}",
+                )
+            )
             continue
         tried = [e for e in plan.estimates if e.family == fam]
         if tried:
@@ -75,4 +96,3 @@ def bound_label(e: T.Estimate) -> str:
 def leanest(plan: T.Plan) -> T.Estimate:
     """The infeasible layout that needs the least memory per chip (its reason says what is missing)."""
     return min(plan.estimates, key=lambda e: e.memory.total)
-

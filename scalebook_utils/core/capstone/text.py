@@ -10,8 +10,18 @@ import re
 
 from scalebook_utils.core.units import format_count
 
-__all__ = ["DAY", "usd_text", "number_text", "days_text", "ms_text", "shape_text", "chips_text", "slice_text",
-           "tokens_per_s_text", "sentences"]
+__all__ = [
+    "DAY",
+    "usd_text",
+    "number_text",
+    "days_text",
+    "ms_text",
+    "shape_text",
+    "chips_text",
+    "slice_text",
+    "tokens_per_s_text",
+    "sentences",
+]
 
 #: seconds in a day
 DAY = 86_400.0
@@ -66,4 +76,3 @@ def sentences(text: str) -> list[str]:
 def tokens_per_s_text(x: float) -> str:
     """Tokens/s: 501.3 → '501', 11.41 → '11.4'."""
     return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
-

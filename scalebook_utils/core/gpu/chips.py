@@ -25,8 +25,55 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scalebook_utils.core.gpu.collectives import (KINDS, GPUCollectiveCost, collective, all_gather, reduce_scatter, all_reduce, all_to_all, ragged_all_to_all_factor, all_gather_bytes_per_level, sharded_all_gather, sharp_sharded_all_reduce, sharded_all_reduce_simple, SwitchTraffic, su_all_gather_traffic, sharp_node_traffic, MEASURED_AR_BUS_BANDWIDTH_PEAK, MEASURED_AR_BUS_BANDWIDTH_58MB, MEASURED_SHARP_AR_BANDWIDTH, bus_bandwidth, NCCL_BASE_LATENCY_S, NCCL_NVLINK_STEP_LATENCY_S, NCCL_NET_STEP_LATENCY_S, NCCL_NET_OVERHEAD_S, nccl_latency)
-from scalebook_utils.core.gpu.network import (CH12_NET, CH12_APPB, gpu_chip, NVLinkGeneration, NVLINK, NVSWITCH_PORTS, IB_SWITCH_PORTS, IB_PORT_BYTES_PER_S, NICS_PER_NODE, nvlink_generation, node_switch_bytes_per_s, node_bandwidth, node_bisection_bandwidth, NetworkLevel, Cluster, superpod, single_node, max_sus, as_cluster, fat_tree_switches, su_bandwidths)
+from scalebook_utils.core.gpu.collectives import (
+    KINDS,
+    MEASURED_AR_BUS_BANDWIDTH_58MB,
+    MEASURED_AR_BUS_BANDWIDTH_PEAK,
+    MEASURED_SHARP_AR_BANDWIDTH,
+    NCCL_BASE_LATENCY_S,
+    NCCL_NET_OVERHEAD_S,
+    NCCL_NET_STEP_LATENCY_S,
+    NCCL_NVLINK_STEP_LATENCY_S,
+    GPUCollectiveCost,
+    SwitchTraffic,
+    all_gather,
+    all_gather_bytes_per_level,
+    all_reduce,
+    all_to_all,
+    bus_bandwidth,
+    collective,
+    nccl_latency,
+    ragged_all_to_all_factor,
+    reduce_scatter,
+    sharded_all_gather,
+    sharded_all_reduce_simple,
+    sharp_node_traffic,
+    sharp_sharded_all_reduce,
+    su_all_gather_traffic,
+)
+from scalebook_utils.core.gpu.network import (
+    CH12_APPB,
+    CH12_NET,
+    IB_PORT_BYTES_PER_S,
+    IB_SWITCH_PORTS,
+    NICS_PER_NODE,
+    NVLINK,
+    NVSWITCH_PORTS,
+    Cluster,
+    NetworkLevel,
+    NVLinkGeneration,
+    as_cluster,
+    fat_tree_switches,
+    gpu_chip,
+    max_sus,
+    node_bandwidth,
+    node_bisection_bandwidth,
+    node_switch_bytes_per_s,
+    nvlink_generation,
+    single_node,
+    su_bandwidths,
+    superpod,
+)
 from scalebook_utils.core.hardware import ChipSpec, get_chip
 from scalebook_utils.core.units import is_int, require_positive
 
@@ -46,7 +93,11 @@ MAX_REGISTERS_PER_THREAD = 256
 
 #: (base, boost) clocks in Hz, book ch. 12 spec table; B200 has none there ("?").
 CLOCKS_HZ: dict[str, tuple[float, float]] = {
-    "v100": (1.25e9, 1.38e9), "a100": (1.10e9, 1.41e9), "h100": (1.59e9, 1.98e9), "h200": (1.59e9, 1.98e9)}
+    "v100": (1.25e9, 1.38e9),
+    "a100": (1.10e9, 1.41e9),
+    "h100": (1.59e9, 1.98e9),
+    "h200": (1.59e9, 1.98e9),
+}
 #: the clocks the chapter uses to turn peak FLOPs/s into FLOPs per cycle per Tensor Core (ch. 12 text)
 TENSOR_CORE_CLOCK_HZ: dict[str, float] = {"h100": 1.76e9, "h200": 1.76e9, "b200": 1.86e9, "gb200": 1.86e9}
 #: Tensor Core bf16/fp16 FLOPs per cycle by generation, as the chapter lists them (H100's is ≈1065 exactly)
@@ -94,22 +145,33 @@ def sm_counts(chip: str | ChipSpec = "h100") -> SMCounts:
         raise ValueError(f"{s.name} has no SM count: its compute units are not NVIDIA SMs (see its notes)")
     sub = s.sms * SUBPARTITIONS_PER_SM
     tensor_cores = s.sms * TENSOR_CORES_PER_SM.get(s.name, SUBPARTITIONS_PER_SM)
-    return SMCounts(s.name, s.sms, sub * FP32_CORES_PER_SUBPARTITION, tensor_cores, sub,
-                    float(sub * REGISTERS_PER_SUBPARTITION * REGISTER_BYTES), s.sms * s.smem_bytes_per_sm,
-                    s.sms * TMEM_BYTES_PER_SM.get(s.name, 0.0), s.l2_bytes)
+    return SMCounts(
+        s.name,
+        s.sms,
+        sub * FP32_CORES_PER_SUBPARTITION,
+        tensor_cores,
+        sub,
+        float(sub * REGISTERS_PER_SUBPARTITION * REGISTER_BYTES),
+        s.sms * s.smem_bytes_per_sm,
+        s.sms * TMEM_BYTES_PER_SM.get(s.name, 0.0),
+        s.l2_bytes,
+    )
 
 
 def clock_hz(chip: str | ChipSpec = "h100", boost: bool = True) -> float:
     """The boost (or base) clock of `chip` in Hz from the ch. 12 spec table; ValueError where the book has none."""
     s = gpu_chip(chip)
     if s.name not in CLOCKS_HZ:
-        raise ValueError(f"book ch. 12 gives no clock for {s.name} ('?'); pass clock_hz explicitly "
-                         f"(ch12.q6 derives ≈{implied_clock_hz():.3g} Hz for a B200)")
+        raise ValueError(
+            f"book ch. 12 gives no clock for {s.name} ('?'); pass clock_hz explicitly "
+            f"(ch12.q6 derives ≈{implied_clock_hz():.3g} Hz for a B200)"
+        )
     return CLOCKS_HZ[s.name][1 if boost else 0]
 
 
-def vector_flops_per_s(chip: str | ChipSpec = "h100", clock: float | None = None,
-                       flops_per_core_per_cycle: float = 1) -> float:
+def vector_flops_per_s(
+    chip: str | ChipSpec = "h100", clock: float | None = None, flops_per_core_per_cycle: float = 1
+) -> float:
     """fp32 CUDA-core FLOPs/s = CUDA cores · clock · FLOPs per core per cycle.
 
     One op per cycle (ch12.q2): H100 at 1.98 GHz ≈ 33.5 TFLOP/s; NVIDIA counts an FMA as 2 (≈67 TFLOP/s).
@@ -119,8 +181,9 @@ def vector_flops_per_s(chip: str | ChipSpec = "h100", clock: float | None = None
     return sm_counts(chip).cuda_cores * clock * flops_per_core_per_cycle
 
 
-def implied_clock_hz(chip: str | ChipSpec = "b200", vector_flops: float = B200_VECTOR_FP32_FLOPS,
-                     flops_per_core_per_cycle: float = 2) -> float:
+def implied_clock_hz(
+    chip: str | ChipSpec = "b200", vector_flops: float = B200_VECTOR_FP32_FLOPS, flops_per_core_per_cycle: float = 2
+) -> float:
     """Clock implied by a vector FLOPs/s figure: flops / (CUDA cores · FLOPs per cycle). B200: 80e12/(18,944·2)
     ≈ 2.1 GHz (ch12.q6)."""
     require_positive(vector_flops=vector_flops, flops_per_core_per_cycle=flops_per_core_per_cycle)
@@ -133,8 +196,9 @@ def matmul_dtype(chip: str | ChipSpec = "h100") -> str:
     return "bf16" if "bf16" in peaks else "fp16"
 
 
-def tensor_core_flops_per_cycle(chip: str | ChipSpec = "h100", dtype: str | None = None,
-                                clock: float | None = None, per_subpartition: bool = False) -> float:
+def tensor_core_flops_per_cycle(
+    chip: str | ChipSpec = "h100", dtype: str | None = None, clock: float | None = None, per_subpartition: bool = False
+) -> float:
     """Peak / (Tensor Cores · clock): 16-bit FLOPs one Tensor Core does per cycle (`dtype` defaults to
     `matmul_dtype`: bf16, fp16 on V100). H100 at 1.76 GHz: 990e12/(528·1.76e9) ≈ 1065 (the book rounds to 1024);
     B200 at 1.86 GHz ≈ 2043 (≈2048). V100 has 8 Tensor Cores per SM: 125e12/(640·1.38e9) ≈ 142 per core (NVIDIA:
@@ -150,8 +214,9 @@ def resident_warps(registers_per_thread: int = MAX_REGISTERS_PER_THREAD) -> int:
     """Warps an SM can keep resident when each thread uses `registers_per_thread` 32-bit registers:
     min(64, registers per SM / (32 · registers per thread)). 256 registers → 65,536/(32·256) = 8 (ch. 12)."""
     if not is_int(registers_per_thread) or not 1 <= registers_per_thread <= MAX_REGISTERS_PER_THREAD:
-        raise ValueError(f"registers_per_thread must be an integer in 1..{MAX_REGISTERS_PER_THREAD}, "
-                         f"got {registers_per_thread!r}")
+        raise ValueError(
+            f"registers_per_thread must be an integer in 1..{MAX_REGISTERS_PER_THREAD}, got {registers_per_thread!r}"
+        )
     per_sm = SUBPARTITIONS_PER_SM * REGISTERS_PER_SUBPARTITION
     return min(MAX_WARPS_PER_SM, per_sm // (WARP_SIZE * registers_per_thread))
 
@@ -175,13 +240,16 @@ def _link_bytes_per_s(s: ChipSpec, across_nodes: bool) -> float:
     """Node egress (across nodes) or NVLink egress of one GPU; ValueError naming the chip where none is known."""
     w = s.node_egress_bytes_per_s if across_nodes else s.nvlink_bandwidth_oneway_bytes_per_s
     if w is None:
-        raise ValueError(f"no {'node egress' if across_nodes else 'NVLink'} bandwidth is known for {s.name} "
-                         f"({'pass egress= or across_nodes=False' if across_nodes else 'pass egress='})")
+        raise ValueError(
+            f"no {'node egress' if across_nodes else 'NVLink'} bandwidth is known for {s.name} "
+            f"({'pass egress= or across_nodes=False' if across_nodes else 'pass egress='})"
+        )
     return w
 
 
-def alpha(chip: str | ChipSpec = "h100", across_nodes: bool = True, dtype: str = "bf16",
-          egress: float | None = None) -> float:
+def alpha(
+    chip: str | ChipSpec = "h100", across_nodes: bool = True, dtype: str = "bf16", egress: float | None = None
+) -> float:
     """α = C / W: FLOPs per byte of the collective bandwidth. W = node egress across nodes (H100: 990e12/400e9
     ≈ 2475), W_gpu inside a node (≈2200); `egress` overrides W (DeepSeek's H800: 300 GB/s → 3300)."""
     s = gpu_chip(chip)
@@ -190,9 +258,17 @@ def alpha(chip: str | ChipSpec = "h100", across_nodes: bool = True, dtype: str =
     return s.peak_flops(dtype) / w
 
 
-def dp_critical_batch(chip: str | ChipSpec = "h100", *, across_nodes: bool = True, E: int = 1, k: int = 1,
-                      n_nodes: int | None = None, sharp: bool = False, model_parallel: int = 1,
-                      egress: float | None = None) -> float:
+def dp_critical_batch(
+    chip: str | ChipSpec = "h100",
+    *,
+    across_nodes: bool = True,
+    E: int = 1,
+    k: int = 1,
+    n_nodes: int | None = None,
+    sharp: bool = False,
+    model_parallel: int = 1,
+    egress: float | None = None,
+) -> float:
     """Tokens per GPU above which data parallelism / ZeRO is compute-bound (book ch. 12, "Data Parallelism").
 
     B/X > (E/k) · C/W · ((X − 1)/X with `n_nodes` = X small) / 2 with SHARP (in theory) / max(1, M/D_node) when
@@ -202,8 +278,10 @@ def dp_critical_batch(chip: str | ChipSpec = "h100", *, across_nodes: bool = Tru
     """
     require_positive(E=E, k=k, model_parallel=model_parallel)
     if k > E:
-        raise ValueError(f"k (experts active per token) must be at most E (experts), got k={k!r}, E={E!r}; a dense "
-                         "model is E = k = 1")
+        raise ValueError(
+            f"k (experts active per token) must be at most E (experts), got k={k!r}, E={E!r}; a dense "
+            "model is E = k = 1"
+        )
     a = alpha(chip, across_nodes, egress=egress) * E / k
     if n_nodes is not None:
         if not is_int(n_nodes) or n_nodes < 1:
@@ -244,8 +322,18 @@ class GPURoofline:
         return self.t_comms / self.t_math
 
 
-def mlp_roofline(strategy: str, B: float, D: float, F: float, degree: int, chip: str | ChipSpec = "h100", *,
-                 across_nodes: bool = True, E: int = 1, k: int = 1) -> GPURoofline:
+def mlp_roofline(
+    strategy: str,
+    B: float,
+    D: float,
+    F: float,
+    degree: int,
+    chip: str | ChipSpec = "h100",
+    *,
+    across_nodes: bool = True,
+    E: int = 1,
+    k: int = 1,
+) -> GPURoofline:
     """One MLP x[B,D]·W_in[D,F]·W_out[F,D] (bf16) on GPUs, `degree` ways of `strategy` (book ch. 12 rooflines):
 
     - "dp" (ZeRO/FSDP backward, E experts, k active): T_math = 8·k·B·D·F/(X·C), T_comms = 8·E·D·F/W;
@@ -256,7 +344,7 @@ def mlp_roofline(strategy: str, B: float, D: float, F: float, degree: int, chip:
     """
     for name, v in (("B", B), ("D", D), ("F", F), ("degree", degree), ("E", E), ("k", k)):
         require_positive(**{name: v})
-    if strategy == "dp" and k > E:   # "ep" uses k alone (E is the dp rule's expert count)
+    if strategy == "dp" and k > E:  # "ep" uses k alone (E is the dp rule's expert count)
         raise ValueError(f"k (experts active per token) must be at most E (experts), got k={k!r}, E={E!r}")
     s = gpu_chip(chip)
     C = s.peak_flops("bf16")
@@ -267,8 +355,11 @@ def mlp_roofline(strategy: str, B: float, D: float, F: float, degree: int, chip:
         return GPURoofline("tp", 4 * B * D * F / (degree * C), 4 * B * D / W)
     if strategy == "ep":
         Dn = s.gpus_per_node
-        comms = 0.0 if degree <= Dn else \
-            4 * B * D * (degree - Dn) / (s.node_egress_bytes_per_s * degree) * min(Dn * k / degree, 1)
+        comms = (
+            0.0
+            if degree <= Dn
+            else 4 * B * D * (degree - Dn) / (s.node_egress_bytes_per_s * degree) * min(Dn * k / degree, 1)
+        )
         return GPURoofline("ep", 4 * B * k * D * F / (degree * C), comms)
     raise ValueError(f"unknown strategy {strategy!r}; known: dp, tp, ep (pipeline: pipeline_comms_time)")
 
@@ -284,8 +375,9 @@ def ep_min_F(Z: int, k: int, chip: str | ChipSpec = "h100") -> float:
     return alpha(chip, True) * (Z - Dn) / k * min(Dn * k / Z, 1)
 
 
-def pipeline_comms_time(B: float, D: float, n_microbatches: int, n_stages: int, W: float,
-                        dtype_bytes: float = 2) -> float:
+def pipeline_comms_time(
+    B: float, D: float, n_microbatches: int, n_stages: int, W: float, dtype_bytes: float = 2
+) -> float:
     """Activation transfers of a pipeline: (N_MB + N_stages − 2) hops of bytes·B·D/(W·N_MB) each
     (book ch. 12, "Pipeline Parallelism": T = 2BD/(W·N_MB)·(N_MB + N_stages − 2) in bf16)."""
     require_positive(B=B, D=D, n_microbatches=n_microbatches, n_stages=n_stages, W=W, dtype_bytes=dtype_bytes)
@@ -293,22 +385,70 @@ def pipeline_comms_time(B: float, D: float, n_microbatches: int, n_stages: int, 
 
 
 __all__ = [
-    "SMCounts", "sm_counts", "clock_hz", "vector_flops_per_s", "implied_clock_hz", "tensor_core_flops_per_cycle",
-    "matmul_dtype", "TENSOR_CORES_PER_SM",
-    "resident_warps", "tpu_vpu_alus", "gpu_chip",
-    "NVLINK", "NVLinkGeneration", "nvlink_generation", "node_switch_bytes_per_s", "node_bandwidth",
-    "node_bisection_bandwidth", "NetworkLevel", "Cluster", "superpod", "single_node", "max_sus", "as_cluster",
-    "fat_tree_switches", "su_bandwidths",
-    "KINDS", "GPUCollectiveCost", "collective", "all_gather", "reduce_scatter", "all_reduce", "all_to_all",
-    "ragged_all_to_all_factor", "all_gather_bytes_per_level", "sharded_all_gather", "sharp_sharded_all_reduce",
-    "sharded_all_reduce_simple", "SwitchTraffic", "su_all_gather_traffic", "sharp_node_traffic", "bus_bandwidth",
-    "alpha", "dp_critical_batch", "tp_max_degree", "tp_max_degree_two_level", "GPURoofline", "mlp_roofline",
-    "ep_min_F", "pipeline_comms_time",
+    "SMCounts",
+    "sm_counts",
+    "clock_hz",
+    "vector_flops_per_s",
+    "implied_clock_hz",
+    "tensor_core_flops_per_cycle",
+    "matmul_dtype",
+    "TENSOR_CORES_PER_SM",
+    "resident_warps",
+    "tpu_vpu_alus",
+    "gpu_chip",
+    "NVLINK",
+    "NVLinkGeneration",
+    "nvlink_generation",
+    "node_switch_bytes_per_s",
+    "node_bandwidth",
+    "node_bisection_bandwidth",
+    "NetworkLevel",
+    "Cluster",
+    "superpod",
+    "single_node",
+    "max_sus",
+    "as_cluster",
+    "fat_tree_switches",
+    "su_bandwidths",
+    "KINDS",
+    "GPUCollectiveCost",
+    "collective",
+    "all_gather",
+    "reduce_scatter",
+    "all_reduce",
+    "all_to_all",
+    "ragged_all_to_all_factor",
+    "all_gather_bytes_per_level",
+    "sharded_all_gather",
+    "sharp_sharded_all_reduce",
+    "sharded_all_reduce_simple",
+    "SwitchTraffic",
+    "su_all_gather_traffic",
+    "sharp_node_traffic",
+    "bus_bandwidth",
+    "alpha",
+    "dp_critical_batch",
+    "tp_max_degree",
+    "tp_max_degree_two_level",
+    "GPURoofline",
+    "mlp_roofline",
+    "ep_min_F",
+    "pipeline_comms_time",
 ]
 #: the constants of the two split-off modules, re-exported with the rest of their public names
 __all__ += [
-    "CH12_NET", "CH12_APPB", "NVSWITCH_PORTS", "IB_SWITCH_PORTS", "IB_PORT_BYTES_PER_S", "NICS_PER_NODE",
-    "MEASURED_AR_BUS_BANDWIDTH_PEAK", "MEASURED_AR_BUS_BANDWIDTH_58MB", "MEASURED_SHARP_AR_BANDWIDTH",
-    "NCCL_BASE_LATENCY_S", "NCCL_NVLINK_STEP_LATENCY_S", "NCCL_NET_STEP_LATENCY_S", "NCCL_NET_OVERHEAD_S",
+    "CH12_NET",
+    "CH12_APPB",
+    "NVSWITCH_PORTS",
+    "IB_SWITCH_PORTS",
+    "IB_PORT_BYTES_PER_S",
+    "NICS_PER_NODE",
+    "MEASURED_AR_BUS_BANDWIDTH_PEAK",
+    "MEASURED_AR_BUS_BANDWIDTH_58MB",
+    "MEASURED_SHARP_AR_BANDWIDTH",
+    "NCCL_BASE_LATENCY_S",
+    "NCCL_NVLINK_STEP_LATENCY_S",
+    "NCCL_NET_STEP_LATENCY_S",
+    "NCCL_NET_OVERHEAD_S",
     "nccl_latency",
 ]

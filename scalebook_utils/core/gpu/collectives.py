@@ -25,7 +25,6 @@ from scalebook_utils.core.gpu.network import Cluster, as_cluster, gpu_chip
 from scalebook_utils.core.hardware import ChipSpec
 from scalebook_utils.core.units import is_int, require_bytes, require_positive
 
-
 # --- collectives --------------------------------------------------------------------------------------------
 
 KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
@@ -42,7 +41,7 @@ class GPUCollectiveCost:
     bottleneck: str
     sharp: bool
     note: str
-    latency_s: float = 0.0     # the NCCL latency included in `seconds` (0 unless collective(..., latency=True))
+    latency_s: float = 0.0  # the NCCL latency included in `seconds` (0 unless collective(..., latency=True))
 
     @property
     def bandwidth(self) -> float:
@@ -51,8 +50,13 @@ class GPUCollectiveCost:
 
 def _kind(kind: str) -> str:
     key = str(kind).lower().replace("-", "").replace("_", "").replace(" ", "")
-    table = {"allgather": "all_gather", "reducescatter": "reduce_scatter", "allreduce": "all_reduce",
-             "alltoall": "all_to_all", "psum": "all_reduce"}
+    table = {
+        "allgather": "all_gather",
+        "reducescatter": "reduce_scatter",
+        "allreduce": "all_reduce",
+        "alltoall": "all_to_all",
+        "psum": "all_reduce",
+    }
     if key not in table:
         raise ValueError(f"unknown collective {kind!r}; known kinds: {', '.join(KINDS)}")
     return table[key]
@@ -62,7 +66,7 @@ def _gather_levels(n_bytes: float, n_gpus: int, c: Cluster, exact: bool, Y: int 
     """Book ch. 12's tree rule: T = bytes · max_i (D_i − 1)/(D_i · W_link,i · max(1, Y/S_{i−1}))."""
     best, where = 0.0, c.node.name
     for lv, used in c.spanned(n_gpus):
-        if lv.gpus <= Y:       # the X axis (stride Y) has one member per unit here: this level carries nothing
+        if lv.gpus <= Y:  # the X axis (stride Y) has one member per unit here: this level carries nothing
             continue
         frac = (used - 1) / used if exact else 1.0
         t = n_bytes * frac / (lv.child_bytes_per_s * max(1.0, Y / lv.gpus_per_child))
@@ -71,8 +75,17 @@ def _gather_levels(n_bytes: float, n_gpus: int, c: Cluster, exact: bool, Y: int 
     return best, where
 
 
-def collective(kind: str, n_bytes: float, n_gpus: int, system="h100", *, sharp: bool = False,
-               exact: bool = True, k: float | None = None, latency: bool = False) -> GPUCollectiveCost:
+def collective(
+    kind: str,
+    n_bytes: float,
+    n_gpus: int,
+    system="h100",
+    *,
+    sharp: bool = False,
+    exact: bool = True,
+    k: float | None = None,
+    latency: bool = False,
+) -> GPUCollectiveCost:
     """Bandwidth-bound time of a collective over `n_gpus` contiguous GPUs of `system` (a Cluster or GPU name).
 
     n_bytes is the whole array (gathered size for AllGather, one GPU's unreduced array for ReduceScatter and
@@ -138,8 +151,9 @@ def reduce_scatter(n_bytes: float, n_gpus: int, system="h100", exact: bool = Tru
     return collective("reduce_scatter", n_bytes, n_gpus, system, exact=exact)
 
 
-def all_reduce(n_bytes: float, n_gpus: int, system="h100", sharp: bool = False,
-               exact: bool = True) -> GPUCollectiveCost:
+def all_reduce(
+    n_bytes: float, n_gpus: int, system="h100", sharp: bool = False, exact: bool = True
+) -> GPUCollectiveCost:
     """AllReduce: 2 × AllGather, or bytes/W per level with SHARP in-network reduction (book ch. 12)."""
     return collective("all_reduce", n_bytes, n_gpus, system, sharp=sharp, exact=exact)
 
@@ -159,8 +173,7 @@ def ragged_all_to_all_factor(Z: int, K: int) -> float:
 def all_gather_bytes_per_level(n_bytes: float, system="h100", n_gpus: int | None = None) -> dict[str, float]:
     """AllGather bandwidth of each level crossed, D_i · W_link,i/(D_i − 1) (514 GB/s, 413 GB/s, 17.1 TB/s)."""
     c = as_cluster(system)
-    return {lv.name: used * lv.child_bytes_per_s / (used - 1)
-            for lv, used in c.spanned(n_gpus or c.total_gpus)}
+    return {lv.name: used * lv.child_bytes_per_s / (used - 1) for lv, used in c.spanned(n_gpus or c.total_gpus)}
 
 
 def sharded_all_gather(n_bytes: float, Y: int, n_gpus: int, system="h100", exact: bool = True) -> float:
@@ -188,7 +201,7 @@ def sharp_sharded_all_reduce(n_bytes: float, Y: int, n_gpus: int, system="h100")
         raise ValueError(f"Y = {Y} is more GPUs than {c.name} holds ({c.total_gpus})")
     best = (0.0, "none")
     for lv, _ in c.spanned(n_gpus):
-        if lv.gpus <= Y:       # X (stride Y) has one member per unit of this level: nothing crosses it
+        if lv.gpus <= Y:  # X (stride Y) has one member per unit of this level: nothing crosses it
             continue
         y = max(Y, lv.gpus_per_child)
         best = max(best, (n_bytes / (lv.per_gpu_bytes_per_s * y), lv.name))
@@ -220,8 +233,10 @@ def su_all_gather_traffic(n_bytes: float, M: int, N: int, chip: str | ChipSpec =
     """
     require_positive(n_bytes=n_bytes, M=M, N=N)
     s = gpu_chip(chip)
-    return {"node": SwitchTraffic(n_bytes, n_bytes * N, n_bytes / s.nvlink_bandwidth_oneway_bytes_per_s),
-            "leaf": SwitchTraffic(n_bytes, n_bytes * (M - 1), n_bytes * (M - 1) / (M * s.node_egress_bytes_per_s))}
+    return {
+        "node": SwitchTraffic(n_bytes, n_bytes * N, n_bytes / s.nvlink_bandwidth_oneway_bytes_per_s),
+        "leaf": SwitchTraffic(n_bytes, n_bytes * (M - 1), n_bytes * (M - 1) / (M * s.node_egress_bytes_per_s)),
+    }
 
 
 def sharp_node_traffic(n_bytes: float, N: int, W: float) -> SwitchTraffic:
@@ -232,19 +247,19 @@ def sharp_node_traffic(n_bytes: float, N: int, W: float) -> SwitchTraffic:
 
 
 #: NCCL measurements quoted by the chapter (8×H100, "Intra-node collectives")
-MEASURED_AR_BUS_BANDWIDTH_PEAK = 370e9     # AllReduce bus bandwidth, ~10 GB messages, SHARP off
-MEASURED_AR_BUS_BANDWIDTH_58MB = 150e9     # the LLaMA-3 70B MLP shard bf16[8192, 3584]
-MEASURED_SHARP_AR_BANDWIDTH = 480e9        # with SHARP (NCCL 2.27.5): ≈ +30%, not the predicted +75%
+MEASURED_AR_BUS_BANDWIDTH_PEAK = 370e9  # AllReduce bus bandwidth, ~10 GB messages, SHARP off
+MEASURED_AR_BUS_BANDWIDTH_58MB = 150e9  # the LLaMA-3 70B MLP shard bf16[8192, 3584]
+MEASURED_SHARP_AR_BANDWIDTH = 480e9  # with SHARP (NCCL 2.27.5): ≈ +30%, not the predicted +75%
 
 
 #: NCCL's own latency model (NVIDIA/nccl v2.20.3, src/graph/tuning.cc, "Latencies in us"): the ring algorithm
 #: with the LL protocol, which NCCL picks for small messages. Not in the book (its GPU collectives are
 #: bandwidth only). A base latency per call, then one per ring step: over NVLink, over the network, and at least
 #: the network post overhead for the in-node steps of a ring that leaves the node (1 µs on x86).
-NCCL_BASE_LATENCY_S = 6.6e-6           # baseLat[Ring][LL]
-NCCL_NVLINK_STEP_LATENCY_S = 0.6e-6    # hwLat[NVLINK][Ring][LL]
-NCCL_NET_STEP_LATENCY_S = 2.7e-6       # hwLat[NET][Ring][LL]
-NCCL_NET_OVERHEAD_S = 1.0e-6           # getNetOverhead() on x86
+NCCL_BASE_LATENCY_S = 6.6e-6  # baseLat[Ring][LL]
+NCCL_NVLINK_STEP_LATENCY_S = 0.6e-6  # hwLat[NVLINK][Ring][LL]
+NCCL_NET_STEP_LATENCY_S = 2.7e-6  # hwLat[NET][Ring][LL]
+NCCL_NET_OVERHEAD_S = 1.0e-6  # getNetOverhead() on x86
 
 
 def nccl_latency(kind: str, n_gpus: int, gpus_per_node: int = 8) -> float:
@@ -282,10 +297,28 @@ def bus_bandwidth(n_bytes: float, n_gpus: int, seconds: float) -> float:
 
 
 __all__ = [
-    "KINDS", "GPUCollectiveCost", "collective", "all_gather", "reduce_scatter", "all_reduce", "all_to_all",
-    "ragged_all_to_all_factor", "all_gather_bytes_per_level", "sharded_all_gather", "sharp_sharded_all_reduce",
-    "sharded_all_reduce_simple", "SwitchTraffic", "su_all_gather_traffic", "sharp_node_traffic",
-    "MEASURED_AR_BUS_BANDWIDTH_PEAK", "MEASURED_AR_BUS_BANDWIDTH_58MB", "MEASURED_SHARP_AR_BANDWIDTH",
-    "bus_bandwidth", "NCCL_BASE_LATENCY_S", "NCCL_NVLINK_STEP_LATENCY_S", "NCCL_NET_STEP_LATENCY_S",
-    "NCCL_NET_OVERHEAD_S", "nccl_latency",
+    "KINDS",
+    "GPUCollectiveCost",
+    "collective",
+    "all_gather",
+    "reduce_scatter",
+    "all_reduce",
+    "all_to_all",
+    "ragged_all_to_all_factor",
+    "all_gather_bytes_per_level",
+    "sharded_all_gather",
+    "sharp_sharded_all_reduce",
+    "sharded_all_reduce_simple",
+    "SwitchTraffic",
+    "su_all_gather_traffic",
+    "sharp_node_traffic",
+    "MEASURED_AR_BUS_BANDWIDTH_PEAK",
+    "MEASURED_AR_BUS_BANDWIDTH_58MB",
+    "MEASURED_SHARP_AR_BANDWIDTH",
+    "bus_bandwidth",
+    "NCCL_BASE_LATENCY_S",
+    "NCCL_NVLINK_STEP_LATENCY_S",
+    "NCCL_NET_STEP_LATENCY_S",
+    "NCCL_NET_OVERHEAD_S",
+    "nccl_latency",
 ]

@@ -39,6 +39,7 @@ def gpu_chip(chip: str | ChipSpec) -> ChipSpec:
     spec = get_chip(chip)
     if spec.kind != "gpu":
         from scalebook_utils.core.hardware import chip_names
+
         raise UnknownNameError(f"{spec.name} is not a GPU; GPUs: {', '.join(chip_names('gpu'))} (book ch. 12)")
     return spec
 
@@ -69,10 +70,10 @@ NVLINK: dict[str, NVLinkGeneration] = {
     "Hopper": NVLinkGeneration("4.0", "3.0", "Hopper", 25e9, 18, (8,), (4,)),
     "Blackwell": NVLinkGeneration("5.0", "4.0", "Blackwell", 50e9, 18, (8, 72), (2, 18)),
 }
-NVSWITCH_PORTS = 64           # NVLink ports per NVSwitch (book ch. 12, "At the node level")
-IB_SWITCH_PORTS = 64          # NDR InfiniBand switch ports ("Beyond the node level")
-IB_PORT_BYTES_PER_S = 50e9    # 400 Gb/s NDR per port and cable, per direction
-NICS_PER_NODE = 8             # one 400 Gb/s ConnectX-7 NIC per GPU on a DGX H100 / B200
+NVSWITCH_PORTS = 64  # NVLink ports per NVSwitch (book ch. 12, "At the node level")
+IB_SWITCH_PORTS = 64  # NDR InfiniBand switch ports ("Beyond the node level")
+IB_PORT_BYTES_PER_S = 50e9  # 400 Gb/s NDR per port and cable, per direction
+NICS_PER_NODE = 8  # one 400 Gb/s ConnectX-7 NIC per GPU on a DGX H100 / B200
 
 
 def nvlink_generation(chip: str | ChipSpec) -> NVLinkGeneration:
@@ -80,8 +81,9 @@ def nvlink_generation(chip: str | ChipSpec) -> NVLinkGeneration:
     s = gpu_chip(chip)
     arch = s.generation.split()[0]
     if arch not in NVLINK:
-        raise ValueError(f"book ch. 12's NVLink table has no row for {s.name} ({s.generation}); "
-                         f"rows: {', '.join(NVLINK)}")
+        raise ValueError(
+            f"book ch. 12's NVLink table has no row for {s.name} ({s.generation}); rows: {', '.join(NVLINK)}"
+        )
     return NVLINK[arch]
 
 
@@ -189,8 +191,10 @@ class Cluster:
         if not is_int(n_gpus) or n_gpus < 1:
             raise ValueError(f"n_gpus must be a positive integer, got {n_gpus!r}")
         if n_gpus > self.total_gpus:
-            raise ValueError(f"{n_gpus} GPUs is more than {self.name} holds ({self.total_gpus}); "
-                             f"build a bigger one with superpod(chip, n_sus=...)")
+            raise ValueError(
+                f"{n_gpus} GPUs is more than {self.name} holds ({self.total_gpus}); "
+                f"build a bigger one with superpod(chip, n_sus=...)"
+            )
         return int(n_gpus)
 
     def spanned(self, n_gpus: int) -> list[tuple[NetworkLevel, int]]:
@@ -236,19 +240,39 @@ def superpod(chip: str | ChipSpec = "h100", n_sus: int = 4, *, nodes_per_su: int
         node = NetworkLevel("node", D, 1, switches, "NVSwitch", W, W, switches * NVSWITCH_PORTS * g.link_bytes_per_s)
     node_w = s.node_egress_bytes_per_s
     leaf_switches = math.ceil(D * nodes_per_su * IB_PORT_BYTES_PER_S * 2 / _ib_switch_bytes_per_s())
-    leaf = NetworkLevel("leaf", nodes_per_su, D, leaf_switches, "InfiniBand", node_w, node_w / D,
-                        leaf_switches * _ib_switch_bytes_per_s())
+    leaf = NetworkLevel(
+        "leaf",
+        nodes_per_su,
+        D,
+        leaf_switches,
+        "InfiniBand",
+        node_w,
+        node_w / D,
+        leaf_switches * _ib_switch_bytes_per_s(),
+    )
     levels = [node, leaf]
     if n_sus * leaf_switches > IB_SWITCH_PORTS:
-        raise ValueError(f"{n_sus} SUs need {n_sus * leaf_switches} leaf switches, more than one "
-                         f"{IB_SWITCH_PORTS}-port spine switch can reach: a two-tier pod stops at {IB_SWITCH_PORTS // leaf_switches} SUs "
-                         f"(larger pods add a core tier: see fat_tree_switches)")
+        raise ValueError(
+            f"{n_sus} SUs need {n_sus * leaf_switches} leaf switches, more than one "
+            f"{IB_SWITCH_PORTS}-port spine switch can reach: a two-tier pod stops at {IB_SWITCH_PORTS // leaf_switches} SUs "
+            f"(larger pods add a core tier: see fat_tree_switches)"
+        )
     if n_sus > 1:
         su_w = nodes_per_su * node_w
         spine_switches = math.ceil(n_sus * su_w / _ib_switch_bytes_per_s())
         per_gpu = spine_switches * _ib_switch_bytes_per_s(per_direction=True) / (n_sus * leaf.gpus)
-        levels.append(NetworkLevel("spine", n_sus, leaf.gpus, spine_switches, "InfiniBand", su_w,
-                                   min(per_gpu, node_w / D), spine_switches * _ib_switch_bytes_per_s()))
+        levels.append(
+            NetworkLevel(
+                "spine",
+                n_sus,
+                leaf.gpus,
+                spine_switches,
+                "InfiniBand",
+                su_w,
+                min(per_gpu, node_w / D),
+                spine_switches * _ib_switch_bytes_per_s(),
+            )
+        )
     return Cluster(f"{s.name} SuperPod ({n_sus} SU{'s' if n_sus > 1 else ''})", s.name, tuple(levels))
 
 
@@ -280,7 +304,7 @@ def fat_tree_switches(n_gpus: int, ports: int = IB_SWITCH_PORTS) -> tuple[int, .
         raise ValueError(f"ports must be an even integer ≥ 4, got {ports!r}")
     half = ports // 2
     tiers = 1
-    while 2 * half ** tiers < n_gpus:
+    while 2 * half**tiers < n_gpus:
         tiers += 1
     return tuple(math.ceil(n_gpus / half) for _ in range(tiers - 1)) + (math.ceil(n_gpus / ports),)
 
@@ -296,8 +320,25 @@ def su_bandwidths(chip: str | ChipSpec = "h100", n_sus: int = 4) -> dict[str, fl
 
 
 __all__ = [
-    "CH12_NET", "CH12_APPB", "gpu_chip", "NVLinkGeneration", "NVLINK", "NVSWITCH_PORTS", "IB_SWITCH_PORTS",
-    "IB_PORT_BYTES_PER_S", "NICS_PER_NODE", "nvlink_generation", "node_switch_bytes_per_s", "node_bandwidth",
-    "node_bisection_bandwidth", "NetworkLevel", "Cluster", "superpod", "single_node", "max_sus", "as_cluster",
-    "fat_tree_switches", "su_bandwidths",
+    "CH12_NET",
+    "CH12_APPB",
+    "gpu_chip",
+    "NVLinkGeneration",
+    "NVLINK",
+    "NVSWITCH_PORTS",
+    "IB_SWITCH_PORTS",
+    "IB_PORT_BYTES_PER_S",
+    "NICS_PER_NODE",
+    "nvlink_generation",
+    "node_switch_bytes_per_s",
+    "node_bandwidth",
+    "node_bisection_bandwidth",
+    "NetworkLevel",
+    "Cluster",
+    "superpod",
+    "single_node",
+    "max_sus",
+    "as_cluster",
+    "fat_tree_switches",
+    "su_bandwidths",
 ]

@@ -48,11 +48,15 @@ def _gpu(chip) -> ChipSpec:
     """The ChipSpec of a GPU the chapter gives a cluster for; ValueError for TPUs and GPUs without node egress."""
     spec = get_chip(chip)  # UnknownNameError (a ValueError) for unknown names
     if spec.kind != "gpu":
-        raise ValueError(f"{spec.name} is a TPU: use training.plan / training.evaluate (book ch. 5–6); "
-                         "gpu_training plans GPU clusters (book ch. 12)")
+        raise ValueError(
+            f"{spec.name} is a TPU: use training.plan / training.evaluate (book ch. 5–6); "
+            "gpu_training plans GPU clusters (book ch. 12)"
+        )
     if spec.node_egress_bytes_per_s is None:
-        raise ValueError(f"book ch. 12 gives no node egress (scale-out) figure for {spec.name}, so no cluster; "
-                         "use h100, h200, b200, gb200 or a100")
+        raise ValueError(
+            f"book ch. 12 gives no node egress (scale-out) figure for {spec.name}, so no cluster; "
+            "use h100, h200, b200, gb200 or a100"
+        )
     return spec
 
 
@@ -78,8 +82,16 @@ def training_cluster(chip="h100", n_gpus: int = 1024) -> gpus.Cluster:
     tiers = gpus.fat_tree_switches(n_sus * su.total_gpus)
     upper = sum(tiers[1:])
     switch = gpus.IB_SWITCH_PORTS * gpus.IB_PORT_BYTES_PER_S
-    top = gpus.NetworkLevel("spine", n_sus, su.total_gpus, upper, "InfiniBand", leaf.cable_bytes_per_s,
-                            leaf.per_gpu_bytes_per_s, upper * switch)
+    top = gpus.NetworkLevel(
+        "spine",
+        n_sus,
+        su.total_gpus,
+        upper,
+        "InfiniBand",
+        leaf.cable_bytes_per_s,
+        leaf.per_gpu_bytes_per_s,
+        upper * switch,
+    )
     return gpus.Cluster(f"{spec.name} fat tree ({n_sus} SUs, spine + core tiers)", spec.name, (node, leaf, top))
 
 
@@ -93,8 +105,9 @@ def _per_gpu_bandwidth(group: int, cluster: gpus.Cluster) -> float:
     return cluster.node_bytes_per_s / cluster.gpus_per_node
 
 
-def layout_times(cfg: tf.TransformerConfig, c: T.Config, load: TL.CommLoad, n: int,
-                 cluster: gpus.Cluster) -> tuple[float, float, float, float]:
+def layout_times(
+    cfg: tf.TransformerConfig, c: T.Config, load: TL.CommLoad, n: int, cluster: gpus.Cluster
+) -> tuple[float, float, float, float]:
     """(T_fsdp, T_tp, T_pp, T_ep) of `load` (`training_layouts.CommLoad`) on a GPU cluster:
 
     - T_fsdp: the data-parallel collectives over X (stride M = Y·Z) as `gpus.sharded_all_gather` of load.dp_bytes
@@ -132,9 +145,19 @@ def layout_times(cfg: tf.TransformerConfig, c: T.Config, load: TL.CommLoad, n: i
 # --- estimate and plan ---------------------------------------------------------------------------------
 
 
-def evaluate(model, batch_tokens: float, config: T.Config, chip="h100", *, seq_len: int = 4096,
-             n_gpus: int | None = None, allow_sequence_sharding: bool = True, grad_bytes: float = 0.0,
-             dtype: str = "bf16", cluster: gpus.Cluster | None = None) -> T.Estimate:
+def evaluate(
+    model,
+    batch_tokens: float,
+    config: T.Config,
+    chip="h100",
+    *,
+    seq_len: int = 4096,
+    n_gpus: int | None = None,
+    allow_sequence_sharding: bool = True,
+    grad_bytes: float = 0.0,
+    dtype: str = "bf16",
+    cluster: gpus.Cluster | None = None,
+) -> T.Estimate:
     """Estimate one layout of a training step of `model` on GPUs (a `training.Estimate`; see the module
     docstring for the times). `config.slices` must be 1; X·Y·Z must equal `n_gpus` when given. The cluster
     defaults to `training_cluster(chip, X·Y·Z)`. Infeasible (with the reason) when the degrees do not divide
@@ -162,14 +185,42 @@ def evaluate(model, batch_tokens: float, config: T.Config, chip="h100", *, seq_l
     t_fsdp, t_tp, t_pp, t_ep = layout_times(cfg, c, load, n, cluster)
     memory = TL.book_memory(cfg, c, batch_tokens, grad_bytes)
     reasons += TL.hbm_reasons(memory, spec, "GPU")
-    return T.Estimate(c, not reasons, "; ".join(reasons), t_math, t_fsdp, t_tp, t_pp, t_ep, 0.0, bubble, memory,
-                      model_flops, batch_tokens / n, seq_shards, spec.name, C)
+    return T.Estimate(
+        c,
+        not reasons,
+        "; ".join(reasons),
+        t_math,
+        t_fsdp,
+        t_tp,
+        t_pp,
+        t_ep,
+        0.0,
+        bubble,
+        memory,
+        model_flops,
+        batch_tokens / n,
+        seq_shards,
+        spec.name,
+        C,
+    )
 
 
-def plan(model, batch_tokens: float, chip="h100", *, n_gpus: int | None = None, seq_len: int = 4096,
-         max_tp: int | None = None, max_pp: int = 16, zero_stages: Sequence[int] = (0, 1, 3),
-         remat: Iterable = T.REMAT_CHOICES, microbatches_per_stage: int = 4, allow_sequence_sharding: bool = True,
-         grad_bytes: float = 0.0, dtype: str = "bf16") -> T.Plan:
+def plan(
+    model,
+    batch_tokens: float,
+    chip="h100",
+    *,
+    n_gpus: int | None = None,
+    seq_len: int = 4096,
+    max_tp: int | None = None,
+    max_pp: int = 16,
+    zero_stages: Sequence[int] = (0, 1, 3),
+    remat: Iterable = T.REMAT_CHOICES,
+    microbatches_per_stage: int = 4,
+    allow_sequence_sharding: bool = True,
+    grad_bytes: float = 0.0,
+    dtype: str = "bf16",
+) -> T.Plan:
     """Enumerate the layouts X·Y·Z = n_gpus of a training step on a GPU cluster and rank them by step time
     (book ch. 12's rooflines; the TPU planner's enumeration, microbatches and order — see `training.plan`).
 
@@ -189,12 +240,22 @@ def plan(model, batch_tokens: float, chip="h100", *, n_gpus: int | None = None, 
     estimates = []
     for X, Y, Z in TL.layouts(n, max_tp, max_pp):
         mb = TL.pipeline_microbatches(batch_tokens, seq_len, X, Z, microbatches_per_stage)
-        for zero in (zero_stages if X > 1 else (0,)):
+        for zero in zero_stages if X > 1 else (0,):
             for r in remat:
                 layout = T.Config(X=X, Y=Y, Z=Z, zero=zero, remat=r, microbatches=mb)
-                estimates.append(evaluate(cfg, batch_tokens, layout, spec, seq_len=seq_len,
-                                          allow_sequence_sharding=allow_sequence_sharding, grad_bytes=grad_bytes,
-                                          dtype=dtype, cluster=cluster))
+                estimates.append(
+                    evaluate(
+                        cfg,
+                        batch_tokens,
+                        layout,
+                        spec,
+                        seq_len=seq_len,
+                        allow_sequence_sharding=allow_sequence_sharding,
+                        grad_bytes=grad_bytes,
+                        dtype=dtype,
+                        cluster=cluster,
+                    )
+                )
     estimates.sort(key=TL.rank_key)
     return T.Plan(cfg, spec.name, n, batch_tokens, seq_len, tuple(estimates))
 
@@ -208,16 +269,26 @@ def rules_of_thumb(model, chip, n_gpus: int, best: T.Estimate) -> str:
     node = spec.gpus_per_node
     M = best.config.Y * best.config.Z
     if n_gpus <= node:
-        dp = (f"DP/ZeRO inside one node needs more than C/W_gpu = "
-              f"{gpus.dp_critical_batch(spec, across_nodes=False):.0f}")
+        dp = f"DP/ZeRO inside one node needs more than C/W_gpu = {gpus.dp_critical_batch(spec, across_nodes=False):.0f}"
     else:
         dp = f"DP/ZeRO across nodes needs more than C/W_node = {gpus.dp_critical_batch(spec):.0f}"
         if M > node:
-            dp += (f" (÷ {M / node:g} = {gpus.dp_critical_batch(spec, model_parallel=M):.0f} with the winner's "
-                   f"{M}-way model parallelism spanning {M / node:g} nodes)")
-    return (f" Chapter 12's rules of thumb at {best.tokens_per_chip:.0f} tokens per GPU: {dp}; TP inside a node "
-            f"stays compute-bound up to F·W_gpu/C = {gpus.tp_max_degree(cfg.F, spec):.1f} ways.")
+            dp += (
+                f" (÷ {M / node:g} = {gpus.dp_critical_batch(spec, model_parallel=M):.0f} with the winner's "
+                f"{M}-way model parallelism spanning {M / node:g} nodes)"
+            )
+    return (
+        f" Chapter 12's rules of thumb at {best.tokens_per_chip:.0f} tokens per GPU: {dp}; TP inside a node "
+        f"stays compute-bound up to F·W_gpu/C = {gpus.tp_max_degree(cfg.F, spec):.1f} ways."
+    )
 
 
-__all__ = ["training_cluster", "evaluate", "plan", "layout_times", "rules_of_thumb", "DEFAULT_N_GPUS",
-           "DEFAULT_N_GPUS_BY_CHIP"]
+__all__ = [
+    "training_cluster",
+    "evaluate",
+    "plan",
+    "layout_times",
+    "rules_of_thumb",
+    "DEFAULT_N_GPUS",
+    "DEFAULT_N_GPUS_BY_CHIP",
+]

@@ -31,8 +31,15 @@ import numpy as np
 
 from scalebook_utils.core.hlo.text import COLLECTIVE_OPS, HLO_ITEMSIZE, HloOp, parse_module
 
-__all__ = ["HLO_COLLECTIVES", "count_hlo_collectives", "BOOK_LETTER", "HloCollective", "parse_hlo_collectives",
-           "replica_groups", "source_target_pairs"]
+__all__ = [
+    "HLO_COLLECTIVES",
+    "count_hlo_collectives",
+    "BOOK_LETTER",
+    "HloCollective",
+    "parse_hlo_collectives",
+    "replica_groups",
+    "source_target_pairs",
+]
 
 #: Collective ops as they appear in compiled HLO text (the one list: `hlo.text.COLLECTIVE_OPS`).
 HLO_COLLECTIVES = COLLECTIVE_OPS
@@ -235,8 +242,8 @@ def parse_hlo_collectives(hlo: str, mesh_shape: Sequence[int], axis_names: Seque
     for op in _collective_instructions(hlo):
         kind, start, rest = op.collective, op.async_half == "start", op.attributes
         shapes = [(s.dtype, s.dims) for s in op.outputs]
-        if start and kind == "all-gather":          # (operands…, outputs…)
-            shapes = shapes[len(shapes) // 2:]
+        if start and kind == "all-gather":  # (operands…, outputs…)
+            shapes = shapes[len(shapes) // 2 :]
         elif start and kind == "collective-permute":
             shapes = shapes[1:2]
         dim_m = re.search(r"dimensions=\{(\d+)\}", rest)
@@ -253,9 +260,12 @@ def parse_hlo_collectives(hlo: str, mesh_shape: Sequence[int], axis_names: Seque
             full = shp
             if kind == "reduce-scatter" and dim is not None and gsize:
                 full = tuple(s * gsize if i == dim else s for i, s in enumerate(shp))
-            nbytes = math.ceil(math.prod(full) * HLO_ITEMSIZE[dt])      # s4/u4: half a byte each, rounded up
-            out.append(HloCollective(kind, dt, full, nbytes, axes, gsize, len(shapes), dim, op.name, op.op_name,
-                                     not whole, shp))
+            nbytes = math.ceil(math.prod(full) * HLO_ITEMSIZE[dt])  # s4/u4: half a byte each, rounded up
+            out.append(
+                HloCollective(
+                    kind, dt, full, nbytes, axes, gsize, len(shapes), dim, op.name, op.op_name, not whole, shp
+                )
+            )
     return out
 
 

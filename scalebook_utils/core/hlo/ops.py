@@ -28,8 +28,19 @@ from scalebook_utils.core.hlo.text import (
 CATEGORIES = ("matmul", "fusion", "collective", "copy", "other")
 
 #: opcodes that only move or re-lay-out data on one device
-COPY_OPS = ("copy", "copy-start", "copy-done", "transpose", "bitcast", "reshape", "dynamic-update-slice",
-            "dynamic-slice", "slice", "concatenate", "pad")
+COPY_OPS = (
+    "copy",
+    "copy-start",
+    "copy-done",
+    "transpose",
+    "bitcast",
+    "reshape",
+    "dynamic-update-slice",
+    "dynamic-slice",
+    "slice",
+    "concatenate",
+    "pad",
+)
 _COMMUNICATION = COLLECTIVE_OPS + OTHER_COMMUNICATION_OPS
 #: what XLA names an op after its opcode ('all-reduce.1'); GPU kernels drop the hyphens ('ncclAllReduce')
 _COLLECTIVE_WORDS = COLLECTIVE_OPS + tuple(k.replace("-", "") for k in COLLECTIVE_OPS)
@@ -48,12 +59,18 @@ def categorize(name: str, ops: dict[str, HloOp] | None = None) -> str:
     if op is not None:
         if any(base_opcode(o) in _COMMUNICATION for o in (op.opcode,) + op.inner):
             return "collective"
-        if op.opcode in MATMUL_OPS or any(o in MATMUL_OPS for o in op.inner) or op.opcode == "custom-call" \
-                and re.search(r"matmul|gemm|dot", op.attributes, re.I):
+        if (
+            op.opcode in MATMUL_OPS
+            or any(o in MATMUL_OPS for o in op.inner)
+            or op.opcode == "custom-call"
+            and re.search(r"matmul|gemm|dot", op.attributes, re.I)
+        ):
             return "matmul"
-        if op.opcode in COPY_OPS or (op.opcode == "fusion" and op.inner and
-                                     all(o in COPY_OPS + ("parameter", "tuple", "get-tuple-element")
-                                         for o in op.inner)):
+        if op.opcode in COPY_OPS or (
+            op.opcode == "fusion"
+            and op.inner
+            and all(o in COPY_OPS + ("parameter", "tuple", "get-tuple-element") for o in op.inner)
+        ):
             return "copy"
         if op.opcode == "fusion":
             return "fusion"
@@ -93,9 +110,11 @@ class MemoryReport:
 
     def __str__(self) -> str:
         mib = 2.0**20
-        return (f"arguments {self.argument_bytes / mib:.2f} MiB, outputs {self.output_bytes / mib:.2f} MiB, "
-                f"temporaries {self.temp_bytes / mib:.2f} MiB, aliased {self.alias_bytes / mib:.2f} MiB → "
-                f"≤ {self.peak_bytes / mib:.2f} MiB ({self.source})")
+        return (
+            f"arguments {self.argument_bytes / mib:.2f} MiB, outputs {self.output_bytes / mib:.2f} MiB, "
+            f"temporaries {self.temp_bytes / mib:.2f} MiB, aliased {self.alias_bytes / mib:.2f} MiB → "
+            f"≤ {self.peak_bytes / mib:.2f} MiB ({self.source})"
+        )
 
 
 def _attr(obj, *names) -> float | None:
@@ -119,8 +138,9 @@ def memory_report(compiled) -> MemoryReport:
     `compiled.as_text()` (temporaries unknown → 0; source 'shapes').
     """
     if not (hasattr(compiled, "memory_analysis") or hasattr(compiled, "as_text")):
-        raise TypeError("expected a compiled program (jax.jit(f).lower(*args).compile()), "
-                        f"got {type(compiled).__name__}")
+        raise TypeError(
+            f"expected a compiled program (jax.jit(f).lower(*args).compile()), got {type(compiled).__name__}"
+        )
     ma = None
     try:
         ma = compiled.memory_analysis()
@@ -129,14 +149,19 @@ def memory_report(compiled) -> MemoryReport:
     if isinstance(ma, (list, tuple)):
         ma = ma[0] if ma else None
     if ma is not None and _attr(ma, "argument_size_in_bytes") is not None:
-        return MemoryReport(_attr(ma, "argument_size_in_bytes") or 0.0, _attr(ma, "output_size_in_bytes") or 0.0,
-                            _attr(ma, "temp_size_in_bytes") or 0.0, _attr(ma, "alias_size_in_bytes") or 0.0,
-                            _attr(ma, "generated_code_size_in_bytes") or 0.0)
+        return MemoryReport(
+            _attr(ma, "argument_size_in_bytes") or 0.0,
+            _attr(ma, "output_size_in_bytes") or 0.0,
+            _attr(ma, "temp_size_in_bytes") or 0.0,
+            _attr(ma, "alias_size_in_bytes") or 0.0,
+            _attr(ma, "generated_code_size_in_bytes") or 0.0,
+        )
     entry = parse_module(compiled.as_text()).entry
     if entry is None or entry.parameters is None:
         raise ValueError("the compiled program has neither a memory analysis nor an ENTRY signature to read")
-    return MemoryReport(sum(s.nbytes for s in entry.parameters), sum(s.nbytes for s in entry.result), 0.0,
-                        source="shapes")
+    return MemoryReport(
+        sum(s.nbytes for s in entry.parameters), sum(s.nbytes for s in entry.result), 0.0, source="shapes"
+    )
 
 
 __all__ = ["CATEGORIES", "COPY_OPS", "categorize", "MemoryReport", "memory_report"]

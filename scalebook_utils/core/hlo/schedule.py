@@ -23,8 +23,11 @@ def _step(op: HloOp) -> str:
     if op.collective:
         return op.collective
     attrs = op.attributes.split(", metadata=")[0]
-    if (op.opcode in MATMUL_OPS or (op.opcode == "custom-call" and "matmul" in attrs.lower())
-            or (op.opcode == "fusion" and any(o in MATMUL_OPS for o in op.inner))):
+    if (
+        op.opcode in MATMUL_OPS
+        or (op.opcode == "custom-call" and "matmul" in attrs.lower())
+        or (op.opcode == "fusion" and any(o in MATMUL_OPS for o in op.inner))
+    ):
         return "dot"
     return "other"
 
@@ -68,8 +71,14 @@ def overlap_summary(hlo: str) -> dict:
     idx = [i for i, k in enumerate(order) if k != "dot"]
     between = sum(1 for i, k in enumerate(order) if k == "dot" and idx and idx[0] < i < idx[-1])
     waits = hlo_dependencies(hlo)
-    return {"schedule": order, "waits": waits, "collectives": len(idx), "dots": order.count("dot"),
-            "dots_between": between, "free_dots": waits.count(0)}
+    return {
+        "schedule": order,
+        "waits": waits,
+        "collectives": len(idx),
+        "dots": order.count("dot"),
+        "dots_between": between,
+        "free_dots": waits.count(0),
+    }
 
 
 __all__ = ["hlo_schedule", "hlo_dependencies", "overlap_summary"]

@@ -31,15 +31,41 @@ from types import MappingProxyType
 # --- the vocabulary: element types and opcodes ------------------------------------------------------
 
 #: bytes per element of HLO element types (s4/u4 pack two to a byte)
-HLO_ITEMSIZE = MappingProxyType({
-    "pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "f32": 4, "s64": 8,
-    "u64": 8, "f64": 8, "c64": 8, "c128": 16, "f8e4m3fn": 1, "f8e5m2": 1, "s4": 0.5, "u4": 0.5})
+HLO_ITEMSIZE = MappingProxyType(
+    {
+        "pred": 1,
+        "s8": 1,
+        "u8": 1,
+        "s16": 2,
+        "u16": 2,
+        "f16": 2,
+        "bf16": 2,
+        "s32": 4,
+        "u32": 4,
+        "f32": 4,
+        "s64": 8,
+        "u64": 8,
+        "f64": 8,
+        "c64": 8,
+        "c128": 16,
+        "f8e4m3fn": 1,
+        "f8e5m2": 1,
+        "s4": 0.5,
+        "u4": 0.5,
+    }
+)
 
 #: The book's collective kinds (`core.collectives.KINDS`, as `collectives.collective` spells them) → the
 #: opcode XLA prints for each in compiled HLO. The only table that joins the two vocabularies.
-HLO_NAME = MappingProxyType({
-    "all_gather": "all-gather", "reduce_scatter": "reduce-scatter", "all_reduce": "all-reduce",
-    "all_to_all": "all-to-all", "ppermute": "collective-permute"})
+HLO_NAME = MappingProxyType(
+    {
+        "all_gather": "all-gather",
+        "reduce_scatter": "reduce-scatter",
+        "all_reduce": "all-reduce",
+        "all_to_all": "all-to-all",
+        "ppermute": "collective-permute",
+    }
+)
 
 #: The collective opcodes of compiled HLO (the ones the book's collectives compile to).
 COLLECTIVE_OPS = tuple(HLO_NAME.values())
@@ -140,8 +166,8 @@ def tiled_shape(dims: Sequence[int], tile: Sequence[int]) -> tuple[int, ...]:
         raise ValueError(f"dims must be ≥ 0 and tiles ≥ 1, got dims={dims}, tile={tile}")
     if len(tile) > len(dims):
         raise ValueError(f"a tile of rank {len(tile)} does not fit an array of rank {len(dims)}")
-    lead = dims[:len(dims) - len(tile)]
-    return lead + tuple(-(-d // t) * t for d, t in zip(dims[len(dims) - len(tile):], tile, strict=True))
+    lead = dims[: len(dims) - len(tile)]
+    return lead + tuple(-(-d // t) * t for d, t in zip(dims[len(dims) - len(tile) :], tile, strict=True))
 
 
 def padding_overhead(dims: Sequence[int], tile: Sequence[int]) -> float:
@@ -264,7 +290,7 @@ def _split_operands(rest: str) -> tuple[str, str]:
     for m in _PAREN_RE.finditer(rest):
         depth += 1 if m.group() == "(" else -1
         if depth == 0:
-            return rest[:m.start()], rest[m.end():]
+            return rest[: m.start()], rest[m.end() :]
     return rest, ""
 
 
@@ -325,8 +351,19 @@ def _read_lines(hlo: str):
         operand_text, attrs = _split_operands(rest)
         kind = re.search(r"kind=(k\w+)", attrs)
         calls = re.search(r"(?:calls|to_apply)=%?([\w.\-]+)", attrs)
-        raw.append((name, opcode, type_text, operand_text, attrs, kind.group(1) if kind else "",
-                    calls.group(1) if calls else "", comp, bool(root)))
+        raw.append(
+            (
+                name,
+                opcode,
+                type_text,
+                operand_text,
+                attrs,
+                kind.group(1) if kind else "",
+                calls.group(1) if calls else "",
+                comp,
+                bool(root),
+            )
+        )
         comp_ops.setdefault(comp, []).append(opcode)
         if calls:
             comp_calls.setdefault(comp, []).append(calls.group(1))
@@ -350,15 +387,29 @@ def _parse_module(hlo: str) -> HloModule:
     for name, opcode, _type_text, operand_text, attrs, kind, calls, c, root in raw:
         refs = _operand_names(operand_text)
         operands = hlo_shapes(operand_text) or tuple(s for r in refs for s in by_name.get(r, ())[:1])
-        ops.append(HloOp(name, opcode, by_name[name], operands, kind, calls, inner(calls), c, attrs,
-                         refs if "%" in operand_text else tuple(r for r in refs if r in by_name), root))
+        ops.append(
+            HloOp(
+                name,
+                opcode,
+                by_name[name],
+                operands,
+                kind,
+                calls,
+                inner(calls),
+                c,
+                attrs,
+                refs if "%" in operand_text else tuple(r for r in refs if r in by_name),
+                root,
+            )
+        )
     members: dict[str, list[HloOp]] = {c: [] for c in comp_ops}
     for op in ops:
         members[op.computation].append(op)
     comps = {c: HloComputation(c, *headers.get(c, (False, None, None)), tuple(members[c])) for c in comp_ops}
     module = re.search(r"^HloModule\s+([\w.\-]+)(.*)$", hlo, re.M)
-    return HloModule(module.group(1) if module else "", module.group(2) if module else "",
-                     MappingProxyType(comps), tuple(ops))
+    return HloModule(
+        module.group(1) if module else "", module.group(2) if module else "", MappingProxyType(comps), tuple(ops)
+    )
 
 
 def parse_hlo_ops(hlo: str) -> dict[str, HloOp]:
@@ -368,13 +419,29 @@ def parse_hlo_ops(hlo: str) -> dict[str, HloOp]:
     """
     module = parse_module(hlo)
     if not module.instructions:
-        raise ValueError("no HLO instructions found: pass the text of compiled.as_text() "
-                         "(or jaxlab.compiled_hlo_text(f, *args))")
+        raise ValueError(
+            "no HLO instructions found: pass the text of compiled.as_text() (or jaxlab.compiled_hlo_text(f, *args))"
+        )
     return dict(module.ops)
 
 
 __all__ = [
-    "HLO_ITEMSIZE", "HLO_NAME", "COLLECTIVE_OPS", "ASYNC_COLLECTIVE_OPS", "OTHER_COMMUNICATION_OPS", "MATMUL_OPS",
-    "CONTAINER_OPS", "base_opcode", "HloShape", "parse_hlo_shape", "hlo_shapes", "tiled_shape", "padding_overhead",
-    "HloOp", "HloComputation", "HloModule", "parse_module", "parse_hlo_ops",
+    "HLO_ITEMSIZE",
+    "HLO_NAME",
+    "COLLECTIVE_OPS",
+    "ASYNC_COLLECTIVE_OPS",
+    "OTHER_COMMUNICATION_OPS",
+    "MATMUL_OPS",
+    "CONTAINER_OPS",
+    "base_opcode",
+    "HloShape",
+    "parse_hlo_shape",
+    "hlo_shapes",
+    "tiled_shape",
+    "padding_overhead",
+    "HloOp",
+    "HloComputation",
+    "HloModule",
+    "parse_module",
+    "parse_hlo_ops",
 ]

@@ -112,19 +112,33 @@ def _gpu_cluster(c: ChipSpec, n: int):
     """The SuperPod a group of n GPUs spanning nodes runs in; ValueError with the reason when there is none."""
     D = c.gpus_per_node
     if c.node_egress_bytes_per_s is None:
-        raise ValueError(f"{n} × {c.name} span {_gpu_nodes(c, n)} NVLink domains of {D} GPUs, and {c.name} has no "
-                         f"node egress figure: model parallelism across nodes cannot be costed; use n_chips ≤ {D}")
+        raise ValueError(
+            f"{n} × {c.name} span {_gpu_nodes(c, n)} NVLink domains of {D} GPUs, and {c.name} has no "
+            f"node egress figure: model parallelism across nodes cannot be costed; use n_chips ≤ {D}"
+        )
     su = superpod(c, 1).total_gpus
     top = max_sus(c)
     if n > top * su:
-        raise ValueError(f"{n} × {c.name} is more than the largest two-tier SuperPod the book builds "
-                         f"({top * su} GPUs); model parallelism that wide is not costed")
+        raise ValueError(
+            f"{n} × {c.name} is more than the largest two-tier SuperPod the book builds "
+            f"({top * su} GPUs); model parallelism that wide is not costed"
+        )
     return superpod(c, min(top, math.ceil(n / su)))
 
 
-def tp_comm(D: float, L: int, tokens: float, chip="tpu-v5e", n_chips: int = 1, activation_bytes: float = 2.0, *,
-            conventions: str = "practice", ici_axes: int = 1, hops: float | None = None,
-            overlap: bool | None = None) -> TPComm:
+def tp_comm(
+    D: float,
+    L: int,
+    tokens: float,
+    chip="tpu-v5e",
+    n_chips: int = 1,
+    activation_bytes: float = 2.0,
+    *,
+    conventions: str = "practice",
+    ici_axes: int = 1,
+    hops: float | None = None,
+    overlap: bool | None = None,
+) -> TPComm:
     """The TP collectives of one pass over `tokens` tokens on `n_chips`-way model parallelism (see the module).
 
     TPU, both conventions: 4·L × max(T_hop·hops, a·tokens·D/(W_ici·M_Y)), hops defaulting to the ring's
@@ -149,9 +163,16 @@ def tp_comm(D: float, L: int, tokens: float, chip="tpu-v5e", n_chips: int = 1, a
         if W is None:
             raise ValueError(f"{c.name} has no ICI bandwidth; model parallelism needs one")
         h = ici_axes * n_chips ** (1 / ici_axes) / 2 if hops is None else hops
-        return TPComm("all_gather+reduce_scatter", BOOK_COLLECTIVES_PER_LAYER * L, nbytes,
-                      nbytes / (W * ici_axes), (c.ici_hop_latency_s or 0.0) * h, "max",
-                      True if overlap is None else overlap, "ICI")
+        return TPComm(
+            "all_gather+reduce_scatter",
+            BOOK_COLLECTIVES_PER_LAYER * L,
+            nbytes,
+            nbytes / (W * ici_axes),
+            (c.ici_hop_latency_s or 0.0) * h,
+            "max",
+            True if overlap is None else overlap,
+            "ICI",
+        )
     if c.nvlink_bandwidth_oneway_bytes_per_s is None:
         raise ValueError(f"{c.name} has no NVLink bandwidth; model parallelism needs one")
     nodes = _gpu_nodes(c, n_chips)
@@ -162,12 +183,28 @@ def tp_comm(D: float, L: int, tokens: float, chip="tpu-v5e", n_chips: int = 1, a
             bw = nbytes / (W * ici_axes)
         else:
             bw = gc.collective("all_gather", nbytes, n_chips, _gpu_cluster(c, n_chips), exact=False).seconds
-        return TPComm("all_gather+reduce_scatter", BOOK_COLLECTIVES_PER_LAYER * L, nbytes, bw, 0.0, "max",
-                      True if overlap is None else overlap, network)
+        return TPComm(
+            "all_gather+reduce_scatter",
+            BOOK_COLLECTIVES_PER_LAYER * L,
+            nbytes,
+            bw,
+            0.0,
+            "max",
+            True if overlap is None else overlap,
+            network,
+        )
     if nodes == 1:
         bw = 2 * nbytes * (n_chips - 1) / (n_chips * W)
     else:
         bw = gc.collective("all_reduce", nbytes, n_chips, _gpu_cluster(c, n_chips)).seconds
     lat = gc.nccl_latency("all_reduce", n_chips, c.gpus_per_node or n_chips)
-    return TPComm("all_reduce", GPU_ALL_REDUCES_PER_LAYER * L, nbytes, bw, lat, "sum",
-                  False if overlap is None else overlap, network)
+    return TPComm(
+        "all_reduce",
+        GPU_ALL_REDUCES_PER_LAYER * L,
+        nbytes,
+        bw,
+        lat,
+        "sum",
+        False if overlap is None else overlap,
+        network,
+    )

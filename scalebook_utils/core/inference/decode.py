@@ -175,9 +175,21 @@ class DecodeStep:
         return self.B / (self.step_time * decode_len * self.n_chips)
 
 
-def decode_step(model, B: float, S: float, chip="tpu-v5e", n_chips: int = 1, precision="bf16", *,
-                max_context: float | None = None, check_memory: bool = True, ici_axes: int = 1,
-                shape=None, conventions: str = "practice", overlap_comms: bool | None = None) -> DecodeStep:
+def decode_step(
+    model,
+    B: float,
+    S: float,
+    chip="tpu-v5e",
+    n_chips: int = 1,
+    precision="bf16",
+    *,
+    max_context: float | None = None,
+    check_memory: bool = True,
+    ici_axes: int = 1,
+    shape=None,
+    conventions: str = "practice",
+    overlap_comms: bool | None = None,
+) -> DecodeStep:
     """Roofline of one generate step (book ch. 7 "Theoretical estimates for LLM latency and throughput" and
     "Distributing Inference Over Multiple Accelerators"; ch. 8 "What's the LLaMA Serving Story?").
 
@@ -212,28 +224,50 @@ def decode_step(model, B: float, S: float, chip="tpu-v5e", n_chips: int = 1, pre
             hint = f"the weights alone need at least {min_chips(m, c, p, pow2=False)} chips"
         else:
             hint = f"the largest batch that fits at S={S} is {max_batch(m, S, c, n_chips, p)}"
-        raise ValueError(f"{m.name} at B={B}, S={S} in {p.name} needs {mem / 1e9:.1f} GB, more than the HBM of "
-                         f"{n_chips} × {c.name} ({n_chips * c.hbm_bytes / 1e9:.0f} GB); {hint} "
-                         "(or pass check_memory=False)")
+        raise ValueError(
+            f"{m.name} at B={B}, S={S} in {p.name} needs {mem / 1e9:.1f} GB, more than the HBM of "
+            f"{n_chips} × {c.name} ({n_chips * c.hbm_bytes / 1e9:.0f} GB); {hint} "
+            "(or pass check_memory=False)"
+        )
     conv = check_conventions(conventions)
     comm = _comm(m, B, c, n_chips, p, conv, ici_axes, hops, overlap_comms)
     return DecodeStep(
-        model=m.name, chip=c.name, precision=p.name, B=B, S=S, n_chips=n_chips,
+        model=m.name,
+        chip=c.name,
+        precision=p.name,
+        B=B,
+        S=S,
+        n_chips=n_chips,
         t_math=2 * B * m.matmul_params(conv) / (n_chips * C),
         t_math_attention=B * S * m.attn_flops_per_key / (n_chips * C),
         t_hbm_weights=m.streamed_bytes(B, p, conv) / (n_chips * W),
         t_hbm_kv=kv_cache_bytes(m, B, S, p) / (n_chips * W),
-        t_ici=comm.seconds, memory_bytes=mem, overlap_comms=comm.overlapped, t_ici_latency=comm.latency_total_s,
-        conventions=conv)
+        t_ici=comm.seconds,
+        memory_bytes=mem,
+        overlap_comms=comm.overlapped,
+        t_ici_latency=comm.latency_total_s,
+        conventions=conv,
+    )
 
 
-def _comm(m: ServedModel, tokens, c: ChipSpec, n_chips: int, p: Precision, conv: str, ici_axes: int, hops,
-          overlap) -> TPComm:
+def _comm(
+    m: ServedModel, tokens, c: ChipSpec, n_chips: int, p: Precision, conv: str, ici_axes: int, hops, overlap
+) -> TPComm:
     """`tp_comm` for a served model (none when it has no D, L: a bare parameter count)."""
     if n_chips == 1 or m.D is None or m.L is None:
         return tp_comm(1, 1, 1, c, 1, conventions=conv, overlap=overlap)
-    return tp_comm(m.D, m.L, tokens, c, n_chips, p.activation_bytes, conventions=conv, ici_axes=ici_axes,
-                   hops=hops, overlap=overlap)
+    return tp_comm(
+        m.D,
+        m.L,
+        tokens,
+        c,
+        n_chips,
+        p.activation_bytes,
+        conventions=conv,
+        ici_axes=ici_axes,
+        hops=hops,
+        overlap=overlap,
+    )
 
 
 @dataclass(frozen=True)
@@ -262,15 +296,27 @@ class Prefill:
 
     @property
     def bottleneck(self) -> str:
-        """"comms" when the collectives outlast the matmuls, else "compute" or "weights"."""
+        """ "comms" when the collectives outlast the matmuls, else "compute" or "weights"."""
         if self.t_ici > max(self.t_math, self.t_hbm_weights):
             return "comms"
         return "compute" if self.t_math >= self.t_hbm_weights else "weights"
 
 
-def prefill_time(model, T: float, chip="tpu-v5e", n_chips: int = 1, precision="bf16", *, mfu: float = 1.0,
-                 B: float = 1, include_attention: bool | None = None, conventions: str = "practice",
-                 overlap_comms: bool | None = None, ici_axes: int = 1, shape=None) -> Prefill:
+def prefill_time(
+    model,
+    T: float,
+    chip="tpu-v5e",
+    n_chips: int = 1,
+    precision="bf16",
+    *,
+    mfu: float = 1.0,
+    B: float = 1,
+    include_attention: bool | None = None,
+    conventions: str = "practice",
+    overlap_comms: bool | None = None,
+    ici_axes: int = 1,
+    shape=None,
+) -> Prefill:
     """Time to prefill B prompts of T tokens on n_chips-way model parallelism.
 
     conventions="book": 2·P·T·B/(N·C·MFU) and nothing else (book ch. 8 "What about prefill?": LLaMA 3-70B, 8192
@@ -293,14 +339,28 @@ def prefill_time(model, T: float, chip="tpu-v5e", n_chips: int = 1, precision="b
     attention = (conv == "practice") if include_attention is None else include_attention
     flops = B * (2 * m.matmul_params(conv) * T + (m.attn_flops_per_key * T * T / 2 if attention else 0.0))
     comm = _comm(m, B * T, c, n_chips, p, conv, ici_axes, hops, overlap_comms) if conv == "practice" else None
-    return Prefill(T=T, B=B, n_chips=n_chips, flops=flops,
-                   t_math=flops / (n_chips * c.peak_flops(p.compute_dtype) * mfu),
-                   t_hbm_weights=m.streamed_bytes(B * T, p, conv) / (n_chips * c.hbm_bandwidth_bytes_per_s),
-                   t_ici=comm.seconds if comm else 0.0, overlap_comms=comm.overlapped if comm else True,
-                   t_ici_latency=comm.latency_total_s if comm else 0.0, conventions=conv)
+    return Prefill(
+        T=T,
+        B=B,
+        n_chips=n_chips,
+        flops=flops,
+        t_math=flops / (n_chips * c.peak_flops(p.compute_dtype) * mfu),
+        t_hbm_weights=m.streamed_bytes(B * T, p, conv) / (n_chips * c.hbm_bandwidth_bytes_per_s),
+        t_ici=comm.seconds if comm else 0.0,
+        overlap_comms=comm.overlapped if comm else True,
+        t_ici_latency=comm.latency_total_s if comm else 0.0,
+        conventions=conv,
+    )
 
 
 __all__ = [
-    "COLLECTIVES_PER_LAYER", "collective_time", "ring_hops", "latency_bound_bytes", "latency_bound_tp_degree",
-    "DecodeStep", "decode_step", "Prefill", "prefill_time",
+    "COLLECTIVES_PER_LAYER",
+    "collective_time",
+    "ring_hops",
+    "latency_bound_bytes",
+    "latency_bound_tp_degree",
+    "DecodeStep",
+    "decode_step",
+    "Prefill",
+    "prefill_time",
 ]

@@ -15,13 +15,15 @@ from scalebook_utils.core.inference.decode import decode_step
 from scalebook_utils.core.units import require_int, require_number, require_positive
 
 
-def prefill_servers_per_generate_server(prefill_latency: float, generate_step_time: float, batch: float,
-                                        decode_len: float) -> float:
+def prefill_servers_per_generate_server(
+    prefill_latency: float, generate_step_time: float, batch: float, decode_len: float
+) -> float:
     """Prefill/generate server ratio that keeps both saturated: each generate server finishes B sequences every
     decode_len steps, each prefill server one prompt per prefill_latency, so
     ratio = prefill_latency·B/(step_time·decode_len) (book ch. 8 question 12: 0.91·32/(0.019·512) ≈ 3)."""
-    require_positive(prefill_latency=prefill_latency, generate_step_time=generate_step_time, batch=batch,
-                     decode_len=decode_len)
+    require_positive(
+        prefill_latency=prefill_latency, generate_step_time=generate_step_time, batch=batch, decode_len=decode_len
+    )
     return prefill_latency * batch / (generate_step_time * decode_len)
 
 
@@ -35,8 +37,14 @@ class KVEviction:
     bytes_per_s: float | None = None
 
 
-def kv_eviction_rate(B: float, prefill_len: float, decode_len: float, *, kv_bytes_per_token: float | None = None,
-                     step_time: float | None = None) -> KVEviction:
+def kv_eviction_rate(
+    B: float,
+    prefill_len: float,
+    decode_len: float,
+    *,
+    kv_bytes_per_token: float | None = None,
+    step_time: float | None = None,
+) -> KVEviction:
     """Steady state: B/G sequences finish per step, each freeing (P + G) KV tokens: B·(P+G)/G tokens per step
     (book ch. 8 question 11: B = 32, P = 8192, G = 4096 → 96). With KV bytes/token and the step time this is the
     bytes/s of cache freed (and re-filled by new sequences). Under disaggregated serving only the P prompt tokens
@@ -60,8 +68,9 @@ def flops_per_dollar(chip="tpu-v5e", dtype: str = "bf16") -> float:
     return c.peak_flops(dtype) * 3600 / c.price_per_hour_usd
 
 
-def cost_per_million_tokens(tokens_per_s_per_chip: float, chip="tpu-v5e", *,
-                            price_per_hour_usd: float | None = None) -> float:
+def cost_per_million_tokens(
+    tokens_per_s_per_chip: float, chip="tpu-v5e", *, price_per_hour_usd: float | None = None
+) -> float:
     """US dollars per 1e6 tokens: price/3600 / (tokens/s/chip) · 1e6 (book ch. 8, cost per token at roofline)."""
     require_positive(tokens_per_s_per_chip=tokens_per_s_per_chip)
     c = get_chip(chip)
@@ -107,9 +116,20 @@ class SpeculativeStep:
         return self.t_plain / self.time_per_token
 
 
-def speculative_step(target, draft, B: float, S: float, draft_len: int, acceptance: float, chip="tpu-v5e",
-                     n_chips: int = 1, precision="bf16", *, shape=None,
-                     conventions: str = "practice") -> SpeculativeStep:
+def speculative_step(
+    target,
+    draft,
+    B: float,
+    S: float,
+    draft_len: int,
+    acceptance: float,
+    chip="tpu-v5e",
+    n_chips: int = 1,
+    precision="bf16",
+    *,
+    shape=None,
+    conventions: str = "practice",
+) -> SpeculativeStep:
     """Model one speculative round: `decode_step` of the draft k times and of the target at B·(k+1) tokens,
     with the KV term of B sequences (the k+1 queries of a sequence read its cache once) and the collectives
     of B·(k+1) activations: t_verify = max(KV(B), attn FLOPs(B(k+1))) + max(2·B(k+1)·P/(N·C), P·w/(N·W))
@@ -117,19 +137,28 @@ def speculative_step(target, draft, B: float, S: float, draft_len: int, acceptan
     `speculative_tokens_per_step(acceptance, k)` (external formula, see there). Both models share the n_chips
     slice; `conventions` as in `decode_step`. Book ch. 7 Appendix D; the cost is not in the book."""
     draft_len = require_int("draft_len", draft_len, minimum=1)
-    kw = dict(chip=chip, n_chips=n_chips, precision=precision, check_memory=False, shape=shape,
-              conventions=conventions)
+    kw = dict(chip=chip, n_chips=n_chips, precision=precision, check_memory=False, shape=shape, conventions=conventions)
     plain = decode_step(target, B, S, **kw)
     d = decode_step(draft, B, S, **kw)
     v = decode_step(target, B * (draft_len + 1), S, **kw)
     attention = max(plain.t_hbm_kv, v.t_math_attention)
     core = attention + max(v.t_math, v.t_hbm_weights)
     t_verify = max(core, v.t_ici) if v.overlap_comms else core + v.t_ici
-    return SpeculativeStep(t_plain=plain.step_time, t_draft=draft_len * d.step_time, t_verify=t_verify,
-                           tokens=speculative_tokens_per_step(acceptance, draft_len))
+    return SpeculativeStep(
+        t_plain=plain.step_time,
+        t_draft=draft_len * d.step_time,
+        t_verify=t_verify,
+        tokens=speculative_tokens_per_step(acceptance, draft_len),
+    )
 
 
 __all__ = [
-    "prefill_servers_per_generate_server", "KVEviction", "kv_eviction_rate", "flops_per_dollar",
-    "cost_per_million_tokens", "speculative_tokens_per_step", "SpeculativeStep", "speculative_step",
+    "prefill_servers_per_generate_server",
+    "KVEviction",
+    "kv_eviction_rate",
+    "flops_per_dollar",
+    "cost_per_million_tokens",
+    "speculative_tokens_per_step",
+    "SpeculativeStep",
+    "speculative_step",
 ]

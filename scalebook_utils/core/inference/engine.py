@@ -39,8 +39,9 @@ class BatchingRun:
         return self.tokens / (self.steps * self.slots)
 
 
-def simulate_batching(arrivals: Sequence[int], lengths: Sequence[int], slots: int,
-                      policy: str = "continuous") -> BatchingRun:
+def simulate_batching(
+    arrivals: Sequence[int], lengths: Sequence[int], slots: int, policy: str = "continuous"
+) -> BatchingRun:
     """Run requests (arrival step, decode length ≥ 1) through `slots` slots under `policy` (see module doc).
     Requests are served first come, first served. ValueError on bad input."""
     if policy not in POLICIES:
@@ -53,18 +54,18 @@ def simulate_batching(arrivals: Sequence[int], lengths: Sequence[int], slots: in
         raise ValueError("lengths must be ≥ 1 and arrivals ≥ 0")
     order = sorted(range(len(lengths)), key=lambda i: (arrivals[i], i))
     finish = [0] * len(lengths)
-    waiting, running, t = list(order), {}, 0        # running: request → tokens still to generate
+    waiting, running, t = list(order), {}, 0  # running: request → tokens still to generate
     while waiting or running:
         arrived = [i for i in waiting if arrivals[i] <= t]
         if policy == "continuous":
-            admit = arrived[:slots - len(running)]
+            admit = arrived[: slots - len(running)]
         else:
             full = len(arrived) >= slots or len(arrived) == len(waiting)
             admit = arrived[:slots] if not running and full else []
         for i in admit:
             waiting.remove(i)
             running[i] = lengths[i]
-        t += 1                                       # one generate step: every running slot emits a token
+        t += 1  # one generate step: every running slot emits a token
         for i in list(running):
             running[i] -= 1
             if running[i] == 0:

@@ -40,15 +40,15 @@ class Precision:
     activation_bytes: float
 
     def __post_init__(self):
-        require_positive(weight_bytes=self.weight_bytes, kv_bytes=self.kv_bytes,
-                         activation_bytes=self.activation_bytes)
+        require_positive(weight_bytes=self.weight_bytes, kv_bytes=self.kv_bytes, activation_bytes=self.activation_bytes)
 
     @property
     def meaning(self) -> str:
         """What the name stands for, from the fields: 'int8 weights + KV, bf16 math' (see `PRECISIONS`)."""
         math_ = self.compute_dtype
-        w, kv = (_STORED.get((b, math_), _STORED.get((b, None), f"{b:g}-byte"))
-                 for b in (self.weight_bytes, self.kv_bytes))
+        w, kv = (
+            _STORED.get((b, math_), _STORED.get((b, None), f"{b:g}-byte")) for b in (self.weight_bytes, self.kv_bytes)
+        )
         return f"{w} weights + KV, {math_} math" if w == kv else f"{w} weights, {kv} KV, {math_} math"
 
     @property
@@ -66,13 +66,16 @@ _STORED = {(2.0, None): "bf16", (1.0, None): "int8", (1.0, "fp8"): "fp8", (0.5, 
 #: `Precision.label`, the name with its meaning). "int8-weights" and "int4-weights" quantize the weights and the
 #: KV cache and run the matmuls in bf16 (what book ch. 8 calls "int8": int8 params and KV, bf16 FLOPs);
 #: "int8" also runs the matmuls in int8 (twice the peak on a v5e). Build a `Precision` for other mixes.
-PRECISIONS: dict[str, Precision] = {p.name: p for p in (
-    Precision("bf16", 2.0, 2.0, "bf16", 2.0),            # bf16 weights, KV and compute
-    Precision("int8-weights", 1.0, 1.0, "bf16", 2.0),    # int8 weights and KV, bf16 FLOPs (B_crit halves)
-    Precision("int8", 1.0, 1.0, "int8", 1.0),            # int8 weights, KV, activations and OPs
-    Precision("int4-weights", 0.5, 0.5, "bf16", 2.0),    # int4 weights and KV, bf16 FLOPs
-    Precision("fp8", 1.0, 1.0, "fp8", 1.0),              # GPUs: fp8 everything
-)}
+PRECISIONS: dict[str, Precision] = {
+    p.name: p
+    for p in (
+        Precision("bf16", 2.0, 2.0, "bf16", 2.0),  # bf16 weights, KV and compute
+        Precision("int8-weights", 1.0, 1.0, "bf16", 2.0),  # int8 weights and KV, bf16 FLOPs (B_crit halves)
+        Precision("int8", 1.0, 1.0, "int8", 1.0),  # int8 weights, KV, activations and OPs
+        Precision("int4-weights", 0.5, 0.5, "bf16", 2.0),  # int4 weights and KV, bf16 FLOPs
+        Precision("fp8", 1.0, 1.0, "fp8", 1.0),  # GPUs: fp8 everything
+    )
+}
 
 
 def precision_label(precision: str | Precision) -> str:
@@ -86,8 +89,9 @@ def get_precision(precision: str | Precision) -> Precision:
         return precision
     key = str(precision).strip().lower()
     if key not in PRECISIONS:
-        raise UnknownNameError(f"unknown precision {precision!r}; allowed precisions: {', '.join(PRECISIONS)} "
-                               "(or pass a Precision)")
+        raise UnknownNameError(
+            f"unknown precision {precision!r}; allowed precisions: {', '.join(PRECISIONS)} (or pass a Precision)"
+        )
     return PRECISIONS[key]
 
 
@@ -129,8 +133,9 @@ class ServedModel:
     gather_params: float = 0.0
 
     def __post_init__(self):
-        require_positive(params=self.params, active_params=self.active_params,
-                         kv_elements_per_token=self.kv_elements_per_token)
+        require_positive(
+            params=self.params, active_params=self.active_params, kv_elements_per_token=self.kv_elements_per_token
+        )
         if not (0 <= self.gather_params < self.active_params):
             raise ValueError(f"gather_params must be in [0, active_params), got {self.gather_params!r}")
 
@@ -155,8 +160,12 @@ class ServedModel:
         return (self.params - self.gather_params + rows) * get_precision(precision).weight_bytes
 
 
-def served_model(model: str | tf.TransformerConfig | ServedModel, *, params: float | None = None,
-                 kv_elements_per_token: float | None = None) -> ServedModel:
+def served_model(
+    model: str | tf.TransformerConfig | ServedModel,
+    *,
+    params: float | None = None,
+    kv_elements_per_token: float | None = None,
+) -> ServedModel:
     """A `ServedModel` from a preset name or `TransformerConfig` (params = param_count().total, active =
     .activated, KV elements = 2·L·K·H), optionally overriding the parameter count or the KV size (the book's
     LLaMA-2-13B GQA table keeps the MHA model's 26 GB of weights while shrinking the cache 5×). gather_params =
@@ -165,17 +174,30 @@ def served_model(model: str | tf.TransformerConfig | ServedModel, *, params: flo
     if isinstance(model, ServedModel):
         if params is None and kv_elements_per_token is None:
             return model
-        return ServedModel(model.name, params or model.params, params or model.active_params,
-                           kv_elements_per_token or model.kv_elements_per_token, model.attn_flops_per_key,
-                           model.D, model.L, model.gather_params if params is None else 0.0)
+        return ServedModel(
+            model.name,
+            params or model.params,
+            params or model.active_params,
+            kv_elements_per_token or model.kv_elements_per_token,
+            model.attn_flops_per_key,
+            model.D,
+            model.L,
+            model.gather_params if params is None else 0.0,
+        )
     cfg = tf.get_model(model)
     pc = tf.param_count(cfg)
     kv = tf.kv_cache_bytes_per_token(cfg, "bf16") / 2
     gathered = cfg.max_positions * cfg.D + (0 if cfg.tied_embeddings else cfg.V * cfg.D)
-    return ServedModel(cfg.name, params if params is not None else pc.total,
-                       params if params is not None else pc.activated,
-                       kv_elements_per_token if kv_elements_per_token is not None else kv,
-                       tf.attention_flops(cfg, 1, 1), cfg.D, cfg.L, gathered if params is None else 0.0)
+    return ServedModel(
+        cfg.name,
+        params if params is not None else pc.total,
+        params if params is not None else pc.activated,
+        kv_elements_per_token if kv_elements_per_token is not None else kv,
+        tf.attention_flops(cfg, 1, 1),
+        cfg.D,
+        cfg.L,
+        gathered if params is None else 0.0,
+    )
 
 
 # --- memory ---------------------------------------------------------------------------------------
@@ -206,9 +228,11 @@ def min_chips(model, chip="tpu-v5e", precision="bf16", *, B: float = 0, S: float
     pod = c.pod_chips
     if pod is not None and n > pod:
         what = f"with B={B:g} KV caches of S={S:g} tokens" if B and S else "(its weights alone)"
-        raise ValueError(f"{served_model(model).name} in {get_precision(precision).name} {what} needs {n} × "
-                         f"{c.name}, more than one pod ({pod} chips): model parallelism runs inside a pod "
-                         "(book ch. 7); use a smaller B, S or precision")
+        raise ValueError(
+            f"{served_model(model).name} in {get_precision(precision).name} {what} needs {n} × "
+            f"{c.name}, more than one pod ({pod} chips): model parallelism runs inside a pod "
+            "(book ch. 7); use a smaller B, S or precision"
+        )
     return n
 
 
@@ -219,14 +243,15 @@ def free_hbm(model, chip="tpu-v5e", n_chips: int = 1, precision="bf16") -> float
     free = n_chips * c.hbm_bytes - m.weight_bytes(precision)
     if free <= 0:
         need = min_chips(m, c, precision, pow2=False)
-        raise ValueError(f"{m.name} in {get_precision(precision).name} ({m.weight_bytes(precision) / 1e9:.1f} GB) "
-                         f"does not fit the HBM of {n_chips} × {c.name} ({n_chips * c.hbm_bytes / 1e9:.0f} GB); "
-                         f"it needs at least {need} chips")
+        raise ValueError(
+            f"{m.name} in {get_precision(precision).name} ({m.weight_bytes(precision) / 1e9:.1f} GB) "
+            f"does not fit the HBM of {n_chips} × {c.name} ({n_chips * c.hbm_bytes / 1e9:.0f} GB); "
+            f"it needs at least {need} chips"
+        )
     return free
 
 
-def max_batch(model, S: float, chip="tpu-v5e", n_chips: int = 1, precision="bf16", *,
-              integer: bool = True) -> float:
+def max_batch(model, S: float, chip="tpu-v5e", n_chips: int = 1, precision="bf16", *, integer: bool = True) -> float:
     """Largest batch of S-token KV caches that fits next to the weights: ⌊(N·HBM − P·w)/(S·KV)⌋ (book ch. 7
     Question 2; ch. 8 "Thinking about throughput"). `integer=False` returns the unrounded quotient."""
     require_number("S (context)", S, minimum=1)
@@ -236,6 +261,18 @@ def max_batch(model, S: float, chip="tpu-v5e", n_chips: int = 1, precision="bf16
 
 
 __all__ = [
-    "CH7", "CH8", "Precision", "PRECISIONS", "precision_label", "get_precision", "critical_batch", "ServedModel",
-    "served_model", "kv_cache_bytes", "inference_memory", "min_chips", "free_hbm", "max_batch",
+    "CH7",
+    "CH8",
+    "Precision",
+    "PRECISIONS",
+    "precision_label",
+    "get_precision",
+    "critical_batch",
+    "ServedModel",
+    "served_model",
+    "kv_cache_bytes",
+    "inference_memory",
+    "min_chips",
+    "free_hbm",
+    "max_batch",
 ]

@@ -34,8 +34,9 @@ class TPMatmulTimes:
         return max(terms, key=terms.get)
 
 
-def tp_matmul_times(B: float, D: float, F: float, Y: int, chip="tpu-v5e", precision="bf16", *,
-                    M_Y: int = 1) -> TPMatmulTimes:
+def tp_matmul_times(
+    B: float, D: float, F: float, Y: int, chip="tpu-v5e", precision="bf16", *, M_Y: int = 1
+) -> TPMatmulTimes:
     """T_math = 2BDF/(Y·C), T_hbm = w·DF/(Y·W_hbm), T_ici = a·BD/(M_Y·W_ici) (book ch. 7 "Generation"; ch. 8
     question 9: LLaMA 3-70B bf16 on 4x8, B = 64 → 4.8 µs, 17.9 µs, 11.7 µs: HBM-bound). The book's question uses
     one axis (M_Y = 1) here but M_Y = 2 in its large-batch limit `tp_limit_large_batch`; pass M_Y to match."""
@@ -43,9 +44,11 @@ def tp_matmul_times(B: float, D: float, F: float, Y: int, chip="tpu-v5e", precis
     require_number("Y (TP degree)", Y, minimum=1)
     require_number("M_Y", M_Y, minimum=1)
     c, p = get_chip(chip), get_precision(precision)
-    return TPMatmulTimes(t_math=2 * B * D * F / (Y * c.peak_flops(p.compute_dtype)),
-                         t_hbm=p.weight_bytes * D * F / (Y * c.hbm_bandwidth_bytes_per_s),
-                         t_ici=p.activation_bytes * B * D / (M_Y * axis_bandwidth(c)))
+    return TPMatmulTimes(
+        t_math=2 * B * D * F / (Y * c.peak_flops(p.compute_dtype)),
+        t_hbm=p.weight_bytes * D * F / (Y * c.hbm_bandwidth_bytes_per_s),
+        t_ici=p.activation_bytes * B * D / (M_Y * axis_bandwidth(c)),
+    )
 
 
 def hbm_ici_beta(chip="tpu-v5e") -> float:
@@ -102,8 +105,9 @@ def ws_2d_optimal_X(N: float, D: float, F: float) -> float:
     return math.sqrt(D * N / (2 * F))
 
 
-def weight_stationary_2d(B: float, D: float, F: float, N: float, chip="tpu-v5e", *, X: float | None = None,
-                         precision="bf16") -> WeightStationary2D:
+def weight_stationary_2d(
+    B: float, D: float, F: float, N: float, chip="tpu-v5e", *, X: float | None = None, precision="bf16"
+) -> WeightStationary2D:
     """T_math = 4BDF/(N·C) (two matmuls), T_comms = 2BD/(X·W_ici) + 4BF/(YZ·W_ici), YZ = N/X (X defaults to the
     optimum; W_ici bidirectional). Book ch. 7 Appendix B, Question 7."""
     require_positive(B=B, D=D, F=F, N=N)
@@ -112,8 +116,12 @@ def weight_stationary_2d(B: float, D: float, F: float, N: float, chip="tpu-v5e",
     c, p = get_chip(chip), get_precision(precision)
     W = axis_bandwidth(c)
     YZ = N / X
-    return WeightStationary2D(X=X, YZ=YZ, t_math=4 * B * D * F / (N * c.peak_flops(p.compute_dtype)),
-                              t_comms=2 * B * D / (X * W) + 4 * B * F / (YZ * W))
+    return WeightStationary2D(
+        X=X,
+        YZ=YZ,
+        t_math=4 * B * D * F / (N * c.peak_flops(p.compute_dtype)),
+        t_comms=2 * B * D / (X * W) + 4 * B * F / (YZ * W),
+    )
 
 
 def ws_1d_comms(B: float, D: float, chip="tpu-v5e") -> float:
@@ -127,11 +135,19 @@ def ws_2d_crossover_chips(D: float, F: float) -> float:
     """N above which 2D weight-stationary comms (at the optimal X) beat 1D: 4·√(2F/(D·N)) < c ⇔
     N > 32·(F/D)/c² with c = WS_1D_COMMS_FACTOR (F = 4D: 72). Book ch. 7 Question 7."""
     require_positive(D=D, F=F)
-    return 32 * (F / D) / WS_1D_COMMS_FACTOR ** 2
+    return 32 * (F / D) / WS_1D_COMMS_FACTOR**2
 
 
 __all__ = [
-    "TPMatmulTimes", "tp_matmul_times", "hbm_ici_beta", "tp_limit_small_batch", "tp_limit_large_batch",
-    "WS_1D_COMMS_FACTOR", "WeightStationary2D", "ws_2d_optimal_X", "weight_stationary_2d", "ws_1d_comms",
+    "TPMatmulTimes",
+    "tp_matmul_times",
+    "hbm_ici_beta",
+    "tp_limit_small_batch",
+    "tp_limit_large_batch",
+    "WS_1D_COMMS_FACTOR",
+    "WeightStationary2D",
+    "ws_2d_optimal_X",
+    "weight_stationary_2d",
+    "ws_1d_comms",
     "ws_2d_crossover_chips",
 ]

@@ -33,11 +33,15 @@ from scalebook_utils.core.inference import costs as inference
 from scalebook_utils.core.training.published_runs import PALM_540B
 from scalebook_utils.core.units import require_int, require_number
 
-POPE22 = ("Pope et al. 2022, 'Efficiently Scaling Transformer Inference' (arXiv 2211.05102, MLSys 2023), Table 2 "
-          "(example configurations for PaLM 540B on 64 TPU v4 chips: prefill of 2048 tokens, decode of 64 tokens)")
-TRTLLM_H200 = ("NVIDIA TensorRT-LLM, docs/source/blogs/H200launch.md, table 'H200 FP8 Max throughput' (TensorRT-LLM "
-               "v0.5.0, preliminary measured performance; 'largest batch supported on given TP configuration by "
-               "power of 2'; throughput in output tokens/s per GPU)")
+POPE22 = (
+    "Pope et al. 2022, 'Efficiently Scaling Transformer Inference' (arXiv 2211.05102, MLSys 2023), Table 2 "
+    "(example configurations for PaLM 540B on 64 TPU v4 chips: prefill of 2048 tokens, decode of 64 tokens)"
+)
+TRTLLM_H200 = (
+    "NVIDIA TensorRT-LLM, docs/source/blogs/H200launch.md, table 'H200 FP8 Max throughput' (TensorRT-LLM "
+    "v0.5.0, preliminary measured performance; 'largest batch supported on given TP configuration by "
+    "power of 2'; throughput in output tokens/s per GPU)"
+)
 
 #: PaLM inference in Pope et al. quantizes the weights only: int8 weights, a bf16 KV cache and bf16 matmuls
 INT8_WEIGHTS_BF16_KV = inference.Precision("int8-weights-bf16-kv", 1.0, 2.0, "bf16", 2.0)
@@ -47,15 +51,21 @@ PHASES = ("prefill", "decode", "request")
 #: how the number is reported: seconds for the whole task, or output tokens/s per chip
 REPORTED = ("latency_s", "tokens_per_s_per_chip")
 
-_POPE_CHIP = ("scalebook's TPU v4 ('tpu-v4p': 275 TFLOP/s bf16, 1.2 TB/s HBM, 32 GB) as the paper's chip; "
-              "the 64 chips as a 4×4×4 slice (the paper does not give the shape)")
-_POPE_1D = ("scalebook's 1D tensor parallelism over all 64 chips stands in for the paper's layout (`layout`, as we "
-            "read Table 2; its collectives differ, the compute and HBM terms do not depend on the layout)")
-_TRT_ASSUMED = ("llama_70b read as Llama 2 70B (the blog is about Llama 2; there is no other 70B Llama in v0.5); "
-                "FP8 weights, activations and KV cache (the table says only 'FP8'; an FP8 KV cache is the "
-                "generous reading, a 16-bit one gives a slower roofline); the reported tokens/s read as batch × "
-                "output tokens / the time of the whole batch, prefill included (static batching), so the roofline "
-                "charges the prefill too — without it the roofline is faster still")
+_POPE_CHIP = (
+    "scalebook's TPU v4 ('tpu-v4p': 275 TFLOP/s bf16, 1.2 TB/s HBM, 32 GB) as the paper's chip; "
+    "the 64 chips as a 4×4×4 slice (the paper does not give the shape)"
+)
+_POPE_1D = (
+    "scalebook's 1D tensor parallelism over all 64 chips stands in for the paper's layout (`layout`, as we "
+    "read Table 2; its collectives differ, the compute and HBM terms do not depend on the layout)"
+)
+_TRT_ASSUMED = (
+    "llama_70b read as Llama 2 70B (the blog is about Llama 2; there is no other 70B Llama in v0.5); "
+    "FP8 weights, activations and KV cache (the table says only 'FP8'; an FP8 KV cache is the "
+    "generous reading, a 16-bit one gives a slower roofline); the reported tokens/s read as batch × "
+    "output tokens / the time of the whole batch, prefill included (static batching), so the roofline "
+    "charges the prefill too — without it the roofline is faster still"
+)
 
 
 @dataclass(frozen=True)
@@ -100,8 +110,9 @@ class Measurement:
         if self.paper_mfu is not None:
             require_number(f"{self.name}: paper_mfu", self.paper_mfu, above=0, maximum=1)
         if self.shape is not None and math.prod(self.shape) != self.n_chips:
-            raise ValueError(f"{self.name}: slice shape {self.shape} has {math.prod(self.shape)} chips, not "
-                             f"n_chips={self.n_chips}")
+            raise ValueError(
+                f"{self.name}: slice shape {self.shape} has {math.prod(self.shape)} chips, not n_chips={self.n_chips}"
+            )
 
     @property
     def tokens(self) -> int:
@@ -123,46 +134,115 @@ class Measurement:
 
 
 MEASUREMENTS: tuple[Measurement, ...] = (
-    Measurement("PaLM 540B decode, low latency", PALM_540B, "tpu-v4p", 64, INT8_WEIGHTS_BF16_KV, "decode", 64, 2048,
-                64, "latency_s", 1.82, POPE22 + ": low-latency decode column — batch 64, int8 weights, MFU 14%, "
-                "1.82 s for 64 tokens (28 ms per token; the abstract's '29 ms per token')",
-                "Published: model, 64 TPU v4 chips, batch 64, int8 weights, 64 generated tokens, 1.82 s, MFU 14%. "
-                "Assumed: a context of 2048 tokens at the first step (the table's 2048-token setting); the KV cache "
-                f"in bf16 (the paper quantizes the weights); {_POPE_CHIP}; {_POPE_1D}.",
-                layout="2D weight-stationary FFN, batch-sharded attention",
-                shape=(4, 4, 4), paper_mfu=0.14),
-    Measurement("PaLM 540B decode, high throughput", PALM_540B, "tpu-v4p", 64, "bf16", "decode", 512, 2048, 64,
-                "latency_s", 6.0, POPE22 + ": high-throughput decode column — batch 512, bf16 weights, MFU 33%, "
-                "6.0 s for 64 tokens", "Published: model, 64 TPU v4 chips, batch 512, bf16, 64 generated tokens, "
-                f"6.0 s, MFU 33%. Assumed: a context of 2048 tokens at the first step; {_POPE_CHIP}; {_POPE_1D}.",
-                layout="2D weight-stationary FFN, batch-sharded attention",
-                shape=(4, 4, 4), paper_mfu=0.33),
-    Measurement("PaLM 540B prefill, high throughput", PALM_540B, "tpu-v4p", 64, "bf16", "prefill", 512, 2048, 0,
-                "latency_s", 85.2, POPE22 + ": high-throughput prefill column — batch 512 × 2048 tokens, bf16 "
-                "weights, MFU 76% (the abstract's '76% MFU'), 85.2 s",
-                "Published: model, 64 TPU v4 chips, batch 512, 2048-token prompts, bf16, 85.2 s, MFU 76%. "
-                f"Assumed: {_POPE_CHIP}; {_POPE_1D} — here the paper gathers the weights (XYZ) instead of moving "
-                "activations, so scalebook's collectives are an overestimate.",
-                layout="FFN weights gathered over XYZ, batch-sharded attention",
-                shape=(4, 4, 4), paper_mfu=0.76),
-    Measurement("Llama 2 70B on 1 H200, 128 in / 128 out", "llama2-70b", "h200", 1, "fp8", "request", 512, 128,
-                128, "tokens_per_s_per_chip", 3014, TRTLLM_H200 + ": llama_70b, batch 512, TP 1, input 128, "
-                "output 128, 3,014 tokens/s per GPU", f"Published: model, 1 H200, TP 1, batch 512, input 128 and "
-                f"output 128 tokens, FP8, 3,014 output tokens/s per GPU. Assumed: {_TRT_ASSUMED}.", layout="TP 1"),
-    Measurement("Llama 2 70B on 2 H200, 128 in / 2048 out", "llama2-70b", "h200", 2, "fp8", "request", 512, 128,
-                2048, "tokens_per_s_per_chip", 1654, TRTLLM_H200 + ": llama_70b, batch 512, TP 2, input 128, "
-                "output 2048, 1,654 tokens/s per GPU", f"Published: model, 2 H200, TP 2, batch 512, input 128 and "
-                f"output 2048 tokens, FP8, 1,654 output tokens/s per GPU. Assumed: {_TRT_ASSUMED}; the two GPUs "
-                "run NCCL AllReduces over NVLink (scalebook's GPU rule: two per layer, not overlapped). Here the FP8 "
-                "cache is implied, not only generous: a 16-bit cache of 512 × 2176 tokens would not fit beside the "
-                "weights in 2 × 141 GB.",
-                layout="TP 2"),
+    Measurement(
+        "PaLM 540B decode, low latency",
+        PALM_540B,
+        "tpu-v4p",
+        64,
+        INT8_WEIGHTS_BF16_KV,
+        "decode",
+        64,
+        2048,
+        64,
+        "latency_s",
+        1.82,
+        POPE22 + ": low-latency decode column — batch 64, int8 weights, MFU 14%, "
+        "1.82 s for 64 tokens (28 ms per token; the abstract's '29 ms per token')",
+        "Published: model, 64 TPU v4 chips, batch 64, int8 weights, 64 generated tokens, 1.82 s, MFU 14%. "
+        "Assumed: a context of 2048 tokens at the first step (the table's 2048-token setting); the KV cache "
+        f"in bf16 (the paper quantizes the weights); {_POPE_CHIP}; {_POPE_1D}.",
+        layout="2D weight-stationary FFN, batch-sharded attention",
+        shape=(4, 4, 4),
+        paper_mfu=0.14,
+    ),
+    Measurement(
+        "PaLM 540B decode, high throughput",
+        PALM_540B,
+        "tpu-v4p",
+        64,
+        "bf16",
+        "decode",
+        512,
+        2048,
+        64,
+        "latency_s",
+        6.0,
+        POPE22 + ": high-throughput decode column — batch 512, bf16 weights, MFU 33%, 6.0 s for 64 tokens",
+        "Published: model, 64 TPU v4 chips, batch 512, bf16, 64 generated tokens, "
+        f"6.0 s, MFU 33%. Assumed: a context of 2048 tokens at the first step; {_POPE_CHIP}; {_POPE_1D}.",
+        layout="2D weight-stationary FFN, batch-sharded attention",
+        shape=(4, 4, 4),
+        paper_mfu=0.33,
+    ),
+    Measurement(
+        "PaLM 540B prefill, high throughput",
+        PALM_540B,
+        "tpu-v4p",
+        64,
+        "bf16",
+        "prefill",
+        512,
+        2048,
+        0,
+        "latency_s",
+        85.2,
+        POPE22 + ": high-throughput prefill column — batch 512 × 2048 tokens, bf16 "
+        "weights, MFU 76% (the abstract's '76% MFU'), 85.2 s",
+        "Published: model, 64 TPU v4 chips, batch 512, 2048-token prompts, bf16, 85.2 s, MFU 76%. "
+        f"Assumed: {_POPE_CHIP}; {_POPE_1D} — here the paper gathers the weights (XYZ) instead of moving "
+        "activations, so scalebook's collectives are an overestimate.",
+        layout="FFN weights gathered over XYZ, batch-sharded attention",
+        shape=(4, 4, 4),
+        paper_mfu=0.76,
+    ),
+    Measurement(
+        "Llama 2 70B on 1 H200, 128 in / 128 out",
+        "llama2-70b",
+        "h200",
+        1,
+        "fp8",
+        "request",
+        512,
+        128,
+        128,
+        "tokens_per_s_per_chip",
+        3014,
+        TRTLLM_H200 + ": llama_70b, batch 512, TP 1, input 128, output 128, 3,014 tokens/s per GPU",
+        f"Published: model, 1 H200, TP 1, batch 512, input 128 and "
+        f"output 128 tokens, FP8, 3,014 output tokens/s per GPU. Assumed: {_TRT_ASSUMED}.",
+        layout="TP 1",
+    ),
+    Measurement(
+        "Llama 2 70B on 2 H200, 128 in / 2048 out",
+        "llama2-70b",
+        "h200",
+        2,
+        "fp8",
+        "request",
+        512,
+        128,
+        2048,
+        "tokens_per_s_per_chip",
+        1654,
+        TRTLLM_H200 + ": llama_70b, batch 512, TP 2, input 128, output 2048, 1,654 tokens/s per GPU",
+        f"Published: model, 2 H200, TP 2, batch 512, input 128 and "
+        f"output 2048 tokens, FP8, 1,654 output tokens/s per GPU. Assumed: {_TRT_ASSUMED}; the two GPUs "
+        "run NCCL AllReduces over NVLink (scalebook's GPU rule: two per layer, not overlapped). Here the FP8 "
+        "cache is implied, not only generous: a 16-bit cache of 512 × 2176 tokens would not fit beside the "
+        "weights in 2 × 141 GB.",
+        layout="TP 2",
+    ),
 )
 
 
 #: the cost model's bottleneck names, in words
-_BOUND = {"weights": "weight loads", "compute": "compute", "kv": "KV loads", "ici": "collectives",
-          "comms": "collectives"}
+_BOUND = {
+    "weights": "weight loads",
+    "compute": "compute",
+    "kv": "KV loads",
+    "ici": "collectives",
+    "comms": "collectives",
+}
 
 
 @dataclass(frozen=True)
@@ -238,8 +318,10 @@ class Row:
             parts.append(f"{self.steps} decode steps ({self.decode_s:.3g} s) bound by {_BOUND[self.decode_bound]}")
         layout = ""
         if self.comm_bound:
-            layout = (f" (scalebook's 1D tensor parallelism; the source's layout, {self.measurement.layout}, moves "
-                      f"other bytes; compute and HBM alone take {self.core_s:.3g} s)")
+            layout = (
+                f" (scalebook's 1D tensor parallelism; the source's layout, {self.measurement.layout}, moves "
+                f"other bytes; compute and HBM alone take {self.core_s:.3g} s)"
+            )
         return " + ".join(parts) + layout
 
     @property
@@ -248,10 +330,14 @@ class Row:
         is slower than the measurement, that this is a bug)."""
         m = self.measurement
         if not self.bounds:
-            return (f"BUG: the roofline ({self.roofline_s:.3g} s) is slower than the measurement "
-                    f"({m.reported_s:.3g} s): an input or a term of the model is wrong; see the source_note")
-        return (f"the roofline is {self.bound_text}; the run reached {self.reached:.0%} of it, the rest being what "
-                "a roofline leaves out: kernels below peak, collectives not hidden, per-step overheads")
+            return (
+                f"BUG: the roofline ({self.roofline_s:.3g} s) is slower than the measurement "
+                f"({m.reported_s:.3g} s): an input or a term of the model is wrong; see the source_note"
+            )
+        return (
+            f"the roofline is {self.bound_text}; the run reached {self.reached:.0%} of it, the rest being what "
+            "a roofline leaves out: kernels below peak, collectives not hidden, per-step overheads"
+        )
 
 
 def evaluate(m: Measurement) -> Row:
@@ -278,10 +364,31 @@ def table(rows=None) -> list[list[str]]:
     for r in rosetta() if rows is None else rows:
         m = r.measurement
         chips = f"{m.n_chips} × {get_chip(m.chip).name}"
-        out.append([m.name, chips, inference.get_precision(m.precision).name, m.workload, r.reported_text,
-                    r.roofline_text, f"{r.reached:.0%}", r.gap])
+        out.append(
+            [
+                m.name,
+                chips,
+                inference.get_precision(m.precision).name,
+                m.workload,
+                r.reported_text,
+                r.roofline_text,
+                f"{r.reached:.0%}",
+                r.gap,
+            ]
+        )
     return out
 
 
-__all__ = ["POPE22", "TRTLLM_H200", "INT8_WEIGHTS_BF16_KV", "PHASES", "REPORTED", "Measurement", "MEASUREMENTS",
-           "Row", "evaluate", "rosetta", "table"]
+__all__ = [
+    "POPE22",
+    "TRTLLM_H200",
+    "INT8_WEIGHTS_BF16_KV",
+    "PHASES",
+    "REPORTED",
+    "Measurement",
+    "MEASUREMENTS",
+    "Row",
+    "evaluate",
+    "rosetta",
+    "table",
+]

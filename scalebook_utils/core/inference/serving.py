@@ -33,6 +33,7 @@ MAX_BATCH, MAX_PER_OCTAVE = 2**40, 64
 
 # --- slices -----------------------------------------------------------------------------------------------
 
+
 def slice_shape(chip: str | ChipSpec, n_chips: int) -> tuple[int, ...]:
     """The book's slice shape for a power-of-two chip count: doublings dealt round-robin to the torus axes
     (v5e: 2x2, 4x2, 4x4, 4x8, 8x8, 8x16, 16x16 — named as the book names them, ch. 7–8; v5p: 4x4x4 ...).
@@ -48,7 +49,7 @@ def slice_shape(chip: str | ChipSpec, n_chips: int) -> tuple[int, ...]:
     shape = [1] * dims
     for i in range(k):
         shape[i % dims] *= 2
-    if dims == 2 and k % 2 and k >= 5:   # the book writes 4x8 and 8x16 (but 4x2)
+    if dims == 2 and k % 2 and k >= 5:  # the book writes 4x8 and 8x16 (but 4x2)
         shape.reverse()
     return tuple(s for s in shape if s > 1) or (1,)
 
@@ -60,7 +61,7 @@ def parse_slice(chip: str | ChipSpec, slice_) -> tuple[int, tuple[int, ...]]:
     if isinstance(slice_, (str, tuple, list)):
         shape = parse_shape(slice_)
         if chip.kind == "tpu":
-            make_slice(chip, shape)   # raises unless the shape fits the chip's torus and pod
+            make_slice(chip, shape)  # raises unless the shape fits the chip's torus and pod
         n = math.prod(shape)
     else:
         require_number("slice (chips)", slice_, minimum=1)
@@ -68,8 +69,10 @@ def parse_slice(chip: str | ChipSpec, slice_) -> tuple[int, tuple[int, ...]]:
         shape = slice_shape(chip, n)
     pod = chip.pod_chips
     if pod is not None and n > pod:
-        raise ValueError(f"a {chip.name} slice has at most {pod} chips (one pod); got {n}. Serving across pods "
-                         "is data parallelism: plan one pod and multiply the throughput")
+        raise ValueError(
+            f"a {chip.name} slice has at most {pod} chips (one pod); got {n}. Serving across pods "
+            "is data parallelism: plan one pod and multiply the throughput"
+        )
     return n, shape
 
 
@@ -78,7 +81,7 @@ def pow2_slices(chip: str | ChipSpec, smallest: int = 1) -> list[int]:
     c = get_chip(chip)
     top = c.pod_chips or c.gpus_per_node or 8
     first = 2 ** math.ceil(math.log2(max(smallest, 1)))
-    return [2 ** k for k in range(int(math.log2(first)), int(math.log2(top)) + 1)]
+    return [2**k for k in range(int(math.log2(first)), int(math.log2(top)) + 1)]
 
 
 def batch_grid(B_max: int, per_octave: int = PER_OCTAVE) -> list[int]:
@@ -99,6 +102,7 @@ def batch_grid(B_max: int, per_octave: int = PER_OCTAVE) -> list[int]:
 
 
 # --- one configuration ----------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ServingPoint:
@@ -132,14 +136,17 @@ class ServingPoint:
         """US dollars per 1e6 generated tokens at this throughput (None when the chip has no price)."""
         if self.price_per_hour_usd is None:
             return None
-        return inf.cost_per_million_tokens(self.tokens_per_s_per_chip, self.step.chip,
-                                           price_per_hour_usd=self.price_per_hour_usd)
+        return inf.cost_per_million_tokens(
+            self.tokens_per_s_per_chip, self.step.chip, price_per_hour_usd=self.price_per_hour_usd
+        )
 
     def describe(self) -> str:
         cost = self.cost_per_million_tokens
         money = f", ${cost:.3g}/1M tokens" if cost is not None else ""
-        return (f"B={self.B:g} on {self.n_chips} chips: {self.latency * 1e3:.3g} ms/step, "
-                f"{self.tokens_per_s_per_chip:.4g} tokens/s/chip{money} ({self.bottleneck}-bound)")
+        return (
+            f"B={self.B:g} on {self.n_chips} chips: {self.latency * 1e3:.3g} ms/step, "
+            f"{self.tokens_per_s_per_chip:.4g} tokens/s/chip{money} ({self.bottleneck}-bound)"
+        )
 
 
 def _price(chip: ChipSpec, price_per_hour_usd: float | None) -> float | None:
@@ -188,14 +195,16 @@ class ServingPlan:
     def explain(self) -> str:
         lo, hi = self.min_latency, self.max_throughput
         shape = "x".join(map(str, self.shape))
-        return "\n".join([
-            f"{self.model} in {self.precision_label or self.precision} on {self.chip} {shape} ({self.n_chips} chips), "
-            f"{self.S:g}-token context:",
-            f"  batches 1 … {self.B_max} fit in HBM; the weight matmuls turn compute-bound above "
-            f"B_crit ≈ {self.B_crit:.0f} sequences per step",
-            f"  lowest latency:   {lo.describe()}",
-            f"  most throughput:  {hi.describe()}",
-        ])
+        return "\n".join(
+            [
+                f"{self.model} in {self.precision_label or self.precision} on {self.chip} {shape} ({self.n_chips} chips), "
+                f"{self.S:g}-token context:",
+                f"  batches 1 … {self.B_max} fit in HBM; the weight matmuls turn compute-bound above "
+                f"B_crit ≈ {self.B_crit:.0f} sequences per step",
+                f"  lowest latency:   {lo.describe()}",
+                f"  most throughput:  {hi.describe()}",
+            ]
+        )
 
 
 def fastest_of_best(points) -> ServingPoint:
@@ -211,9 +220,19 @@ def best_under(points, max_latency: float) -> ServingPoint | None:
     return fastest_of_best(ok) if ok else None
 
 
-def plan_serving(model, chip="tpu-v5e", slice_=None, precision="bf16", S: float = 8192, *,
-                 max_context: float | None = None, batches=None, per_octave: int = PER_OCTAVE,
-                 price_per_hour_usd: float | None = None, conventions: str = "book") -> ServingPlan:
+def plan_serving(
+    model,
+    chip="tpu-v5e",
+    slice_=None,
+    precision="bf16",
+    S: float = 8192,
+    *,
+    max_context: float | None = None,
+    batches=None,
+    per_octave: int = PER_OCTAVE,
+    price_per_hour_usd: float | None = None,
+    conventions: str = "book",
+) -> ServingPlan:
     """Plan decode serving of `model` on one slice (book ch. 8; `conventions` as in `inference.decode_step`,
     the book's by default).
 
@@ -236,28 +255,45 @@ def plan_serving(model, chip="tpu-v5e", slice_=None, precision="bf16", S: float 
     n, shape = parse_slice(c, slice_)
     if inf.inference_memory(m, 1, S, p) > n * c.hbm_bytes:
         need = inf.min_chips(m, c, p, B=1, S=S)
-        raise ValueError(f"{m.name} in {p.name} does not fit {n} × {c.name}: with one {S:g}-token sequence it needs "
-                         f"{inf.inference_memory(m, 1, S, p) / 1e9:.1f} GB, more than its "
-                         f"{n * c.hbm_bytes / 1e9:.0f} GB; use at least {need} chips or a smaller precision")
+        raise ValueError(
+            f"{m.name} in {p.name} does not fit {n} × {c.name}: with one {S:g}-token sequence it needs "
+            f"{inf.inference_memory(m, 1, S, p) / 1e9:.1f} GB, more than its "
+            f"{n * c.hbm_bytes / 1e9:.0f} GB; use at least {need} chips or a smaller precision"
+        )
     B_max = inf.max_batch(m, S, c, n, p)
     if batches is None:
         batches = batch_grid(B_max, per_octave)
     else:
-        batches = sorted(set(require_choices("batches", batches, "batch sizes (sequences), or None for the "
-                                             "default grid 1 … B_max")))
+        batches = sorted(
+            set(require_choices("batches", batches, "batch sizes (sequences), or None for the default grid 1 … B_max"))
+        )
         for b in batches:
             require_number("batch", b, minimum=1)
             if b > B_max:
-                raise ValueError(f"batch {b} does not fit: at most {B_max} sequences of {S:g} tokens fit on "
-                                 f"{n} × {c.name} in {p.name}")
+                raise ValueError(
+                    f"batch {b} does not fit: at most {B_max} sequences of {S:g} tokens fit on "
+                    f"{n} × {c.name} in {p.name}"
+                )
     price = _price(c, price_per_hour_usd)
-    points = tuple(ServingPoint(inf.decode_step(m, b, S, c, n, p, shape=shape, conventions=conventions), price)
-                   for b in batches)
-    return ServingPlan(model=m.name, chip=c.name, precision=p.name, S=S, n_chips=n, shape=shape, B_max=B_max,
-                       B_crit=inf.critical_batch(c, p), points=points, precision_label=p.label)
+    points = tuple(
+        ServingPoint(inf.decode_step(m, b, S, c, n, p, shape=shape, conventions=conventions), price) for b in batches
+    )
+    return ServingPlan(
+        model=m.name,
+        chip=c.name,
+        precision=p.name,
+        S=S,
+        n_chips=n,
+        shape=shape,
+        B_max=B_max,
+        B_crit=inf.critical_batch(c, p),
+        points=points,
+        precision_label=p.label,
+    )
 
 
 # --- the frontier -----------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Frontier:
@@ -284,8 +320,10 @@ class Frontier:
         rows = [f"{'chips':>6} {'B':>6} {'ms/step':>9} {'tok/s/chip':>11} {'$/1M tok':>9}  bound"]
         for pt in self.pareto:
             cost = pt.cost_per_million_tokens
-            rows.append(f"{pt.n_chips:>6} {pt.B:>6g} {pt.latency * 1e3:>9.3g} {pt.tokens_per_s_per_chip:>11.4g} "
-                        f"{'' if cost is None else format(cost, '.3g'):>9}  {pt.bottleneck}")
+            rows.append(
+                f"{pt.n_chips:>6} {pt.B:>6g} {pt.latency * 1e3:>9.3g} {pt.tokens_per_s_per_chip:>11.4g} "
+                f"{'' if cost is None else format(cost, '.3g'):>9}  {pt.bottleneck}"
+            )
         return "\n".join(rows)
 
 
@@ -300,9 +338,18 @@ def pareto_front(points) -> tuple[ServingPoint, ...]:
     return tuple(out)
 
 
-def frontier(model, chip="tpu-v5e", precision="bf16", S: float = 8192, *, slices=None,
-             per_octave: int = PER_OCTAVE, max_context: float | None = None,
-             price_per_hour_usd: float | None = None, conventions: str = "book") -> Frontier:
+def frontier(
+    model,
+    chip="tpu-v5e",
+    precision="bf16",
+    S: float = 8192,
+    *,
+    slices=None,
+    per_octave: int = PER_OCTAVE,
+    max_context: float | None = None,
+    price_per_hour_usd: float | None = None,
+    conventions: str = "book",
+) -> Frontier:
     """The latency–throughput frontier over batch size and slice size (book ch. 7 §"Theoretical estimates";
     ch. 8 "Visualizing"): every slice in `slices` (default: powers of two from the smallest that fits one
     S-token sequence to a pod) × `batch_grid` of that slice's feasible batches. `conventions` as in
@@ -314,15 +361,39 @@ def frontier(model, chip="tpu-v5e", precision="bf16", S: float = 8192, *, slices
         if not slices:
             raise ValueError(f"{m.name} in {p.name} does not fit in one {c.name} pod at S={S:g}")
     else:
-        slices = require_choices("slices", slices, "slices (chip counts or shapes such as '4x4'), or None for every "
-                                 "power of two from the smallest that fits to a pod")
-    plans = tuple(plan_serving(m, c, s, p, S, max_context=max_context, per_octave=per_octave,
-                               price_per_hour_usd=price_per_hour_usd, conventions=conventions) for s in slices)
-    return Frontier(model=m.name, chip=c.name, precision=p.name, S=S, plans=plans,
-                    pareto=pareto_front(pt for plan in plans for pt in plan.points), precision_label=p.label)
+        slices = require_choices(
+            "slices",
+            slices,
+            "slices (chip counts or shapes such as '4x4'), or None for every "
+            "power of two from the smallest that fits to a pod",
+        )
+    plans = tuple(
+        plan_serving(
+            m,
+            c,
+            s,
+            p,
+            S,
+            max_context=max_context,
+            per_octave=per_octave,
+            price_per_hour_usd=price_per_hour_usd,
+            conventions=conventions,
+        )
+        for s in slices
+    )
+    return Frontier(
+        model=m.name,
+        chip=c.name,
+        precision=p.name,
+        S=S,
+        plans=plans,
+        pareto=pareto_front(pt for plan in plans for pt in plan.points),
+        precision_label=p.label,
+    )
 
 
 # --- the book's roofline generator (ch. 8 "Visualizing the latency–throughput trade-off") -----------------------
+
 
 @dataclass(frozen=True)
 class BookCurve:
@@ -334,9 +405,16 @@ class BookCurve:
     max_batch: int
 
 
-def book_roofline_curve(S: float = 8192, n_chips: int = 16, params: float = 70e9, bytes_per_param: float = 1,
-                        kv_bytes_per_token: float = 2 * 128 * 8 * 80, chip="tpu-v5e", *,
-                        book_compat: bool = False) -> BookCurve:
+def book_roofline_curve(
+    S: float = 8192,
+    n_chips: int = 16,
+    params: float = 70e9,
+    bytes_per_param: float = 1,
+    kv_bytes_per_token: float = 2 * 128 * 8 * 80,
+    chip="tpu-v5e",
+    *,
+    book_compat: bool = False,
+) -> BookCurve:
     """Ch. 8's roofline generator: latency = KV/(N·W) + max(2·P·B/(N·C), P·w/(N·W)) for B = 1 … max batch.
 
     The book scans batches 1, 5, 9, … for the last that fits N chips of HBM and then uses that *index* as the
@@ -354,6 +432,8 @@ def book_roofline_curve(S: float = 8192, n_chips: int = 16, params: float = 70e9
     # the book: the index of the last fit in the scan 1, 5, 9, ... (1023), used as a batch count
     B_max = max(len(range(1, min(true_max, 1023) + 1, 4)) - 1, 1) if book_compat else true_max
     batches = tuple(range(1, B_max + 1))
-    lat = tuple(b * S * kv_bytes_per_token / (n_chips * W)
-                + max(2 * params * b / (n_chips * C), weights / (n_chips * W)) for b in batches)
+    lat = tuple(
+        b * S * kv_bytes_per_token / (n_chips * W) + max(2 * params * b / (n_chips * C), weights / (n_chips * W))
+        for b in batches
+    )
     return BookCurve(batches, lat, tuple(b / (t * n_chips) for b, t in zip(batches, lat)), B_max)

@@ -45,13 +45,17 @@ class Matmul:
                 raise ShardingError(f"contracting dim {d} must appear in both {self.a.spec()} and {self.b.spec()}")
         batch = [d for d in self.a.dims if d in self.b.dims and d not in self.contracting]
         if batch:
-            raise ShardingError(f"dim(s) {', '.join(batch)} appear in both inputs but are not contracted; "
-                                "batched matmuls are not covered by the four cases")
+            raise ShardingError(
+                f"dim(s) {', '.join(batch)} appear in both inputs but are not contracted; "
+                "batched matmuls are not covered by the four cases"
+            )
         if self.out is not None:
             free = self.free_a + self.free_b
             if sorted(self.out.dims) != sorted(free):
-                raise ShardingError(f"target {self.out.spec()} must have dims {', '.join(free)} "
-                                    f"(the free dims of {self.a.name} and {self.b.name})")
+                raise ShardingError(
+                    f"target {self.out.spec()} must have dims {', '.join(free)} "
+                    f"(the free dims of {self.a.name} and {self.b.name})"
+                )
 
     @property
     def free_a(self) -> tuple[str, ...]:
@@ -83,7 +87,7 @@ class Matmul:
         """numpy/jnp einsum string, e.g. 'ij,jk->ik' (one lower-case letter per dim name)."""
         names = list(dict.fromkeys(self.a.dims + self.b.dims))
         if all(len(d) == 1 for d in names) and len({d.lower() for d in names}) == len(names):
-            letters = {d: d.lower() for d in names}                      # I, J, K → 'ij,jk->ik'
+            letters = {d: d.lower() for d in names}  # I, J, K → 'ij,jk->ik'
         else:
             letters = {d: "abcdefghijklmnopqrstuvwxyz"[i] for i, d in enumerate(names)}
         lt = lambda dims: "".join(letters[d] for d in dims)  # noqa: E731
@@ -102,8 +106,11 @@ def parse_matmul(text: str | Matmul) -> Matmul:
     left, *rest = re.split(r"→|->", text)
     if len(rest) > 1:
         raise ShardingError(f"{text!r} has more than one arrow")
-    m = re.match(rf"^\s*(?P<a>[^\[\]]+\[[^\]]*\](?:\s*\{{[^}}]*\}})?)\s*{_OP}"
-                 rf"(?:_\s*(?P<sub>\{{[^}}]*\}}|[A-Za-z][A-Za-z0-9']*(?=\s)))?\s*(?P<b>.+)$", left)
+    m = re.match(
+        rf"^\s*(?P<a>[^\[\]]+\[[^\]]*\](?:\s*\{{[^}}]*\}})?)\s*{_OP}"
+        rf"(?:_\s*(?P<sub>\{{[^}}]*\}}|[A-Za-z][A-Za-z0-9']*(?=\s)))?\s*(?P<b>.+)$",
+        left,
+    )
     if not m:
         raise ShardingError(f"cannot read {text!r} as a matmul; write e.g. 'A[I_X, J] ·_J B[J, K_Y] → C[I_X, K_Y]'")
     a, b = parse_array(m.group("a")), parse_array(m.group("b"))
@@ -154,21 +161,36 @@ def classify(matmul: Matmul | str) -> MatmulCase:
     ca, cb = contract_axes(m.a, m.contracting), contract_axes(m.b, m.contracting)
     j = ",".join(m.contracting)
     clash = sorted(set(free_axes(m.a, m.contracting)) & set(free_axes(m.b, m.contracting)))
-    extra = (f"; afterwards both still shard a non-contracting dim on {', '.join(clash)} (case 4), "
-             "so one input is also gathered") if clash else ""
+    extra = (
+        (
+            f"; afterwards both still shard a non-contracting dim on {', '.join(clash)} (case 4), "
+            "so one input is also gathered"
+        )
+        if clash
+        else ""
+    )
     if ca and ca == cb:
-        return MatmulCase(3, f"both inputs shard the contracting dim {j} on {axes_text(ca)}: local matmul "
-                             f"gives partial sums {{U_{axes_text(ca)}}}, then AllReduce or ReduceScatter" + extra)
+        return MatmulCase(
+            3,
+            f"both inputs shard the contracting dim {j} on {axes_text(ca)}: local matmul "
+            f"gives partial sums {{U_{axes_text(ca)}}}, then AllReduce or ReduceScatter" + extra,
+        )
     if ca or cb:
         if ca and cb:
-            why = (f"the contracting dim {j} is sharded on different axes ({m.a.name}: {axes_text(ca)}, "
-                   f"{m.b.name}: {axes_text(cb)})")
+            why = (
+                f"the contracting dim {j} is sharded on different axes ({m.a.name}: {axes_text(ca)}, "
+                f"{m.b.name}: {axes_text(cb)})"
+            )
         else:
             who, ax = (m.a, ca) if ca else (m.b, cb)
             why = f"only {who.name} shards the contracting dim {j} (on {axes_text(ax)})"
         return MatmulCase(2, why + ": AllGather it first (or local matmul + AllReduce)" + extra)
     if clash:
-        return MatmulCase(4, f"both inputs shard a non-contracting dim on {', '.join(clash)}: "
-                             "AllGather one input first")
-    return MatmulCase(1, f"the contracting dim {j} is unsharded in both inputs: no communication, "
-                         "the output keeps the inputs' shardings")
+        return MatmulCase(
+            4, f"both inputs shard a non-contracting dim on {', '.join(clash)}: AllGather one input first"
+        )
+    return MatmulCase(
+        1,
+        f"the contracting dim {j} is unsharded in both inputs: no communication, "
+        "the output keeps the inputs' shardings",
+    )

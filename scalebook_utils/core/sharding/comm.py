@@ -43,8 +43,13 @@ class CommStep:
     phase: str
 
     def describe(self) -> str:
-        name = {"all_gather": "AllGather", "reduce_scatter": "ReduceScatter", "all_reduce": "AllReduce",
-                "all_to_all": "AllToAll", "ppermute": "ppermute"}[self.kind]
+        name = {
+            "all_gather": "AllGather",
+            "reduce_scatter": "ReduceScatter",
+            "all_reduce": "AllReduce",
+            "all_to_all": "AllToAll",
+            "ppermute": "ppermute",
+        }[self.kind]
         return f"{name}_{axes_text(self.axes)} {self.before} → {self.after}"
 
 
@@ -60,6 +65,7 @@ def collective_seconds(kind, n_bytes, axis_sizes, chip, wraparound) -> float:
     deciding; n_bytes is what each device sends.
     """
     from scalebook_utils.core import collectives
+
     wraps = tuple(wraparound)
     if kind == "ppermute":
         hops = max((x // 2 if w else x - 1) for x, w in zip(axis_sizes, wraps))
@@ -67,8 +73,9 @@ def collective_seconds(kind, n_bytes, axis_sizes, chip, wraparound) -> float:
     return float(collectives.collective(kind, n_bytes, tuple(axis_sizes), chip, wraparound=wraps).seconds)
 
 
-def mesh_wraparound(mesh: Mesh | str | Mapping, chip: str | ChipSpec,
-                    wraparound: bool | Sequence[bool] | None = None) -> dict[str, bool]:
+def mesh_wraparound(
+    mesh: Mesh | str | Mapping, chip: str | ChipSpec, wraparound: bool | Sequence[bool] | None = None
+) -> dict[str, bool]:
     """Which mesh axes are rings: {axis name: wraps?} (book ch. 2's rule unless `wraparound` is given).
 
     wraparound=None treats the mesh as a slice of that shape on `chip` (padded with 1s to the chip's
@@ -91,8 +98,10 @@ def mesh_wraparound(mesh: Mesh | str | Mapping, chip: str | ChipSpec,
     else:
         wraps = tuple(bool(w) for w in wraparound)
         if len(wraps) != len(mesh.names):
-            raise ShardingError(f"wraparound has {len(wraps)} entries but mesh {mesh} has "
-                                f"{len(mesh.names)} axes; give one bool per axis, a single bool or None")
+            raise ShardingError(
+                f"wraparound has {len(wraps)} entries but mesh {mesh} has "
+                f"{len(mesh.names)} axes; give one bool per axis, a single bool or None"
+            )
     return dict(zip(mesh.names, wraps))
 
 
@@ -146,8 +155,10 @@ class StepBuilder:
         """AllReduce the unreduced axes the target does not shard; ReduceScatter those it shards a dim on."""
         extra_u = [a for a in tgt.unreduced if a not in cur.unreduced]
         if extra_u:
-            raise ShardingError(f"target {tgt.spec()} is unreduced over {axes_text(extra_u)} but the "
-                                f"matmul gives {cur.spec()}; a reduction cannot be undone")
+            raise ShardingError(
+                f"target {tgt.spec()} is unreduced over {axes_text(extra_u)} but the "
+                f"matmul gives {cur.spec()}; a reduction cannot be undone"
+            )
         to_reduce = [a for a in cur.unreduced if a not in tgt.unreduced]
         scatter = {a: d for a in to_reduce for d in tgt.dims if a in tgt.axes_of(d)}
         rs_axes = tuple(a for a in to_reduce if a in scatter)
@@ -195,11 +206,11 @@ class StepBuilder:
         """Shard a replicated dim over `fresh` axes: a local slice, no communication (noted)."""
         new = cur
         for d in tgt.dims:
-            new = new.with_axes(d, new.axes_of(d) + tuple(a for a in tgt.axes_of(d) if a in fresh
-                                                          and a not in new.axes_of(d)))
+            new = new.with_axes(
+                d, new.axes_of(d) + tuple(a for a in tgt.axes_of(d) if a in fresh and a not in new.axes_of(d))
+            )
         # a freshly sliced axis may sit before axes still to be fixed; only the set matters for bytes
-        self.notes.append(f"{cur.spec()} → {new.spec()}: a local slice over {axes_text(fresh)} "
-                          "(no communication)")
+        self.notes.append(f"{cur.spec()} → {new.spec()}: a local slice over {axes_text(fresh)} (no communication)")
         return new
 
     def permute(self, cur: ShardedArray, tgt: ShardedArray) -> ShardedArray:
@@ -207,5 +218,10 @@ class StepBuilder:
         if cur.axes == tgt.axes:
             return cur
         new = replace(cur, axes=tgt.axes)
-        return self.add("ppermute", tuple(a for d in tgt.dims for a in tgt.axes_of(d)
-                                          if tgt.axes_of(d) != cur.axes_of(d)), cur, new, "output")
+        return self.add(
+            "ppermute",
+            tuple(a for d in tgt.dims for a in tgt.axes_of(d) if tgt.axes_of(d) != cur.axes_of(d)),
+            cur,
+            new,
+            "output",
+        )

@@ -27,9 +27,14 @@ def _chain(matmuls: Sequence[Matmul | str]) -> list[Matmul]:
     return [parse_matmul(m) for m in matmuls]
 
 
-def layer_time(matmuls: Sequence[Matmul | str], mesh: Mesh | str | Mapping, shapes: Mapping[str, int],
-               dtype: str = "bf16", chip: str | ChipSpec = "tpu-v5e",
-               wraparound: bool | Sequence[bool] | None = None) -> float:
+def layer_time(
+    matmuls: Sequence[Matmul | str],
+    mesh: Mesh | str | Mapping,
+    shapes: Mapping[str, int],
+    dtype: str = "bf16",
+    chip: str | ChipSpec = "tpu-v5e",
+    wraparound: bool | Sequence[bool] | None = None,
+) -> float:
     """Seconds of a layer run as its matmuls in order, nothing overlapped: Σ plan(m).t_upper = Σ (T_math + T_comms).
 
     Each matmul is planned as `plan(m, mesh, shapes, dtype, chip, wraparound)` (its collectives and its local
@@ -38,8 +43,9 @@ def layer_time(matmuls: Sequence[Matmul | str], mesh: Mesh | str | Mapping, shap
     return sum(plan(m, mesh, shapes, dtype, chip, wraparound).t_upper for m in _chain(matmuls))
 
 
-def layer_bytes_per_device(matmuls: Sequence[Matmul | str], mesh: Mesh | str | Mapping,
-                           shapes: Mapping[str, int], dtype: str = "bf16") -> float:
+def layer_bytes_per_device(
+    matmuls: Sequence[Matmul | str], mesh: Mesh | str | Mapping, shapes: Mapping[str, int], dtype: str = "bf16"
+) -> float:
     """Bytes one device holds of the layer's input, weights and output (not the activations in between).
 
     Input: the first matmul's left operand; weights: each matmul's right operand; output: the last matmul's

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Iterable, Mapping, Sequence
 
 from scalebook_utils.core.units import dtype_bytes, is_int
-
 
 
 class ShardingError(ValueError):
@@ -60,7 +59,7 @@ class Mesh:
         object.__setattr__(self, "axes", tuple((n, int(s)) for n, s in axes))
 
     @classmethod
-    def from_dict(cls, axes: Mapping[str, int]) -> "Mesh":
+    def from_dict(cls, axes: Mapping[str, int]) -> Mesh:
         """Mesh.from_dict({"X": 2, "Y": 4})."""
         return cls(tuple((k, v) for k, v in dict(axes).items()))
 
@@ -165,12 +164,14 @@ class ShardedArray:
                 if a in where:
                     raise ShardingError(
                         f"array {self.name}: mesh axis {a} is used twice (dims {where[a]} and {dim}) in "
-                        f"{self.spec()}; a mesh axis may shard at most one dim of an array (book ch. 3)")
+                        f"{self.spec()}; a mesh axis may shard at most one dim of an array (book ch. 3)"
+                    )
                 where[a] = dim
         for a in self.unreduced:
             if a in where:
-                raise ShardingError(f"array {self.name}: mesh axis {a} both shards dim {where[a]} and is "
-                                    f"unreduced in {self.spec()}")
+                raise ShardingError(
+                    f"array {self.name}: mesh axis {a} both shards dim {where[a]} and is unreduced in {self.spec()}"
+                )
             if self.unreduced.count(a) > 1:
                 raise ShardingError(f"array {self.name}: axis {a} listed twice as unreduced")
 
@@ -200,9 +201,9 @@ class ShardedArray:
     def axes_of(self, dim: str) -> tuple[str, ...]:
         return self.axes[self.dims.index(dim)]
 
-    def with_axes(self, dim: str, axes: Sequence[str]) -> "ShardedArray":
+    def with_axes(self, dim: str, axes: Sequence[str]) -> ShardedArray:
         i = self.dims.index(dim)
-        return replace(self, axes=self.axes[:i] + (tuple(axes),) + self.axes[i + 1:])
+        return replace(self, axes=self.axes[:i] + (tuple(axes),) + self.axes[i + 1 :])
 
 
 def parse_array(text: str | ShardedArray) -> ShardedArray:
@@ -239,8 +240,9 @@ def shape_tuple(array: ShardedArray, shape) -> tuple[int, ...]:
     if isinstance(shape, Mapping):
         missing = [d for d in array.dims if d not in shape]
         if missing:
-            raise ShardingError(f"array {array.name}: no size given for dim(s) {', '.join(missing)} "
-                                f"(sizes given: {dict(shape)})")
+            raise ShardingError(
+                f"array {array.name}: no size given for dim(s) {', '.join(missing)} (sizes given: {dict(shape)})"
+            )
         sizes = tuple(shape[d] for d in array.dims)
     else:
         sizes = tuple(shape)
@@ -252,7 +254,9 @@ def shape_tuple(array: ShardedArray, shape) -> tuple[int, ...]:
     return tuple(int(s) for s in sizes)
 
 
-def check(array: ShardedArray | str, mesh: Mesh | str | Mapping, shape: Mapping[str, int] | Sequence[int]) -> tuple[int, ...]:
+def check(
+    array: ShardedArray | str, mesh: Mesh | str | Mapping, shape: Mapping[str, int] | Sequence[int]
+) -> tuple[int, ...]:
     """Validate `array` on `mesh` with global `shape`; return the per-device (local) shape.
 
     Local size of dim d = |d| / Π_{a ∈ axes(d)} |a| (book ch. 3: A[I_X, J_Y] → (|I|/|X|, |J|/|Y|)).
@@ -271,8 +275,10 @@ def check(array: ShardedArray | str, mesh: Mesh | str | Mapping, shape: Mapping[
         n = mesh.axes_size(ax)
         if s % n:
             detail = " × ".join(f"|{a}|={mesh.size(a)}" for a in ax)
-            raise ShardingError(f"array {array.name}: dim {d} of size {s} is not divisible by {n} "
-                                f"(axes {axes_text(ax)}: {detail}) in {array.spec()} on {mesh}")
+            raise ShardingError(
+                f"array {array.name}: dim {d} of size {s} is not divisible by {n} "
+                f"(axes {axes_text(ax)}: {detail}) in {array.spec()} on {mesh}"
+            )
         local.append(s // n)
     return tuple(local)
 
@@ -322,9 +328,11 @@ def device_blocks(array: ShardedArray | str, mesh, global_shape) -> dict[tuple[i
     """
     array, mesh = parse_array(array), parse_mesh(mesh)
     if mesh.n_devices > MAX_BLOCK_DEVICES:
-        raise ShardingError(f"device_blocks lists every device; mesh {mesh} has {mesh.n_devices} devices, more "
-                            f"than the {MAX_BLOCK_DEVICES} it lists (a v4p pod). Use local_shape for the per-device "
-                            "shape of a larger mesh")
+        raise ShardingError(
+            f"device_blocks lists every device; mesh {mesh} has {mesh.n_devices} devices, more "
+            f"than the {MAX_BLOCK_DEVICES} it lists (a v4p pod). Use local_shape for the per-device "
+            "shape of a larger mesh"
+        )
     local = check(array, mesh, global_shape)
     pos = {n: i for i, n in enumerate(mesh.names)}
     out = {}
@@ -348,5 +356,18 @@ def _coords(sizes: Sequence[int]):
             yield (i,) + rest
 
 
-__all__ = ["ShardingError", "Mesh", "parse_mesh", "ShardedArray", "parse_array", "check", "local_shape",
-           "bytes_per_device", "replication", "total_bytes", "device_blocks", "MAX_BLOCK_DEVICES", "shape_tuple"]
+__all__ = [
+    "ShardingError",
+    "Mesh",
+    "parse_mesh",
+    "ShardedArray",
+    "parse_array",
+    "check",
+    "local_shape",
+    "bytes_per_device",
+    "replication",
+    "total_bytes",
+    "device_blocks",
+    "MAX_BLOCK_DEVICES",
+    "shape_tuple",
+]

@@ -69,9 +69,12 @@ class MatmulPlan:
     def summary(self) -> str:
         """One line, e.g. 'case 2: AllGather_X A[I, J_X] → A[I, J] | out C[I, K] | T_comms=… T_math=…'."""
         from scalebook_utils.core.units import format_time
+
         comms = "; ".join(s.describe() for s in self.steps) or "no communication"
-        return (f"case {int(self.case)}: {comms} | out {self.output.spec()} | "
-                f"T_comms={format_time(self.t_comms)} T_math={format_time(self.t_math)}")
+        return (
+            f"case {int(self.case)}: {comms} | out {self.output.spec()} | "
+            f"T_comms={format_time(self.t_comms)} T_math={format_time(self.t_math)}"
+        )
 
 
 def _strategies(m: Matmul, case: int) -> list[tuple[str, str]]:
@@ -80,11 +83,11 @@ def _strategies(m: Matmul, case: int) -> list[tuple[str, str]]:
     first_c = "reduce" if case == 3 else "gather"
     contr = [first_c]
     if case == 2 and not (ca and cb):
-        contr.append("reduce")   # slice the other input, local matmul, reduce (book: Questions 4 and 9)
+        contr.append("reduce")  # slice the other input, local matmul, reduce (book: Questions 4 and 9)
     if case == 2:
         contr.append("permute")  # move a contracting sharding with a ppermute so both match, then reduce
     if case == 2 and m.out is not None:
-        contr.append("move")     # AllToAll the contracting sharding onto a free dim the target shards
+        contr.append("move")  # AllToAll the contracting sharding onto a free dim the target shards
     pre = (False, True) if m.out is not None else (False,)
     return [(c, g, p) for p in pre for c in contr for g in ("a", "b")]
 
@@ -188,9 +191,9 @@ def _pregather(m: Matmul, bld: StepBuilder, a: ShardedArray, b: ShardedArray):
     for which in ("a", "b"):
         arr = a if which == "a" else b
         drop = []
-        for d in (m.free_a if which == "a" else m.free_b):
+        for d in m.free_a if which == "a" else m.free_b:
             c = arr.axes_of(d)
-            drop += c[common_prefix(c, m.out.axes_of(d)):]
+            drop += c[common_prefix(c, m.out.axes_of(d)) :]
         arr = bld.gather(arr, drop, "input")
         a, b = (arr, b) if which == "a" else (a, arr)
     return None if (a, b) == before else (a, b)
@@ -208,13 +211,21 @@ def _local_flops(m: Matmul, mesh: Mesh, shapes, a: ShardedArray, b: ShardedArray
 
 def _strategy_name(contr: str, sharded: bool, gather_in: str, clash, pregather: bool) -> str:
     """'reduce', 'gather; gather B', 'local; inputs gathered first', …"""
-    base = ("reduce" if contr == "reduce" else "all-to-all" if contr == "move" else "gather" if sharded
-            else "local")
+    base = "reduce" if contr == "reduce" else "all-to-all" if contr == "move" else "gather" if sharded else "local"
     return base + (f"; gather {gather_in.upper()}" if clash else "") + ("; inputs gathered first" if pregather else "")
 
 
-def _build(m: Matmul, mesh: Mesh, shapes, dtype, chip: ChipSpec, wraparound, contr: str, gather_in: str,
-           pregather: bool = False):
+def _build(
+    m: Matmul,
+    mesh: Mesh,
+    shapes,
+    dtype,
+    chip: ChipSpec,
+    wraparound,
+    contr: str,
+    gather_in: str,
+    pregather: bool = False,
+):
     bld = StepBuilder(mesh, shapes, dtype, chip, wraparound)
     r = _contract(m, mesh, bld, contr)
     if r is None:
@@ -239,13 +250,27 @@ def _build(m: Matmul, mesh: Mesh, shapes, dtype, chip: ChipSpec, wraparound, con
     t_math = flops / chip.peak_flops(dtype)
     out = bld.to_target(local_out, m.out) if m.out is not None else local_out
     sharded = bool(contract_axes(m.a, m.contracting) or contract_axes(m.b, m.contracting))
-    return dict(strategy=_strategy_name(contr, sharded, gather_in, clash, pregather), steps=tuple(bld.steps),
-                a_local=a, b_local=b, local_out=local_out, output=out, flops_per_device=flops, t_math=t_math,
-                notes=tuple(bld.notes))
+    return dict(
+        strategy=_strategy_name(contr, sharded, gather_in, clash, pregather),
+        steps=tuple(bld.steps),
+        a_local=a,
+        b_local=b,
+        local_out=local_out,
+        output=out,
+        flops_per_device=flops,
+        t_math=t_math,
+        notes=tuple(bld.notes),
+    )
 
 
-def plan(matmul: Matmul | str, mesh: Mesh | str | Mapping, shapes: Mapping[str, int], dtype: str = "bf16",
-         chip: str | ChipSpec = "tpu-v5e", wraparound: bool | Sequence[bool] | None = None) -> MatmulPlan:
+def plan(
+    matmul: Matmul | str,
+    mesh: Mesh | str | Mapping,
+    shapes: Mapping[str, int],
+    dtype: str = "bf16",
+    chip: str | ChipSpec = "tpu-v5e",
+    wraparound: bool | Sequence[bool] | None = None,
+) -> MatmulPlan:
     """The communication plan of a sharded matmul (book ch. 3, the four cases) with its cost on `chip`.
 
     Book defaults: case 1 nothing; case 2 AllGather the input(s) sharded on the contracting dim; case 3
@@ -264,9 +289,11 @@ def plan(matmul: Matmul | str, mesh: Mesh | str | Mapping, shapes: Mapping[str, 
     chip_spec = get_chip(chip)
     pod = chip_spec.pod_chips
     if pod is not None and mesh.n_devices > pod:
-        raise ShardingError(f"mesh {mesh} has {mesh.n_devices} devices, more than one {chip_spec.name} pod "
-                            f"({pod} chips, {'x'.join(map(str, chip_spec.pod_shape))}); a sharded matmul runs over "
-                            "ICI inside one pod (book ch. 2–3)")
+        raise ShardingError(
+            f"mesh {mesh} has {mesh.n_devices} devices, more than one {chip_spec.name} pod "
+            f"({pod} chips, {'x'.join(map(str, chip_spec.pod_shape))}); a sharded matmul runs over "
+            "ICI inside one pod (book ch. 2–3)"
+        )
     wraparound = mesh_wraparound(mesh, chip_spec, wraparound)
     dtype = canonical_dtype(dtype)
     for arr in (m.a, m.b) + ((m.out,) if m.out is not None else ()):
@@ -284,8 +311,14 @@ def plan(matmul: Matmul | str, mesh: Mesh | str | Mapping, shapes: Mapping[str, 
     default = [r for r, contr, pre in built if contr == built[0][1] and not pre]
     first = min(default, key=lambda r: sum(1 for s in r["steps"] if s.phase == "output"))
     others = [r for r, _, _ in built if r is not first]
-    mk = lambda r, alts=(): MatmulPlan(matmul=m, mesh=mesh, case=case, chip=chip_spec.name, dtype=dtype,  # noqa: E731
-                                       alternatives=alts, **r)
+    mk = lambda r, alts=(): MatmulPlan(
+        matmul=m,
+        mesh=mesh,
+        case=case,
+        chip=chip_spec.name,
+        dtype=dtype,  # noqa: E731
+        alternatives=alts,
+        **r,
+    )
     alts = sorted((mk(r) for r in others), key=lambda p: p.t_lower)
     return mk(first, tuple(alts))
-

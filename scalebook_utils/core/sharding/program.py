@@ -36,12 +36,16 @@ def _match(plan_: MatmulPlan, compiled_counter: Mapping[str, int], hlo: str | No
         if "reduce-scatter" in pred and "reduce-scatter" not in have and "all-reduce" in have:
             pred = (pred - {"reduce-scatter"}) | {"all-reduce"}
             sl = " + dynamic-slice" if hlo is None or "dynamic-slice" in hlo else ""
-            why.append(f"the predicted reduce-scatter compiled as all-reduce{sl} (the CPU compiler never "
-                       "emits reduce-scatter from automatic sharding)")
+            why.append(
+                f"the predicted reduce-scatter compiled as all-reduce{sl} (the CPU compiler never "
+                "emits reduce-scatter from automatic sharding)"
+            )
         if "collective-permute" in have and "collective-permute" not in pred:
             have.discard("collective-permute")
-            why.append("XLA added a collective-permute that moves shards between devices to match its "
-                       "device order (a layout fix-up, not a reduction or gather)")
+            why.append(
+                "XLA added a collective-permute that moves shards between devices to match its "
+                "device order (a layout fix-up, not a reduction or gather)"
+            )
         return pred == have, why
 
     for p in [plan_] + list(plan_.alternatives):
@@ -59,8 +63,9 @@ def matched_strategy(plan_: MatmulPlan, compiled_counter: Mapping[str, int], hlo
     return None if p is None else p.strategy
 
 
-def predicted_vs_compiled(plan_: MatmulPlan, compiled_counter: Mapping[str, int],
-                          hlo: str | None = None) -> tuple[bool, str]:
+def predicted_vs_compiled(
+    plan_: MatmulPlan, compiled_counter: Mapping[str, int], hlo: str | None = None
+) -> tuple[bool, str]:
     """Do the collectives XLA compiled agree with the plan (or one of its alternatives)?
 
     Compared by kind (XLA may split or fuse a collective), with these CPU forms counted as agreement
@@ -72,15 +77,17 @@ def predicted_vs_compiled(plan_: MatmulPlan, compiled_counter: Mapping[str, int]
     p, why, compiled = _match(plan_, compiled_counter, hlo)
     if p is not None:
         kinds = ", ".join(sorted(compiled)) or "no collectives"
-        head = (f"agree: compiled {kinds}; plan ({p.strategy}): "
-                f"{'; '.join(s.describe() for s in p.steps) or 'no communication'}")
+        head = (
+            f"agree: compiled {kinds}; plan ({p.strategy}): "
+            f"{'; '.join(s.describe() for s in p.steps) or 'no communication'}"
+        )
         if p is not plan_:
-            head += (f". XLA chose the book's alternative strategy '{p.strategy}' instead of the default "
-                     f"'{plan_.strategy}'")
+            head += (
+                f". XLA chose the book's alternative strategy '{p.strategy}' instead of the default '{plan_.strategy}'"
+            )
         return True, head + (". " + "; ".join(why) if why else "")
     pred = ", ".join(HLO_NAME[k] for k in plan_.collective_kinds) or "none"
-    return False, (f"disagree: plan predicts {pred} but XLA compiled "
-                   f"{dict(compiled_counter) or 'no collectives'}")
+    return False, (f"disagree: plan predicts {pred} but XLA compiled {dict(compiled_counter) or 'no collectives'}")
 
 
 # --- the JAX program ------------------------------------------------------------------------------
@@ -98,8 +105,9 @@ def _pspec_src(arr: ShardedArray) -> str:
     return "P(" + ", ".join(items) + ")"
 
 
-def jax_program(matmul: Matmul | str, mesh: Mesh | str | Mapping, shapes: Mapping[str, int] | None = None,
-                dtype: str = "float32") -> str:
+def jax_program(
+    matmul: Matmul | str, mesh: Mesh | str | Mapping, shapes: Mapping[str, int] | None = None, dtype: str = "float32"
+) -> str:
     """JAX source (a string to show and `exec`) that runs `matmul` with the given shardings.
 
     Builds the mesh with Auto axes (`jaxlab.make_mesh`, i.e. jax.make_mesh(..., axis_types=(Auto,)*n)),

@@ -35,13 +35,39 @@ from scalebook_utils.core.hardware import ChipSpec, get_chip
 from scalebook_utils.core.units import format_bytes, require_bytes, require_int, require_positive
 
 __all__ = [
-    "STRATEGIES", "ADAM_BYTES_PER_PARAM", "PARAM_BYTES", "OPTIMIZER_BYTES", "ACT_BYTES",
-    "tpu_spec", "ici_bandwidth", "dcn_bandwidth", "alpha", "alpha_dcn",
-    "max_params_pure_dp", "dp_min_batch_per_chip", "fsdp_min_batch_per_chip", "tp_max_degree", "tp_min_F",
-    "mixed_min_batch_per_chip", "optimal_fsdp_degree", "all_comm_bound_batch", "fsdp_tp_degrees",
-    "min_chips_for_memory", "round_pow2", "training_time",
-    "LayerCosts", "layer_costs", "comms_ratio", "Collective", "step_collectives", "bubble_fraction",
-    "Memory", "checkpoint_bytes", "training_memory", "MemoryOptions", "dp_bytes_per_param",
+    "STRATEGIES",
+    "ADAM_BYTES_PER_PARAM",
+    "PARAM_BYTES",
+    "OPTIMIZER_BYTES",
+    "ACT_BYTES",
+    "tpu_spec",
+    "ici_bandwidth",
+    "dcn_bandwidth",
+    "alpha",
+    "alpha_dcn",
+    "max_params_pure_dp",
+    "dp_min_batch_per_chip",
+    "fsdp_min_batch_per_chip",
+    "tp_max_degree",
+    "tp_min_F",
+    "mixed_min_batch_per_chip",
+    "optimal_fsdp_degree",
+    "all_comm_bound_batch",
+    "fsdp_tp_degrees",
+    "min_chips_for_memory",
+    "round_pow2",
+    "training_time",
+    "LayerCosts",
+    "layer_costs",
+    "comms_ratio",
+    "Collective",
+    "step_collectives",
+    "bubble_fraction",
+    "Memory",
+    "checkpoint_bytes",
+    "training_memory",
+    "MemoryOptions",
+    "dp_bytes_per_param",
 ]
 
 #: the chapter's four schemes (book ch. 5): data parallelism, fully-sharded DP (ZeRO-3), tensor parallelism, both
@@ -59,8 +85,10 @@ def tpu_spec(chip) -> ChipSpec:
     """The ChipSpec of `chip` (a name or spec), a TPU with an ICI figure; ValueError otherwise (GPUs: ch. 12)."""
     spec = get_chip(chip)
     if spec.ici_link_bandwidth_oneway_bytes_per_s is None:
-        raise ValueError(f"{spec.name} has no ICI figure; the chapter-5 model needs a TPU (e.g. 'tpu-v5p'). "
-                         "GPU networking is chapter 12's subject.")
+        raise ValueError(
+            f"{spec.name} has no ICI figure; the chapter-5 model needs a TPU (e.g. 'tpu-v5p'). "
+            "GPU networking is chapter 12's subject."
+        )
     return spec
 
 
@@ -142,8 +170,7 @@ def optimal_fsdp_degree(B: float, F: float, N: float, M_X: int = 2, M_Y: int = 1
     return math.sqrt(B / F * _axes(M_X, "M_X") / _axes(M_Y, "M_Y") * N)
 
 
-def all_comm_bound_batch(N: float, F: float, chip="tpu-v5p", M_X: int = 2, M_Y: int = 1,
-                         dtype: str = "bf16") -> float:
+def all_comm_bound_batch(N: float, F: float, chip="tpu-v5p", M_X: int = 2, M_Y: int = 1, dtype: str = "bf16") -> float:
     """Total batch below which even the best FSDP + TP split is communication-bound: N · α² / (M_X M_Y F)."""
     require_positive(N=N)
     return N * mixed_min_batch_per_chip(F, chip, M_X, M_Y, dtype)
@@ -169,8 +196,9 @@ def round_pow2(x: float) -> int:
     return 2 ** round(math.log2(x))
 
 
-def training_time(params: float, tokens: float, n_chips: float, chip="tpu-v5p", mfu: float = 1.0,
-                  dtype: str = "bf16") -> float:
+def training_time(
+    params: float, tokens: float, n_chips: float, chip="tpu-v5p", mfu: float = 1.0, dtype: str = "bf16"
+) -> float:
     """Seconds to train: 6 · params · tokens / (n_chips · C · MFU). Book ch. 5 / ch. 6 ("days to train")."""
     require_positive(params=params, tokens=tokens, n_chips=n_chips, mfu=mfu)
     if mfu > 1:
@@ -235,8 +263,21 @@ def _degrees(strategy: str, N: int, X: int | None, Y: int | None) -> tuple[int, 
     return X, Y
 
 
-def layer_costs(strategy: str, B: float, D: float, F: float, N: int, *, X: int | None = None, Y: int | None = None,
-                chip="tpu-v5p", M_X: int = 1, M_Y: int = 1, phase: str = "forward", dtype: str = "bf16") -> LayerCosts:
+def layer_costs(
+    strategy: str,
+    B: float,
+    D: float,
+    F: float,
+    N: int,
+    *,
+    X: int | None = None,
+    Y: int | None = None,
+    chip="tpu-v5p",
+    M_X: int = 1,
+    M_Y: int = 1,
+    phase: str = "forward",
+    dtype: str = "bf16",
+) -> LayerCosts:
     """Compute and communication time of one MLP layer (book ch. 5 table "compute and comms per layer").
 
     FLOPs per chip: forward 4BDF/n, backward 8BDF/n (n = X for DP/FSDP, Y for TP, XY for both).
@@ -265,8 +306,9 @@ def layer_costs(strategy: str, B: float, D: float, F: float, N: int, *, X: int |
     return LayerCosts(strategy, phase, flops, flops / C, cx / wx, cy / wy)
 
 
-def comms_ratio(strategy: str, batch_per_chip: float, F: float, N: int, chip="tpu-v5p", n_axes: int = 3,
-                dtype: str = "bf16") -> float:
+def comms_ratio(
+    strategy: str, batch_per_chip: float, F: float, N: int, chip="tpu-v5p", n_axes: int = 3, dtype: str = "bf16"
+) -> float:
     """T_math / T_comms of the book's central figure (ch. 5, forward pass) at a batch per chip B/N.
 
     dp, fsdp: (B/N) · M / α over all `n_axes`; tp (Y = N on one axis): F / (N α); fsdp+tp with M_X = n_axes − 1,
@@ -285,7 +327,7 @@ def comms_ratio(strategy: str, batch_per_chip: float, F: float, N: int, chip="tp
     if strategy == "fsdp+tp":
         M_X, M_Y = max(M - 1, 1), 1
         B = batch_per_chip * N
-        fsdp_all_axes = batch_per_chip * M / a           # Y = 1: pure FSDP over every axis
+        fsdp_all_axes = batch_per_chip * M / a  # Y = 1: pure FSDP over every axis
         X = optimal_fsdp_degree(B, F, N, M_X, M_Y)
         if X >= N:  # no TP left
             return fsdp_all_axes
@@ -311,8 +353,17 @@ class Collective:
     nbytes: float
 
 
-def step_collectives(strategy: str, *, B: int, D: int, F: int, X: int = 1, Y: int = 1,
-                     bytes_per_element: float = 2, regather: bool = True) -> list[Collective]:
+def step_collectives(
+    strategy: str,
+    *,
+    B: int,
+    D: int,
+    F: int,
+    X: int = 1,
+    Y: int = 1,
+    bytes_per_element: float = 2,
+    regather: bool = True,
+) -> list[Collective]:
     """The collectives one training step of one MLP layer performs (book ch. 5 algorithm boxes).
 
     DP: backward AllReduce_X of dW_out and dW_in. FSDP: forward AllGather_X of W_in, W_out; backward
@@ -396,9 +447,17 @@ def checkpoint_bytes(D: float, L: float, tokens: float, per_layer: float, dtype_
     return per_layer * D * tokens * L * dtype_bytes
 
 
-def training_memory(params: float, *, zero: int = 3, X: int = 1, model_shards: int = 1,
-                    activation_bytes_total: float = 0.0, n_chips: int = 1, grad_bytes: float = 0.0,
-                    gathered_bytes: float = 0.0) -> Memory:
+def training_memory(
+    params: float,
+    *,
+    zero: int = 3,
+    X: int = 1,
+    model_shards: int = 1,
+    activation_bytes_total: float = 0.0,
+    n_chips: int = 1,
+    grad_bytes: float = 0.0,
+    gathered_bytes: float = 0.0,
+) -> Memory:
     """Per-chip memory of Adam training with ZeRO stage `zero` over X data-parallel chips.
 
     ZeRO-1 shards the optimizer state over X, ZeRO-2 also the gradients, ZeRO-3 (FSDP) also the parameters
@@ -410,10 +469,13 @@ def training_memory(params: float, *, zero: int = 3, X: int = 1, model_shards: i
         raise ValueError(f"zero must be 0 (plain DP), 1, 2 or 3 (FSDP), got {zero!r}")
     require_positive(params=params, X=X, model_shards=model_shards, n_chips=n_chips)
     p = params / model_shards
-    return Memory(params=PARAM_BYTES * p / (X if zero >= 3 else 1),
-                  grads=grad_bytes * p / (X if zero >= 2 else 1),
-                  optimizer=OPTIMIZER_BYTES * p / (X if zero >= 1 else 1),
-                  activations=activation_bytes_total / n_chips, gathered=gathered_bytes)
+    return Memory(
+        params=PARAM_BYTES * p / (X if zero >= 3 else 1),
+        grads=grad_bytes * p / (X if zero >= 2 else 1),
+        optimizer=OPTIMIZER_BYTES * p / (X if zero >= 1 else 1),
+        activations=activation_bytes_total / n_chips,
+        gathered=gathered_bytes,
+    )
 
 
 # --- memory as practitioners count it (issue 17; the planners use it through training_layouts) -------------
@@ -450,13 +512,19 @@ class MemoryOptions:
         return self.param_bytes + self.master_bytes + self.optimizer_bytes + self.grad_bytes
 
     def describe(self) -> str:
-        parts = [f"weights {self.param_bytes:g}", f"fp32 master {self.master_bytes:g}" if self.master_bytes else
-                 "no master copy", f"Adam m, v {self.optimizer_bytes:g}", f"gradients {self.grad_bytes:g}"]
-        return (f"memory counted as a practitioner does: {' + '.join(parts)} = {self.bytes_per_param:g} B/param "
-                f"before ZeRO; activations per micro-batch and tensor in {self.activation_bytes:g}-byte elements"
-                f"{', sequence-parallel' if self.sequence_parallel else ''}"
-                f"{', flash attention' if self.flash_attention else ', attention probabilities stored'}, "
-                f"logits in {self.logits_bytes:g} B (conventions='book' gives the book's 10 B/param instead)")
+        parts = [
+            f"weights {self.param_bytes:g}",
+            f"fp32 master {self.master_bytes:g}" if self.master_bytes else "no master copy",
+            f"Adam m, v {self.optimizer_bytes:g}",
+            f"gradients {self.grad_bytes:g}",
+        ]
+        return (
+            f"memory counted as a practitioner does: {' + '.join(parts)} = {self.bytes_per_param:g} B/param "
+            f"before ZeRO; activations per micro-batch and tensor in {self.activation_bytes:g}-byte elements"
+            f"{', sequence-parallel' if self.sequence_parallel else ''}"
+            f"{', flash attention' if self.flash_attention else ', attention probabilities stored'}, "
+            f"logits in {self.logits_bytes:g} B (conventions='book' gives the book's 10 B/param instead)"
+        )
 
 
 def dp_bytes_per_param(zero: int, m: int, options: MemoryOptions) -> float:

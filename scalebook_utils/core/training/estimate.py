@@ -46,14 +46,22 @@ class Config:
 
     @property
     def name(self) -> str:
-        data = ("FSDP" if self.zero == 3 else "DP" if self.zero == 0 else f"DP+ZeRO-{self.zero}")
+        data = "FSDP" if self.zero == 3 else "DP" if self.zero == 0 else f"DP+ZeRO-{self.zero}"
         parts = [f"{data} {self.X}"] if self.X > 1 else []
         if self.Y > 1:
             parts.append(f"TP {self.Y}")
         if self.Z > 1:
-            parts.append(f"PP {self.Z}" + (f" interleaved ×{self.virtual_stages}" if self.virtual_stages > 1 else
-                                           " GPipe" if self.pipeline == "gpipe" else "")
-                         + (" uneven" if self.stage_layers is not None else ""))
+            parts.append(
+                f"PP {self.Z}"
+                + (
+                    f" interleaved ×{self.virtual_stages}"
+                    if self.virtual_stages > 1
+                    else " GPipe"
+                    if self.pipeline == "gpipe"
+                    else ""
+                )
+                + (" uneven" if self.stage_layers is not None else "")
+            )
         name = " × ".join(parts) or "1 chip"
         return f"{name} × {self.slices} slices (DCN)" if self.slices > 1 else name
 
@@ -102,8 +110,14 @@ class Estimate:
 
     @property
     def times(self) -> dict[str, float]:
-        return {"compute": self.t_math, "DP/FSDP comms": self.t_fsdp, "TP comms": self.t_tp,
-                "pipeline transfers": self.t_pp, "expert AllToAlls": self.t_ep, "DCN": self.t_dcn}
+        return {
+            "compute": self.t_math,
+            "DP/FSDP comms": self.t_fsdp,
+            "TP comms": self.t_tp,
+            "pipeline transfers": self.t_pp,
+            "expert AllToAlls": self.t_ep,
+            "DCN": self.t_dcn,
+        }
 
     @property
     def step_time(self) -> float:
@@ -170,32 +184,41 @@ class Estimate:
     def summary(self) -> str:
         if not self.feasible:
             return f"{self.config.name}: infeasible — {self.reason}"
-        return (f"{self.config.name} (ZeRO-{self.config.zero}, {self.config.remat} remat): "
-                f"{format_time(self.step_time)}/step, MFU {self.mfu:.0%}, bound by {self.bound}, "
-                f"{format_bytes(self.memory.total)}/{'GPU' if get_chip(self.chip).kind == 'gpu' else 'chip'}")
+        return (
+            f"{self.config.name} (ZeRO-{self.config.zero}, {self.config.remat} remat): "
+            f"{format_time(self.step_time)}/step, MFU {self.mfu:.0%}, bound by {self.bound}, "
+            f"{format_bytes(self.memory.total)}/{'GPU' if get_chip(self.chip).kind == 'gpu' else 'chip'}"
+        )
 
     def explain(self) -> str:
         """The estimate in sentences: the layout and schedule, step time, MFU and HFU, what bounds it, the
         memory per chip by part, and the conventions it counts with (or why it cannot run)."""
         c = self.config
-        head = (f"{c.name} on {c.chips} × {self.chip} (ZeRO-{c.zero}, {c.remat} remat"
-                + (f", {c.pipeline} schedule, m={c.microbatches} micro-batches" if c.Z > 1 or c.microbatches > 1
-                   else "") + ")")
+        head = (
+            f"{c.name} on {c.chips} × {self.chip} (ZeRO-{c.zero}, {c.remat} remat"
+            + (f", {c.pipeline} schedule, m={c.microbatches} micro-batches" if c.Z > 1 or c.microbatches > 1 else "")
+            + ")"
+        )
         if self.step_time != self.step_time:
             return f"{head} cannot run: " + "; ".join(self.reasons) + "."
         unit = "GPU" if get_chip(self.chip).kind == "gpu" else "chip"
         parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in self.memory.as_dict().items() if v)
         acts = ", ".join(f"{k} {format_bytes(v)}" for k, v in self.activation_parts if v)
-        text = (f"{head}: {format_time(self.step_time)} per step, roofline MFU {self.mfu:.1%}, HFU {self.hfu:.1%}, "
-                f"bound by {self.bound}" + (f" (bubble {self.bubble:.1%})" if self.bubble else "") + ". "
-                f"Memory per {unit}{f' (stage {self.worst_stage}, the fullest)' if c.Z > 1 else ''}: "
-                f"{format_bytes(self.memory.total)} = {parts}" + (f"; activations: {acts}" if acts else "") + ".")
+        text = (
+            f"{head}: {format_time(self.step_time)} per step, roofline MFU {self.mfu:.1%}, HFU {self.hfu:.1%}, "
+            f"bound by {self.bound}" + (f" (bubble {self.bubble:.1%})" if self.bubble else "") + ". "
+            f"Memory per {unit}{f' (stage {self.worst_stage}, the fullest)' if c.Z > 1 else ''}: "
+            f"{format_bytes(self.memory.total)} = {parts}" + (f"; activations: {acts}" if acts else "") + "."
+        )
         if self.notes:
             text += " Note: " + "; ".join(self.notes) + "."
         if not self.feasible:
             text += " Infeasible: " + "; ".join(self.reasons) + "."
-        text += (f" Conventions: {self.options_text}." if self.options_text else
-                 " Conventions: the book's (10 B/param, activations of the whole batch, GPipe bubble).")
+        text += (
+            f" Conventions: {self.options_text}."
+            if self.options_text
+            else " Conventions: the book's (10 B/param, activations of the whole batch, GPipe bubble)."
+        )
         return text
 
 
@@ -213,9 +236,18 @@ def ici_axes(chip, X: int, Y: int) -> tuple[int, int]:
     return max(n - M_Y, 1), M_Y
 
 
-def evaluate(model, batch_tokens: float, config: Config, chip="tpu-v5p", *, seq_len: int = 4096,
-             n_chips: int | None = None, allow_sequence_sharding: bool = True, grad_bytes: float = 0.0,
-             dtype: str = "bf16") -> Estimate:
+def evaluate(
+    model,
+    batch_tokens: float,
+    config: Config,
+    chip="tpu-v5p",
+    *,
+    seq_len: int = 4096,
+    n_chips: int | None = None,
+    allow_sequence_sharding: bool = True,
+    grad_bytes: float = 0.0,
+    dtype: str = "bf16",
+) -> Estimate:
     """Estimate one configuration for `model` (a preset name or TransformerConfig) and a global batch of
     `batch_tokens` tokens in sequences of `seq_len`.
 
@@ -239,8 +271,9 @@ def evaluate(model, batch_tokens: float, config: Config, chip="tpu-v5p", *, seq_
     c = config
     TL.check_layout(c)
     if n_chips is not None and c.chips != n_chips:
-        raise ValueError(f"degrees X·Y·Z·slices = {c.X}·{c.Y}·{c.Z}·{c.slices} = {c.chips} must equal the chip "
-                         f"count {n_chips}")
+        raise ValueError(
+            f"degrees X·Y·Z·slices = {c.X}·{c.Y}·{c.Z}·{c.slices} = {c.chips} must equal the chip count {n_chips}"
+        )
     require_positive(batch_tokens=batch_tokens, seq_len=seq_len)
     grad_bytes = require_bytes("grad_bytes", grad_bytes)
     C = spec.peak_flops(dtype)
@@ -249,8 +282,20 @@ def evaluate(model, batch_tokens: float, config: Config, chip="tpu-v5p", *, seq_
     times = tpu_times(spec, cfg, c, TL.book_comm_load(cfg, c, tokens_per_shard))
     memory = TL.book_memory(cfg, c, batch_tokens, grad_bytes)
     reasons += TL.hbm_reasons(memory, spec)
-    return Estimate(c, not reasons, "; ".join(reasons), t_math, *times, bubble, memory,
-                    model_flops, batch_tokens / c.chips, seq_shards, spec.name, C)
+    return Estimate(
+        c,
+        not reasons,
+        "; ".join(reasons),
+        t_math,
+        *times,
+        bubble,
+        memory,
+        model_flops,
+        batch_tokens / c.chips,
+        seq_shards,
+        spec.name,
+        C,
+    )
 
 
 def tpu_times(spec: ChipSpec, cfg: tf.TransformerConfig, c: Config, load: TL.CommLoad) -> tuple[float, ...]:

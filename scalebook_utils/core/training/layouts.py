@@ -66,26 +66,63 @@ from scalebook_utils.core.training.memory import (
 from scalebook_utils.core.units import format_bytes, require_int
 
 __all__ = [
-    "CONVENTIONS", "REMAT_POLICIES", "REMAT_ALIASES", "BOOK_REMAT", "SCHEDULE_ALIASES", "remat_name", "schedule_name",
-    "ModelTerms", "model_terms", "activation_parts", "logits_bytes_per_token",
-    "Shape", "practitioner_shape", "practitioner_flops", "practitioner_memory", "default_microbatches",
-    "layout_groups", "CommLoad", "book_comm_load",
+    "CONVENTIONS",
+    "REMAT_POLICIES",
+    "REMAT_ALIASES",
+    "BOOK_REMAT",
+    "SCHEDULE_ALIASES",
+    "remat_name",
+    "schedule_name",
+    "ModelTerms",
+    "model_terms",
+    "activation_parts",
+    "logits_bytes_per_token",
+    "Shape",
+    "practitioner_shape",
+    "practitioner_flops",
+    "practitioner_memory",
+    "default_microbatches",
+    "layout_groups",
+    "CommLoad",
+    "book_comm_load",
     "practitioner_comm_load",
-    "check_layout", "remat_policy", "book_problems", "book_step_flops", "book_memory", "hbm_reasons", "ep_degree",
-    "layers_per_stage", "divisors", "layouts", "pipeline_microbatches", "rank_key", "routed_expert_params",
-    "REMAT_CHOICES", "device_params",
+    "check_layout",
+    "remat_policy",
+    "book_problems",
+    "book_step_flops",
+    "book_memory",
+    "hbm_reasons",
+    "ep_degree",
+    "layers_per_stage",
+    "divisors",
+    "layouts",
+    "pipeline_microbatches",
+    "rank_key",
+    "routed_expert_params",
+    "REMAT_CHOICES",
+    "device_params",
     # training_costs' memory names, which this module has always offered too
-    "Memory", "MemoryOptions", "PARAM_BYTES", "checkpoint_bytes", "dp_bytes_per_param", "training_memory",
+    "Memory",
+    "MemoryOptions",
+    "PARAM_BYTES",
+    "checkpoint_bytes",
+    "dp_bytes_per_param",
+    "training_memory",
 ]
 
 CONVENTIONS = ("practitioner", "book")
-SCHEDULE_ALIASES = {"pipedream-flush": "1f1b", "one-f-one-b": "1f1b", "interleaved-1f1b": "interleaved",
-                    "1f1b-interleaved": "interleaved", "virtual": "interleaved"}
+SCHEDULE_ALIASES = {
+    "pipedream-flush": "1f1b",
+    "one-f-one-b": "1f1b",
+    "interleaved-1f1b": "interleaved",
+    "1f1b-interleaved": "interleaved",
+    "virtual": "interleaved",
+}
 _SCHEDULE_INDEX = name_index(ps.SCHEDULES, SCHEDULE_ALIASES)
 
 
 def schedule_name(pipeline) -> str:
-    """"gpipe", "1f1b" or "interleaved" for `pipeline` or an alias; UnknownNameError listing the close matches."""
+    """ "gpipe", "1f1b" or "interleaved" for `pipeline` or an alias; UnknownNameError listing the close matches."""
     return resolve_name(str(pipeline), _SCHEDULE_INDEX, "pipeline schedule", ps.SCHEDULES)
 
 
@@ -133,8 +170,15 @@ def book_comm_load(cfg: tf.TransformerConfig, c, tokens_per_shard: float, *, gpu
         colls = (2 * c.microbatches + 1 if gpu and c.Z > 1 else 3) if c.zero == 3 else 2
         dp = colls * PARAM_BYTES * (P - E) / M
         ex = 2 * PARAM_BYTES * E / (ep * M) if E and c.X > ep else 0.0
-    return CommLoad(dp, ex, layers_per_stage(cfg, c.Z), cfg.moe_layers / c.Z, tokens_per_shard, 1,
-                    2 * PARAM_BYTES * P / (c.X * c.Y * c.Z))
+    return CommLoad(
+        dp,
+        ex,
+        layers_per_stage(cfg, c.Z),
+        cfg.moe_layers / c.Z,
+        tokens_per_shard,
+        1,
+        2 * PARAM_BYTES * P / (c.X * c.Y * c.Z),
+    )
 
 
 def practitioner_comm_load(terms: ModelTerms, c, shape: Shape, options: MemoryOptions) -> CommLoad:
@@ -149,8 +193,15 @@ def practitioner_comm_load(terms: ModelTerms, c, shape: Shape, options: MemoryOp
     g = options.grad_bytes or options.param_bytes
     dp = dp_bytes_per_param(c.zero, shape.m, options) * p_dev if X > 1 else 0.0
     ex = 2 * g * moe * terms.experts / (ep * Y) if (terms.experts and X > ep) else 0.0
-    return CommLoad(dp, ex, max(nd + nm for nd, nm in shape.device_layers), moe, shape.tokens_per_shard,
-                    c.virtual_stages, 2 * g * p_dev / X)
+    return CommLoad(
+        dp,
+        ex,
+        max(nd + nm for nd, nm in shape.device_layers),
+        moe,
+        shape.tokens_per_shard,
+        c.virtual_stages,
+        2 * g * p_dev / X,
+    )
 
 
 @dataclass(frozen=True)
@@ -240,7 +291,7 @@ def _device_layers(cfg: tf.TransformerConfig, chunks, Z: int) -> tuple[tuple[int
     """Each of the Z devices' (dense, MoE) layer counts when virtual stage s (of `chunks` layers) runs on s mod Z."""
     dense_left = cfg.dense_layers
     device = [[0, 0] for _ in range(Z)]
-    for s, n in enumerate(chunks):          # layers are assigned to virtual stages 0, 1, …, S − 1 in order
+    for s, n in enumerate(chunks):  # layers are assigned to virtual stages 0, 1, …, S − 1 in order
         dense = min(n, dense_left)
         dense_left -= dense
         device[s % Z][0] += dense
@@ -265,8 +316,9 @@ def practitioner_flops(terms: ModelTerms, c, shape: Shape, remat: str, C: float)
     return t_math, batch * terms.model_flops_per_token, executed, max(bubble, 0.0)
 
 
-def layout_groups(cfg: tf.TransformerConfig, c, batch_tokens: float, seq_len: float, *, zero_stages, remats,
-                  kinds, virtual_stages) -> Iterator[tuple[bool, list[dict]]]:
+def layout_groups(
+    cfg: tf.TransformerConfig, c, batch_tokens: float, seq_len: float, *, zero_stages, remats, kinds, virtual_stages
+) -> Iterator[tuple[bool, list[dict]]]:
     """The practitioner planner's candidates for the degrees of layout `c`: for each schedule (1F1B only without a
     pipeline; `kinds` and each of `virtual_stages` with one, up to L + 2 chunks — at most the first and the last
     empty, as in Llama 3; `ps.balanced_stage_layers` when L does not split evenly), ZeRO stage and remat policy,
@@ -278,19 +330,39 @@ def layout_groups(cfg: tf.TransformerConfig, c, batch_tokens: float, seq_len: fl
     per_shard = int(batch_tokens / seq_len // (c.X * c.slices))
     counts = divisors(per_shard) if per_shard >= 1 else [1]
     Z = c.Z
-    schedules = [("1f1b", 1)] if Z == 1 else [(k, 1) for k in kinds if k != "interleaved"] + \
-        [("interleaved", v) for v in virtual_stages if "interleaved" in kinds and Z * v <= cfg.L + 2]
+    schedules = (
+        [("1f1b", 1)]
+        if Z == 1
+        else [(k, 1) for k in kinds if k != "interleaved"]
+        + [("interleaved", v) for v in virtual_stages if "interleaved" in kinds and Z * v <= cfg.L + 2]
+    )
     for kind, v in schedules:
         S = Z * v
         layers = None if cfg.L % S == 0 else ps.balanced_stage_layers(cfg.L, S)
         ms = [m for m in counts if kind != "interleaved" or m % Z == 0]
         if not ms:
             continue
-        for zero in (zero_stages if c.X > 1 else (0,)):
+        for zero in zero_stages if c.X > 1 else (0,):
             here = ms[-1:] if Z > 1 and zero <= 1 else ms
             for r in remats:
-                yield Z == 1, [dict(X=c.X, Y=c.Y, Z=Z, slices=c.slices, zero=zero, remat=r, microbatches=m,
-                                    pipeline=kind, virtual_stages=v, stage_layers=layers) for m in here]
+                yield (
+                    Z == 1,
+                    [
+                        dict(
+                            X=c.X,
+                            Y=c.Y,
+                            Z=Z,
+                            slices=c.slices,
+                            zero=zero,
+                            remat=r,
+                            microbatches=m,
+                            pipeline=kind,
+                            virtual_stages=v,
+                            stage_layers=layers,
+                        )
+                        for m in here
+                    ],
+                )
 
 
 # --- the book's rules (shared by both planners; book ch. 5–6 and 12) -----------------------------------------
@@ -302,8 +374,9 @@ def check_layout(c) -> None:
         require_int(name, getattr(c, name, 1))
 
 
-def book_problems(cfg: tf.TransformerConfig, c, batch_tokens: float, seq_len: float,
-                  allow_sequence_sharding: bool) -> tuple[list[str], int, float]:
+def book_problems(
+    cfg: tf.TransformerConfig, c, batch_tokens: float, seq_len: float, allow_sequence_sharding: bool
+) -> tuple[list[str], int, float]:
     """(reasons the layout cannot run, sequence shards, tokens per data shard) for a batch of `batch_tokens`.
 
     TP must divide the N heads and F, PP the L layers; each of the X data shards (a Y·Z group of chips) of a
@@ -326,15 +399,18 @@ def book_problems(cfg: tf.TransformerConfig, c, batch_tokens: float, seq_len: fl
     elif c.X > sequences:
         seq_shards = math.ceil(c.X / max(sequences, 1))
         if not allow_sequence_sharding:
-            reasons.append(f"{c.X}-way data parallelism exceeds the {sequences:g} sequences of the batch "
-                           "(sequence sharding not allowed)")
+            reasons.append(
+                f"{c.X}-way data parallelism exceeds the {sequences:g} sequences of the batch "
+                "(sequence sharding not allowed)"
+            )
         elif seq_shards > seq_len:
             reasons.append(f"{c.X}-way data parallelism needs {seq_shards} shards per sequence of {seq_len} tokens")
     return reasons, seq_shards, tokens_per_shard
 
 
-def book_step_flops(cfg: tf.TransformerConfig, batch_tokens: float, c, seq_len: float,
-                    C: float) -> tuple[float, float, float]:
+def book_step_flops(
+    cfg: tf.TransformerConfig, batch_tokens: float, c, seq_len: float, C: float
+) -> tuple[float, float, float]:
     """(T_math, model FLOPs, bubble) of one step on `c.chips` chips of C FLOPs/s each:
     T_math = tokens · FLOPs/token (with the remat recompute) / (chips · C) / (1 − bubble), the bubble of the
     layout's schedule (`pipeline_schedules.bubble`; GPipe and 1F1B: (Z − 1)/(m + Z − 1)) over Z stages; model
@@ -385,5 +461,10 @@ def rank_key(e) -> tuple:
     speed, less memory, the book's "basically always use ZeRO-3" — then to the most communication headroom
     (the book's X_opt, which balances the FSDP and TP times), then to less memory."""
     t = e.step_time
-    return (not e.feasible, float(f"{t:.9g}") if t == t else math.inf, -e.config.zero,
-            max(e.t_fsdp, e.t_tp, e.t_pp, e.t_ep, e.t_dcn), e.memory.total)
+    return (
+        not e.feasible,
+        float(f"{t:.9g}") if t == t else math.inf,
+        -e.config.zero,
+        max(e.t_fsdp, e.t_tp, e.t_pp, e.t_ep, e.t_dcn),
+        e.memory.total,
+    )

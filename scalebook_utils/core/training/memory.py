@@ -31,15 +31,33 @@ from scalebook_utils.core.training.costs import PARAM_BYTES, Memory, MemoryOptio
 from scalebook_utils.core.units import require_positive
 
 __all__ = [
-    "REMAT_POLICIES", "REMAT_ALIASES", "BOOK_REMAT", "REMAT_CHOICES", "remat_name", "remat_policy",
-    "ModelTerms", "model_terms", "activation_parts", "logits_bytes_per_token",
-    "device_params", "practitioner_memory", "book_memory", "ep_degree", "routed_expert_params",
+    "REMAT_POLICIES",
+    "REMAT_ALIASES",
+    "BOOK_REMAT",
+    "REMAT_CHOICES",
+    "remat_name",
+    "remat_policy",
+    "ModelTerms",
+    "model_terms",
+    "activation_parts",
+    "logits_bytes_per_token",
+    "device_params",
+    "practitioner_memory",
+    "book_memory",
+    "ep_degree",
+    "routed_expert_params",
 ]
 
 REMAT_POLICIES = ("none", "selective", "full")
 #: other names of the policies (compared after `errors.squash_name`): the book's (ch. 4), JAX's checkpoint policies
-REMAT_ALIASES = {"big_matmuls": "selective", "block": "full", "no-remat": "none", "dots_saveable": "selective",
-                 "nothing_saveable": "full", "checkpoint": "full"}
+REMAT_ALIASES = {
+    "big_matmuls": "selective",
+    "block": "full",
+    "no-remat": "none",
+    "dots_saveable": "selective",
+    "nothing_saveable": "full",
+    "checkpoint": "full",
+}
 #: the book's name of each policy (transformer.REMAT_TENSORS_PER_LAYER)
 BOOK_REMAT = {"none": "none", "selective": "big_matmuls", "full": "block"}
 #: the book's policies (ch. 4), the chapters' planners' default (`training.plan(model, batch_tokens, chip)`)
@@ -51,8 +69,10 @@ def remat_name(remat) -> str:
     """The common name ("none", "selective", "full") of a remat policy or one of its aliases (the book's
     "big_matmuls", "block"); UnknownNameError listing the close matches."""
     if not isinstance(remat, str):
-        raise ValueError(f"remat must be one of {', '.join(REMAT_POLICIES)} (or the book's big_matmuls, block), "
-                         f"got {remat!r}; a number of checkpoints per layer needs conventions='book'")
+        raise ValueError(
+            f"remat must be one of {', '.join(REMAT_POLICIES)} (or the book's big_matmuls, block), "
+            f"got {remat!r}; a number of checkpoints per layer needs conventions='book'"
+        )
     return resolve_name(remat, _REMAT_INDEX, "remat policy", REMAT_POLICIES)
 
 
@@ -62,8 +82,10 @@ def remat_policy(remat) -> tuple[str, float | None]:
     if isinstance(remat, str):
         name = BOOK_REMAT.get(remat, remat)
         if name not in tf.REMAT_TENSORS_PER_LAYER:
-            raise ValueError(f"policy must be one of {', '.join(tf.REMAT_TENSORS_PER_LAYER)} (or "
-                             f"{', '.join(REMAT_POLICIES[1:])}); got {remat!r}")
+            raise ValueError(
+                f"policy must be one of {', '.join(tf.REMAT_TENSORS_PER_LAYER)} (or "
+                f"{', '.join(REMAT_POLICIES[1:])}); got {remat!r}"
+            )
         return name, None
     require_positive(checkpoints_per_layer=remat)
     return "block", float(remat)
@@ -108,7 +130,7 @@ def model_terms(cfg: tf.TransformerConfig, seq_len: float) -> ModelTerms:
     dense_mlp = cfg.mlp_matrices * D * cfg.F + ((cfg.mlp_matrices - 1) * cfg.F + D if cfg.linear_bias else 0)
     experts = cfg.E * cfg.mlp_matrices * D * (cfg.F_expert or cfg.F) if cfg.is_moe else 0.0
     moe_rest = (pc.mlp - cfg.dense_layers * dense_mlp) / cfg.moe_layers - experts if cfg.is_moe else 0.0
-    proj = tf.projection_flops(cfg, 1) / L                       # 2 · attention matmul params of one layer
+    proj = tf.projection_flops(cfg, 1) / L  # 2 · attention matmul params of one layer
     core = tf.attention_flops(cfg, 1, seq_len, causal=True) / L  # QKᵀ and PV of one layer, per token
     mlp_dense = 2 * cfg.mlp_matrices * D * cfg.F
     mlp_moe = (tf.mlp_flops(cfg, 1) - cfg.dense_layers * mlp_dense) / cfg.moe_layers if cfg.is_moe else 0.0
@@ -117,13 +139,31 @@ def model_terms(cfg: tf.TransformerConfig, seq_len: float) -> ModelTerms:
     def rec(fwd):
         return (("none", 0.0), ("selective", core), ("full", fwd))
 
-    return ModelTerms(cfg, seq_len, per_layer + dense_mlp, per_layer + moe_rest, experts, float(pc.embedding),
-                      float(cfg.V * D + final), 3 * fwd_dense, 3 * fwd_moe, rec(fwd_dense), rec(fwd_moe),
-                      6.0 * D * cfg.V, tf.training_flops_per_token(cfg, seq_len, causal=True))
+    return ModelTerms(
+        cfg,
+        seq_len,
+        per_layer + dense_mlp,
+        per_layer + moe_rest,
+        experts,
+        float(pc.embedding),
+        float(cfg.V * D + final),
+        3 * fwd_dense,
+        3 * fwd_moe,
+        rec(fwd_dense),
+        rec(fwd_moe),
+        6.0 * D * cfg.V,
+        tf.training_flops_per_token(cfg, seq_len, causal=True),
+    )
 
 
-def activation_parts(cfg: tf.TransformerConfig, remat: str, *, tp: int = 1, seq_len: float = 4096,
-                     options: MemoryOptions = MemoryOptions()) -> dict[str, float]:  # noqa: B008 (frozen, so one shared default is safe)
+def activation_parts(
+    cfg: tf.TransformerConfig,
+    remat: str,
+    *,
+    tp: int = 1,
+    seq_len: float = 4096,
+    options: MemoryOptions = MemoryOptions(),
+) -> dict[str, float]:  # noqa: B008 (frozen, so one shared default is safe)
     """Saved activation bytes per token and layer on one chip of a `tp`-way TP group, by tensor family.
 
     none — norms: the two norm inputs (2·D); attention: the QKV input (D), Q (N·H), K and V (2·K·H; replicated
@@ -157,12 +197,14 @@ def activation_parts(cfg: tf.TransformerConfig, remat: str, *, tp: int = 1, seq_
     if remat != "none":
         raise ValueError(f"remat must be one of {', '.join(REMAT_POLICIES)}, got {remat!r}")
     probs = N / Y * 4 if options.flash_attention else N / Y * seq_len * a
-    return {"attention": (d + q + k + v + q + latents) * a + probs, "mlp": (d + (g + 1) * hidden) * a,
-            "norms": 2 * d * a}
+    return {
+        "attention": (d + q + k + v + q + latents) * a + probs,
+        "mlp": (d + (g + 1) * hidden) * a,
+        "norms": 2 * d * a,
+    }
 
 
-def logits_bytes_per_token(cfg: tf.TransformerConfig, tp: int = 1,
-                           options: MemoryOptions = MemoryOptions()) -> float:  # noqa: B008 (frozen, so one shared default is safe)
+def logits_bytes_per_token(cfg: tf.TransformerConfig, tp: int = 1, options: MemoryOptions = MemoryOptions()) -> float:  # noqa: B008 (frozen, so one shared default is safe)
     """The logits of one token on one chip: V/tp (vocabulary-parallel) × logits_bytes (fp32 for the loss)."""
     return cfg.V / tp * options.logits_bytes
 
@@ -173,12 +215,17 @@ def logits_bytes_per_token(cfg: tf.TransformerConfig, tp: int = 1,
 def device_params(terms: ModelTerms, d: int, Z: int, dense_layers: int, moe_layers: int) -> float:
     """Parameters (elements) outside the routed experts on pipeline device d of Z holding `dense_layers` dense
     and `moe_layers` MoE layers: their layers, the embedding on device 0, the head on the last."""
-    return (dense_layers * terms.dense_layer + moe_layers * terms.moe_layer + (terms.embedding if d == 0 else 0.0)
-            + (terms.head if d == Z - 1 else 0.0))
+    return (
+        dense_layers * terms.dense_layer
+        + moe_layers * terms.moe_layer
+        + (terms.embedding if d == 0 else 0.0)
+        + (terms.head if d == Z - 1 else 0.0)
+    )
 
 
-def practitioner_memory(terms: ModelTerms, c, shape, remat: str,
-                        options: MemoryOptions) -> tuple[Memory, dict[str, float], int]:
+def practitioner_memory(
+    terms: ModelTerms, c, shape, remat: str, options: MemoryOptions
+) -> tuple[Memory, dict[str, float], int]:
     """(Memory of the fullest device, its activations by tensor family, that device's stage index).
 
     Per device d: its layers' parameters (+ the embedding on stage 0, the head on the last stage) ÷ Y; the
@@ -191,8 +238,9 @@ def practitioner_memory(terms: ModelTerms, c, shape, remat: str,
     ep = ep_degree(cfg, X)
     parts = activation_parts(cfg, remat, tp=Y, seq_len=terms.seq_len, options=o)
     per_layer = sum(parts.values())
-    work_set = sum(activation_parts(cfg, "none", tp=Y, seq_len=terms.seq_len, options=o).values()) \
-        if remat == "full" else 0.0
+    work_set = (
+        sum(activation_parts(cfg, "none", tp=Y, seq_len=terms.seq_len, options=o).values()) if remat == "full" else 0.0
+    )
     t = shape.mb_sequences * terms.seq_len
     kind = c.pipeline if Z > 1 else "1f1b"
     held = ps.in_flight(kind, Z, shape.m, c.virtual_stages, None)
@@ -202,10 +250,16 @@ def practitioner_memory(terms: ModelTerms, c, shape, remat: str,
     per_expert = o.param_bytes + o.grad_bytes + o.optimizer_bytes + o.master_bytes
     gathered = 2 * o.param_bytes * max(terms.dense_layer, terms.moe_layer) / Y if (c.zero == 3 and X > 1) else 0.0
     worst, top = 0, -1.0
-    for d, (nd, nm) in enumerate(shape.device_layers):      # the fullest device; its parts are built below
+    for d, (nd, nm) in enumerate(shape.device_layers):  # the fullest device; its parts are built below
         dense = device_params(terms, d, Z, nd, nm)
-        total = per_param * dense / Y + per_expert * nm * terms.experts / (ep * Y) + gathered \
-            + held[d] * t * (nd + nm) * per_layer + work_set * t + (logits if d == Z - 1 else 0.0)
+        total = (
+            per_param * dense / Y
+            + per_expert * nm * terms.experts / (ep * Y)
+            + gathered
+            + held[d] * t * (nd + nm) * per_layer
+            + work_set * t
+            + (logits if d == Z - 1 else 0.0)
+        )
         if total > top:
             worst, top = d, total
     nd, nm = shape.device_layers[worst]
@@ -216,9 +270,14 @@ def practitioner_memory(terms: ModelTerms, c, shape, remat: str,
         acts["recompute working set"] = work_set * t
     if worst == Z - 1:
         acts["logits"] = logits
-    mem = Memory(params=o.param_bytes * (p / z3 + ex), grads=o.grad_bytes * (p / z2 + ex),
-                 optimizer=o.optimizer_bytes * (p / z1 + ex), activations=sum(acts.values()), gathered=gathered,
-                 master=o.master_bytes * (p / z1 + ex))
+    mem = Memory(
+        params=o.param_bytes * (p / z3 + ex),
+        grads=o.grad_bytes * (p / z2 + ex),
+        optimizer=o.optimizer_bytes * (p / z1 + ex),
+        activations=sum(acts.values()),
+        gathered=gathered,
+        master=o.master_bytes * (p / z1 + ex),
+    )
     return mem, acts, worst
 
 
@@ -235,13 +294,24 @@ def book_memory(cfg: tf.TransformerConfig, c, batch_tokens: float, grad_bytes: f
         act_total = checkpoint_bytes(cfg.D, cfg.L, batch_tokens, ckpt)
     layer_params = (P - pc.embedding - pc.unembedding) / cfg.L
     gathered = 2 * PARAM_BYTES * layer_params / c.Y if (c.zero == 3 and c.X > 1) else 0.0
-    dense = training_memory(P - expert, zero=c.zero, X=c.X, model_shards=c.Y * c.Z,
-                            activation_bytes_total=act_total, n_chips=c.chips, grad_bytes=grad_bytes,
-                            gathered_bytes=gathered)
+    dense = training_memory(
+        P - expert,
+        zero=c.zero,
+        X=c.X,
+        model_shards=c.Y * c.Z,
+        activation_bytes_total=act_total,
+        n_chips=c.chips,
+        grad_bytes=grad_bytes,
+        gathered_bytes=gathered,
+    )
     if expert:
         ex = training_memory(expert, zero=0, model_shards=ep_degree(cfg, c.X) * c.Y * c.Z, grad_bytes=grad_bytes)
-        dense = replace(dense, params=dense.params + ex.params, grads=dense.grads + ex.grads,
-                        optimizer=dense.optimizer + ex.optimizer)
+        dense = replace(
+            dense,
+            params=dense.params + ex.params,
+            grads=dense.grads + ex.grads,
+            optimizer=dense.optimizer + ex.optimizer,
+        )
     return dense
 
 

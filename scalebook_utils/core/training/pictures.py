@@ -30,8 +30,16 @@ from scalebook_utils.core.training import planner as T
 from scalebook_utils.core.units import format_si
 
 __all__ = [
-    "SCHEMES", "slice_info", "picture_ratios", "picture_thresholds", "rank_schemes", "best_mixed_split",
-    "step_time_curves", "threshold_rows", "get_plan", "model_name",
+    "SCHEMES",
+    "slice_info",
+    "picture_ratios",
+    "picture_thresholds",
+    "rank_schemes",
+    "best_mixed_split",
+    "step_time_curves",
+    "threshold_rows",
+    "get_plan",
+    "model_name",
 ]
 
 #: The chapter's four schemes, as `training.STRATEGIES` spells them → how the book writes them.
@@ -69,9 +77,11 @@ def picture_ratios(chip="tpu-v5p", shape="4x4x4", F: float = 30_000, batch_per_c
 def picture_thresholds(chip="tpu-v5p", shape="4x4x4", F: float = 30_000) -> dict[str, float]:
     """The batch-per-chip thresholds of the picture: FSDP α/M_X, FSDP+TP α²/(M_X·M_Y·F), and TP's F/α (max Y)."""
     name, _shape, _N, n = slice_info(chip, shape)
-    return {"fsdp": T.dp_min_batch_per_chip(name, n),
-            "fsdp+tp": T.mixed_min_batch_per_chip(F, name, max(n - 1, 1), 1),
-            "tp_max_Y": T.tp_max_degree(F, name, 1)}
+    return {
+        "fsdp": T.dp_min_batch_per_chip(name, n),
+        "fsdp+tp": T.mixed_min_batch_per_chip(F, name, max(n - 1, 1), 1),
+        "tp_max_Y": T.tp_max_degree(F, name, 1),
+    }
 
 
 def rank_schemes(ratios: dict[str, float]) -> list[str]:
@@ -91,15 +101,15 @@ def best_mixed_split(B, D, F, N, chip, n_axes):
     step, FSDP over n_axes − 1 axes and TP over one; None when N has no such divisor (N prime or N ≤ 3)."""
     best = None
     for X in (d for d in range(2, N) if N % d == 0):
-        c = T.layer_costs("fsdp+tp", B, D, F, N, X=X, Y=N // X, chip=chip, M_X=max(n_axes - 1, 1), M_Y=1,
-                          phase="step")
+        c = T.layer_costs("fsdp+tp", B, D, F, N, X=X, Y=N // X, chip=chip, M_X=max(n_axes - 1, 1), M_Y=1, phase="step")
         if best is None or c.t_comms < best[2].t_comms:
             best = (X, N // X, c)
     return best
 
 
-def step_time_curves(chip="tpu-v5p", shape="16x16x16", D: int = 8192, F: int = 32_768,
-                     batches: Sequence[float] = ()) -> dict:
+def step_time_curves(
+    chip="tpu-v5p", shape="16x16x16", D: int = 8192, F: int = 32_768, batches: Sequence[float] = ()
+) -> dict:
     """Per-layer times of a training step (forward + backward, `layer_costs(phase="step")`) at each total batch.
 
     Returns {"B": array, "math": T_math, "dp"/"fsdp"/"tp"/"fsdp+tp": T_comms arrays, "split": [(X, Y)]}.
@@ -126,8 +136,9 @@ def step_time_curves(chip="tpu-v5p", shape="16x16x16", D: int = 8192, F: int = 3
 # --- thresholds for several chips ----------------------------------------------------------------------
 
 
-def threshold_rows(chips: Sequence[str] = ("tpu-v4p", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu7x"),
-                   F: float = 28_672) -> list[dict[str, str]]:
+def threshold_rows(
+    chips: Sequence[str] = ("tpu-v4p", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu7x"), F: float = 28_672
+) -> list[dict[str, str]]:
     """Per chip, as text cells: α, the DP/FSDP batch per chip on 1 axis and on all axes, TP's largest degree for
     `F`, the FSDP+TP batch per chip (M_X = axes − 1, M_Y = 1), the pod batch FSDP needs, and C/W_dcn per slice."""
     rows = []
@@ -135,14 +146,18 @@ def threshold_rows(chips: Sequence[str] = ("tpu-v4p", "tpu-v5e", "tpu-v5p", "tpu
         spec = get_chip(c)
         n = spec.ici_torus_dims
         a = T.alpha(spec)
-        rows.append({
-            "chip": spec.name, "α = C/W_ici": f"{a:,.0f}", "DP/FSDP 1 axis": f"{a:,.0f}",
-            "all axes": f"{T.dp_min_batch_per_chip(spec, n):,.0f} ({n})",
-            "TP max Y (1 axis)": f"{T.tp_max_degree(F, spec, 1):.1f}",
-            "FSDP+TP": f"{T.mixed_min_batch_per_chip(F, spec, max(n - 1, 1), 1):,.0f}",
-            "FSDP pod batch": format_si(spec.pod_chips * T.dp_min_batch_per_chip(spec, n), digits=3),
-            "DCN tokens/slice": f"{T.alpha_dcn(spec):,.0f}",
-        })
+        rows.append(
+            {
+                "chip": spec.name,
+                "α = C/W_ici": f"{a:,.0f}",
+                "DP/FSDP 1 axis": f"{a:,.0f}",
+                "all axes": f"{T.dp_min_batch_per_chip(spec, n):,.0f} ({n})",
+                "TP max Y (1 axis)": f"{T.tp_max_degree(F, spec, 1):.1f}",
+                "FSDP+TP": f"{T.mixed_min_batch_per_chip(F, spec, max(n - 1, 1), 1):,.0f}",
+                "FSDP pod batch": format_si(spec.pod_chips * T.dp_min_batch_per_chip(spec, n), digits=3),
+                "DCN tokens/slice": f"{T.alpha_dcn(spec):,.0f}",
+            }
+        )
     return rows
 
 
@@ -151,12 +166,20 @@ def threshold_rows(chips: Sequence[str] = ("tpu-v4p", "tpu-v5e", "tpu-v5p", "tpu
 
 @functools.lru_cache(maxsize=64)
 def _plan_cached(model, chip, n_chips, slices, batch_tokens, seq_len, allow_seq) -> T.Plan:
-    return T.plan(model, batch_tokens, chip, n_chips=n_chips, slices=slices, seq_len=seq_len,
-                  allow_sequence_sharding=allow_seq)
+    return T.plan(
+        model, batch_tokens, chip, n_chips=n_chips, slices=slices, seq_len=seq_len, allow_sequence_sharding=allow_seq
+    )
 
 
-def get_plan(model="llama3-70b", chip="tpu-v5p", chips: int | None = None, slices: int = 1,
-             batch_tokens: float = 4 * 2**20, seq_len: int = 4096, allow_sequence_sharding: bool = True) -> T.Plan:
+def get_plan(
+    model="llama3-70b",
+    chip="tpu-v5p",
+    chips: int | None = None,
+    slices: int = 1,
+    batch_tokens: float = 4 * 2**20,
+    seq_len: int = 4096,
+    allow_sequence_sharding: bool = True,
+) -> T.Plan:
     """`training.plan` for these inputs, cached (the last 64 plans; a widget redraw asks for the same plan
     several times). `chips`: chips per slice, None or 0 for the chip's pod."""
     cfg = tf.get_model(model)

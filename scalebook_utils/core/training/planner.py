@@ -98,16 +98,54 @@ CH6 = "book ch. 6 'Training LLaMA 3 on TPUs'"
 
 __all__ = [
     # the planner (this module and its siblings estimate, practitioner)
-    "CH5", "CH6", "Config", "Estimate", "Plan", "REMAT_CHOICES", "evaluate", "evaluate_layout", "ici_axes", "plan",
-    "CONVENTIONS", "REMAT_POLICIES", "MemoryOptions", "MEMORY_OPTIONS", "CommLoad",
+    "CH5",
+    "CH6",
+    "Config",
+    "Estimate",
+    "Plan",
+    "REMAT_CHOICES",
+    "evaluate",
+    "evaluate_layout",
+    "ici_axes",
+    "plan",
+    "CONVENTIONS",
+    "REMAT_POLICIES",
+    "MemoryOptions",
+    "MEMORY_OPTIONS",
+    "CommLoad",
     # re-exported from training_costs (book ch. 5's closed forms)
-    "STRATEGIES", "ADAM_BYTES_PER_PARAM", "PARAM_BYTES", "OPTIMIZER_BYTES", "ACT_BYTES",
-    "tpu_spec", "ici_bandwidth", "dcn_bandwidth", "alpha", "alpha_dcn",
-    "max_params_pure_dp", "dp_min_batch_per_chip", "fsdp_min_batch_per_chip", "tp_max_degree", "tp_min_F",
-    "mixed_min_batch_per_chip", "optimal_fsdp_degree", "all_comm_bound_batch", "fsdp_tp_degrees",
-    "min_chips_for_memory", "round_pow2", "training_time",
-    "LayerCosts", "layer_costs", "comms_ratio", "Collective", "step_collectives", "bubble_fraction",
-    "Memory", "checkpoint_bytes", "training_memory", "dp_bytes_per_param",
+    "STRATEGIES",
+    "ADAM_BYTES_PER_PARAM",
+    "PARAM_BYTES",
+    "OPTIMIZER_BYTES",
+    "ACT_BYTES",
+    "tpu_spec",
+    "ici_bandwidth",
+    "dcn_bandwidth",
+    "alpha",
+    "alpha_dcn",
+    "max_params_pure_dp",
+    "dp_min_batch_per_chip",
+    "fsdp_min_batch_per_chip",
+    "tp_max_degree",
+    "tp_min_F",
+    "mixed_min_batch_per_chip",
+    "optimal_fsdp_degree",
+    "all_comm_bound_batch",
+    "fsdp_tp_degrees",
+    "min_chips_for_memory",
+    "round_pow2",
+    "training_time",
+    "LayerCosts",
+    "layer_costs",
+    "comms_ratio",
+    "Collective",
+    "step_collectives",
+    "bubble_fraction",
+    "Memory",
+    "checkpoint_bytes",
+    "training_memory",
+    "dp_bytes_per_param",
 ]
 
 
@@ -135,8 +173,10 @@ class Plan:
     def best(self) -> Estimate:
         if not self.feasible:
             reasons = sorted({e.reason for e in self.estimates})[:3]
-            raise ValueError(f"no configuration of {self.model.name} fits {self.n_chips} {self.chip} chips with a "
-                             f"batch of {format_si(self.batch_tokens)} tokens; e.g. " + " | ".join(reasons))
+            raise ValueError(
+                f"no configuration of {self.model.name} fits {self.n_chips} {self.chip} chips with a "
+                f"batch of {format_si(self.batch_tokens)} tokens; e.g. " + " | ".join(reasons)
+            )
         return self.feasible[0]
 
     def best_of(self, family: str) -> Estimate | None:
@@ -146,11 +186,21 @@ class Plan:
     def table(self, n: int = 10) -> list[dict]:
         rows = []
         for e in self.feasible[:n]:
-            rows.append({"config": e.config.name, "zero": e.config.zero, "remat": e.config.remat,
-                         "step_s": e.step_time, "mfu": e.mfu, "hfu": e.hfu, "bound": e.bound,
-                         "memory_per_chip_bytes": e.memory.total, "tokens_per_chip": e.tokens_per_chip,
-                         "pipeline": e.config.pipeline if e.config.Z > 1 else "",
-                         "microbatches": e.config.microbatches})
+            rows.append(
+                {
+                    "config": e.config.name,
+                    "zero": e.config.zero,
+                    "remat": e.config.remat,
+                    "step_s": e.step_time,
+                    "mfu": e.mfu,
+                    "hfu": e.hfu,
+                    "bound": e.bound,
+                    "memory_per_chip_bytes": e.memory.total,
+                    "tokens_per_chip": e.tokens_per_chip,
+                    "pipeline": e.config.pipeline if e.config.Z > 1 else "",
+                    "microbatches": e.config.microbatches,
+                }
+            )
         return rows
 
     def explain(self) -> str:
@@ -161,49 +211,79 @@ class Plan:
         comms = {k: v for k, v in b.times.items() if k != "compute"}
         slowest = max(comms, key=comms.get)
         if b.compute_bound:
-            why = (f"compute-bound (its slowest communication, {slowest}, needs {comms[slowest] / b.t_math:.0%} "
-                   "of the compute time)" if comms[slowest] > 0 else "compute-bound (no communication)")
+            why = (
+                f"compute-bound (its slowest communication, {slowest}, needs {comms[slowest] / b.t_math:.0%} "
+                "of the compute time)"
+                if comms[slowest] > 0
+                else "compute-bound (no communication)"
+            )
         else:
             why = f"bound by {b.bound} ({b.step_time / b.t_math:.2f}× the compute time)"
         unit = "GPU" if spec.kind == "gpu" else "chip"
-        text = (f"{b.config.name} wins: {format_time(b.step_time)} per step at {b.mfu:.0%} MFU, {why}, "
-                f"{format_bytes(b.memory.total)} per {unit}.")
+        text = (
+            f"{b.config.name} wins: {format_time(b.step_time)} per step at {b.mfu:.0%} MFU, {why}, "
+            f"{format_bytes(b.memory.total)} per {unit}."
+        )
         per_chip = self.batch_tokens / self.n_chips
         if spec.kind == "gpu":
             from scalebook_utils.core.gpu import training as gpu_training
+
             text += gpu_training.rules_of_thumb(self.model, spec, self.n_chips, b)
         else:
             n_axes = spec.ici_torus_dims or 1
-            text += (f" Chapter 5's rules of thumb at {per_chip:.0f} tokens per chip: FSDP alone needs more than "
-                     f"α/M_X = {dp_min_batch_per_chip(spec, n_axes):.0f}, FSDP+TP more than α²/(M_X·M_Y·F) = "
-                     f"{mixed_min_batch_per_chip(self.model.F, spec, max(n_axes - 1, 1), 1):.0f}.")
+            text += (
+                f" Chapter 5's rules of thumb at {per_chip:.0f} tokens per chip: FSDP alone needs more than "
+                f"α/M_X = {dp_min_batch_per_chip(spec, n_axes):.0f}, FSDP+TP more than α²/(M_X·M_Y·F) = "
+                f"{mixed_min_batch_per_chip(self.model.F, spec, max(n_axes - 1, 1), 1):.0f}."
+            )
         alt = self.best_of("fsdp")
         if alt is not None and alt is not b:
-            text += (f" Best pure FSDP: {alt.config.name}, {alt.step_time / b.step_time:.2f}× slower "
-                     f"(bound by {alt.bound}).")
+            text += (
+                f" Best pure FSDP: {alt.config.name}, {alt.step_time / b.step_time:.2f}× slower (bound by {alt.bound})."
+            )
         elif alt is None:
             fs = [e for e in self.estimates if e.family == "fsdp"]
             if fs:
                 text += f" Pure FSDP is not an option here: {fs[0].reason}."
         if self.conventions == "practitioner":
             c, mb = b.config, self.batch_tokens / self.seq_len / (b.config.X * b.config.slices) / b.config.microbatches
-            sched = (f"{c.pipeline} over {c.Z} stages" + (f" × {c.virtual_stages} virtual" if c.virtual_stages > 1
-                     else "") + (f" (layers {_runs(c.stage_layers)})" if c.stage_layers else "")
-                     + f", bubble {b.bubble:.0%}") if c.Z > 1 else "no pipeline"
+            sched = (
+                (
+                    f"{c.pipeline} over {c.Z} stages"
+                    + (f" × {c.virtual_stages} virtual" if c.virtual_stages > 1 else "")
+                    + (f" (layers {_runs(c.stage_layers)})" if c.stage_layers else "")
+                    + f", bubble {b.bubble:.0%}"
+                )
+                if c.Z > 1
+                else "no pipeline"
+            )
             parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in b.memory.as_dict().items() if v)
-            text += (f" The winner runs {c.microbatches} micro-batch{'es' if c.microbatches > 1 else ''} of "
-                     f"{mb:g} sequence{'s' if mb != 1 else ''} per data shard, {sched}, "
-                     f"{'no' if c.remat == 'none' else c.remat} recomputation (HFU {b.hfu:.0%}); per {unit}: {parts}. "
-                     f"Defaults: {self.options_text}.")
+            text += (
+                f" The winner runs {c.microbatches} micro-batch{'es' if c.microbatches > 1 else ''} of "
+                f"{mb:g} sequence{'s' if mb != 1 else ''} per data shard, {sched}, "
+                f"{'no' if c.remat == 'none' else c.remat} recomputation (HFU {b.hfu:.0%}); per {unit}: {parts}. "
+                f"Defaults: {self.options_text}."
+            )
         return text
 
 
-
-
-def _book_plan(model, batch_tokens: float, chip="tpu-v5p", *, n_chips: int | None = None, slices: int = 1,
-         seq_len: int = 4096, max_tp: int = 64, max_pp: int = 16, zero_stages: Sequence[int] = (0, 1, 3),
-         remat: Iterable = REMAT_CHOICES, microbatches_per_stage: int = 4, allow_sequence_sharding: bool = True,
-         grad_bytes: float = 0.0, dtype: str = "bf16") -> Plan:
+def _book_plan(
+    model,
+    batch_tokens: float,
+    chip="tpu-v5p",
+    *,
+    n_chips: int | None = None,
+    slices: int = 1,
+    seq_len: int = 4096,
+    max_tp: int = 64,
+    max_pp: int = 16,
+    zero_stages: Sequence[int] = (0, 1, 3),
+    remat: Iterable = REMAT_CHOICES,
+    microbatches_per_stage: int = 4,
+    allow_sequence_sharding: bool = True,
+    grad_bytes: float = 0.0,
+    dtype: str = "bf16",
+) -> Plan:
     """Enumerate the layouts of a training step and rank them by estimated step time (book ch. 5–6).
 
     `n_chips` per slice (default: the chip's full pod, 8960 for v5p) and `slices` joined by DCN. Every
@@ -223,26 +303,41 @@ def _book_plan(model, batch_tokens: float, chip="tpu-v5p", *, n_chips: int | Non
     slices = require_int("slices", slices)
     require_positive(batch_tokens=batch_tokens, seq_len=seq_len)
     if batch_tokens < seq_len:
-        raise ValueError(f"batch_tokens={batch_tokens:g} is less than one sequence of seq_len={seq_len:g} tokens; "
-                         "a training batch is whole sequences (lower seq_len for short sequences)")
+        raise ValueError(
+            f"batch_tokens={batch_tokens:g} is less than one sequence of seq_len={seq_len:g} tokens; "
+            "a training batch is whole sequences (lower seq_len for short sequences)"
+        )
     max_tp = require_int("max_tp", max_tp)
     max_pp = require_int("max_pp", max_pp)
     microbatches_per_stage = require_int("microbatches_per_stage", microbatches_per_stage)
     grad_bytes = require_bytes("grad_bytes", grad_bytes)
     zero_stages = _zero_stages(zero_stages)
-    remat = require_choices("remat", remat, f"remat policies ({', '.join(REMAT_CHOICES)}) or checkpoints per layer",
-                            lambda r: isinstance(r, (str, int, float)))
+    remat = require_choices(
+        "remat",
+        remat,
+        f"remat policies ({', '.join(REMAT_CHOICES)}) or checkpoints per layer",
+        lambda r: isinstance(r, (str, int, float)),
+    )
     for r in remat:
         TL.remat_policy(r)
     estimates = []
     for X, Y, Z in TL.layouts(n_chips, max_tp, max_pp):
         mb = TL.pipeline_microbatches(batch_tokens / slices, seq_len, X, Z, microbatches_per_stage)
-        for zero in (zero_stages if X > 1 else (0,)):
+        for zero in zero_stages if X > 1 else (0,):
             for r in remat:
                 cfgn = Config(X=X, Y=Y, Z=Z, slices=slices, zero=zero, remat=r, microbatches=mb)
-                estimates.append(evaluate(cfg, batch_tokens, cfgn, spec, seq_len=seq_len,
-                                          allow_sequence_sharding=allow_sequence_sharding,
-                                          grad_bytes=grad_bytes, dtype=dtype))
+                estimates.append(
+                    evaluate(
+                        cfg,
+                        batch_tokens,
+                        cfgn,
+                        spec,
+                        seq_len=seq_len,
+                        allow_sequence_sharding=allow_sequence_sharding,
+                        grad_bytes=grad_bytes,
+                        dtype=dtype,
+                    )
+                )
     estimates.sort(key=TL.rank_key)
     return Plan(cfg, spec.name, n_chips * slices, batch_tokens, seq_len, tuple(estimates))
 
@@ -255,9 +350,11 @@ def _slice_chips(spec: ChipSpec, n_chips) -> int:
         n_chips = spec.pod_chips
     n_chips = require_int("n_chips", n_chips)
     if spec.pod_chips is not None and n_chips > spec.pod_chips:
-        raise ValueError(f"n_chips={n_chips} is more than one {spec.name} pod ({spec.pod_chips} chips); n_chips is "
-                         "the chips of one ICI slice — join pods with slices=… (DCN, book ch. 5 'Scaling Across "
-                         "Pods')")
+        raise ValueError(
+            f"n_chips={n_chips} is more than one {spec.name} pod ({spec.pod_chips} chips); n_chips is "
+            "the chips of one ICI slice — join pods with slices=… (DCN, book ch. 5 'Scaling Across "
+            "Pods')"
+        )
     return n_chips
 
 
@@ -297,30 +394,59 @@ def plan(model, chip="tpu-v5p", *book_form, **options) -> Plan:
     if isinstance(chip, numbers.Real) and not isinstance(chip, bool):
         return _book_plan(model, chip, *book_form, **options)
     if book_form:
-        raise TypeError("plan(model, chip, *, n_chips=, batch_tokens=, seq_len=, ...) takes the model and the chip "
-                        "as its only positional arguments (the book's form is plan(model, batch_tokens, chip))")
+        raise TypeError(
+            "plan(model, chip, *, n_chips=, batch_tokens=, seq_len=, ...) takes the model and the chip "
+            "as its only positional arguments (the book's form is plan(model, batch_tokens, chip))"
+        )
     return _plan(model, chip, **options)
 
 
-def _plan(model, chip, *, n_chips, batch_tokens, seq_len, conventions="practitioner", slices=None, max_tp=None,
-          max_pp=None, zero_stages=None, remat=None, pipelines=("1f1b", "interleaved"), virtual_stages=(2, 4, 8),
-          dtype="bf16", **options) -> Plan:
+def _plan(
+    model,
+    chip,
+    *,
+    n_chips,
+    batch_tokens,
+    seq_len,
+    conventions="practitioner",
+    slices=None,
+    max_tp=None,
+    max_pp=None,
+    zero_stages=None,
+    remat=None,
+    pipelines=("1f1b", "interleaved"),
+    virtual_stages=(2, 4, 8),
+    dtype="bf16",
+    **options,
+) -> Plan:
     """`plan`'s form for both chips: the practitioner's search, or with conventions="book" the chapters' planners."""
     cfg, spec, conventions = tf.get_model(model), get_chip(chip), TP.resolve_conventions(conventions)
     n_chips = require_int("n_chips", n_chips)
     require_positive(batch_tokens=batch_tokens, seq_len=seq_len)
     slices = TP.dcn_slices(spec, n_chips, slices)
     if conventions == "book":
-        kw = {k: v for k, v in (("max_tp", max_tp), ("max_pp", max_pp), ("zero_stages", zero_stages),
-                                ("remat", remat)) if v is not None}
+        kw = {
+            k: v
+            for k, v in (("max_tp", max_tp), ("max_pp", max_pp), ("zero_stages", zero_stages), ("remat", remat))
+            if v is not None
+        }
         if spec.kind != "gpu":
-            return _book_plan(cfg, batch_tokens, spec, n_chips=n_chips // slices, slices=slices, seq_len=seq_len,
-                              dtype=dtype, **kw, **options)
+            return _book_plan(
+                cfg,
+                batch_tokens,
+                spec,
+                n_chips=n_chips // slices,
+                slices=slices,
+                seq_len=seq_len,
+                dtype=dtype,
+                **kw,
+                **options,
+            )
         from scalebook_utils.core.gpu import training as gpu_training
+
         if slices != 1:
             raise ValueError("GPU clusters are one fat tree: slices must be 1")
-        return gpu_training.plan(cfg, batch_tokens, spec, n_gpus=n_chips, seq_len=seq_len, dtype=dtype, **kw,
-                                 **options)
+        return gpu_training.plan(cfg, batch_tokens, spec, n_gpus=n_chips, seq_len=seq_len, dtype=dtype, **kw, **options)
     st = TP.setting(cfg, spec, n_chips, batch_tokens, seq_len, dtype, options)
     max_tp = require_int("max_tp", max_tp if max_tp is not None else (spec.gpus_per_node if st.gpu else 64))
     max_pp = require_int("max_pp", 64 if max_pp is None else max_pp)
@@ -329,21 +455,32 @@ def _plan(model, chip, *, n_chips, batch_tokens, seq_len, conventions="practitio
     for X, Y, Z in TL.layouts(n_chips // slices, max_tp, max_pp):
         estimates += _degrees_estimates(st, X, Y, Z, slices, choices)
     estimates.sort(key=TL.rank_key)
-    return Plan(cfg, spec.name, n_chips, batch_tokens, seq_len, tuple(estimates), "practitioner",
-                st.options.describe())
+    return Plan(cfg, spec.name, n_chips, batch_tokens, seq_len, tuple(estimates), "practitioner", st.options.describe())
 
 
 def _search_choices(zero_stages, remat, pipelines, virtual_stages) -> dict:
     """The practitioner's search space, checked: ZeRO stages (default 0–3), remat policies by their common names
     (default all), schedules and chunks per device (each ≥ 2) — `layout_groups`' keyword arguments."""
     zero_stages = _zero_stages((0, 1, 2, 3) if zero_stages is None else zero_stages)
-    remats = [TL.remat_name(r) for r in require_choices("remat", REMAT_POLICIES if remat is None else remat,
-                                                        "remat policies (none, selective, full)",
-                                                        lambda r: isinstance(r, str))]
-    kinds = [TL.schedule_name(k) for k in require_choices("pipelines", pipelines, "schedules (gpipe, 1f1b, "
-                                                          "interleaved)", lambda k: isinstance(k, str))]
-    vs = [require_int("each of virtual_stages", v, 2) for v in require_choices("virtual_stages", virtual_stages,
-                                                                               "chunks per device (≥ 2)", is_int)]
+    remats = [
+        TL.remat_name(r)
+        for r in require_choices(
+            "remat",
+            REMAT_POLICIES if remat is None else remat,
+            "remat policies (none, selective, full)",
+            lambda r: isinstance(r, str),
+        )
+    ]
+    kinds = [
+        TL.schedule_name(k)
+        for k in require_choices(
+            "pipelines", pipelines, "schedules (gpipe, 1f1b, interleaved)", lambda k: isinstance(k, str)
+        )
+    ]
+    vs = [
+        require_int("each of virtual_stages", v, 2)
+        for v in require_choices("virtual_stages", virtual_stages, "chunks per device (≥ 2)", is_int)
+    ]
     return {"zero_stages": zero_stages, "remats": remats, "kinds": kinds, "virtual_stages": vs}
 
 
@@ -351,14 +488,23 @@ def _degrees_estimates(st: TP.Setting, X: int, Y: int, Z: int, slices: int, choi
     """The estimates the search keeps for degrees X·Y·Z: one infeasible entry when the degrees themselves cannot
     run (heads, batch split, too many stages), else the fastest of each of `layout_groups`' groups."""
     cfg, batch_tokens, seq_len = st.cfg, st.batch_tokens, st.seq_len
-    first = Config(X=X, Y=Y, Z=Z, slices=slices, zero=0, remat=choices["remats"][0],
-                   microbatches=TL.default_microbatches(batch_tokens, seq_len, X * slices, Z),
-                   stage_layers=None if cfg.L % Z == 0 or Z > cfg.L else PS.balanced_stage_layers(cfg.L, Z))
+    first = Config(
+        X=X,
+        Y=Y,
+        Z=Z,
+        slices=slices,
+        zero=0,
+        remat=choices["remats"][0],
+        microbatches=TL.default_microbatches(batch_tokens, seq_len, X * slices, Z),
+        stage_layers=None if cfg.L % Z == 0 or Z > cfg.L else PS.balanced_stage_layers(cfg.L, Z),
+    )
     shape = TL.practitioner_shape(cfg, first, batch_tokens, seq_len)
     if shape.reasons:
         return [TP.cannot_run(st, first, shape.reasons, shape.notes)]
-    return [_fastest(st, group, first_feasible)
-            for first_feasible, group in TL.layout_groups(cfg, first, batch_tokens, seq_len, **choices)]
+    return [
+        _fastest(st, group, first_feasible)
+        for first_feasible, group in TL.layout_groups(cfg, first, batch_tokens, seq_len, **choices)
+    ]
 
 
 def _fastest(st: TP.Setting, group: list[dict], first_feasible: bool) -> Estimate:
@@ -367,8 +513,11 @@ def _fastest(st: TP.Setting, group: list[dict], first_feasible: bool) -> Estimat
     best = None
     for kw in group:
         e = TP.practitioner_estimate(st, Config(**kw))
-        if best is None or (not e.feasible, _finite(e.step_time), kw["microbatches"]) < \
-                (not best.feasible, _finite(best.step_time), best.config.microbatches):
+        if best is None or (not e.feasible, _finite(e.step_time), kw["microbatches"]) < (
+            not best.feasible,
+            _finite(best.step_time),
+            best.config.microbatches,
+        ):
             best = e
         if first_feasible and e.feasible:
             break

@@ -22,16 +22,42 @@ from scalebook_utils.core.training.estimate import Config, Estimate, evaluate, t
 from scalebook_utils.core.training.layouts import CONVENTIONS
 from scalebook_utils.core.units import require_bool, require_int, require_positive
 
-__all__ = ["MEMORY_OPTIONS", "Setting", "cannot_run", "dcn_slices", "evaluate_layout", "practitioner_estimate",
-           "resolve_conventions", "setting"]
+__all__ = [
+    "MEMORY_OPTIONS",
+    "Setting",
+    "cannot_run",
+    "dcn_slices",
+    "evaluate_layout",
+    "practitioner_estimate",
+    "resolve_conventions",
+    "setting",
+]
 
 #: the keyword options of the practitioner's memory (the fields of `training_costs.MemoryOptions`)
 MEMORY_OPTIONS = tuple(f for f in MemoryOptions.__dataclass_fields__)
 
 
-def evaluate_layout(model, chip, *, n_chips, batch_tokens, seq_len, dp, tp=1, pp=1, zero=1, remat="none",
-                    microbatches=None, pipeline="1f1b", virtual_stages=1, stage_layers=None,
-                    conventions="practitioner", slices=None, dtype="bf16", **options) -> Estimate:
+def evaluate_layout(
+    model,
+    chip,
+    *,
+    n_chips,
+    batch_tokens,
+    seq_len,
+    dp,
+    tp=1,
+    pp=1,
+    zero=1,
+    remat="none",
+    microbatches=None,
+    pipeline="1f1b",
+    virtual_stages=1,
+    stage_layers=None,
+    conventions="practitioner",
+    slices=None,
+    dtype="bf16",
+    **options,
+) -> Estimate:
     """Estimate the layout a user names: dp data shards (ZeRO stage `zero`; on TPUs split over DCN `slices`),
     tp-way TP, pp pipeline stages run by `pipeline` ("1f1b", "interleaved" with `virtual_stages` chunks per
     device, "gpipe") over `microbatches` micro-batches per data shard (None: one sequence each with a pipeline,
@@ -57,8 +83,11 @@ def evaluate_layout(model, chip, *, n_chips, batch_tokens, seq_len, dp, tp=1, pp
         TL.remat_policy(r)
     else:
         r = TL.remat_name(remat)
-    m = TL.default_microbatches(batch_tokens, seq_len, dp, pp) if microbatches is None else \
-        require_int("microbatches", microbatches)
+    m = (
+        TL.default_microbatches(batch_tokens, seq_len, dp, pp)
+        if microbatches is None
+        else require_int("microbatches", microbatches)
+    )
     layers = tuple(stage_layers) if hasattr(stage_layers, "__iter__") else stage_layers
     slices = dcn_slices(spec, n_chips, slices, dp)
     reasons = []
@@ -66,13 +95,26 @@ def evaluate_layout(model, chip, *, n_chips, batch_tokens, seq_len, dp, tp=1, pp
         reasons.append(f"dp × tp × pp = {dp} × {tp} × {pp} = {dp * tp * pp} is not the {n_chips} chips")
     if dp % slices:
         reasons.append(f"dp={dp} does not split over {slices} DCN slices")
-    c = Config(X=max(dp // slices, 1), Y=tp, Z=pp, slices=slices, zero=zero, remat=r, microbatches=m,
-               pipeline=kind, virtual_stages=v, stage_layers=layers)
+    c = Config(
+        X=max(dp // slices, 1),
+        Y=tp,
+        Z=pp,
+        slices=slices,
+        zero=zero,
+        remat=r,
+        microbatches=m,
+        pipeline=kind,
+        virtual_stages=v,
+        stage_layers=layers,
+    )
     if conventions == "book":
         if reasons or stage_layers is not None:
-            return cannot_run(setting(cfg, spec, n_chips, batch_tokens, seq_len, dtype, {}, book=True), c,
-                              reasons or ["uneven stage_layers are beyond the book's model; use conventions="
-                                          "'practitioner'"], ())
+            return cannot_run(
+                setting(cfg, spec, n_chips, batch_tokens, seq_len, dtype, {}, book=True),
+                c,
+                reasons or ["uneven stage_layers are beyond the book's model; use conventions='practitioner'"],
+                (),
+            )
         return _book_layout(cfg, spec, c, batch_tokens, seq_len, dtype, options)
     st = setting(cfg, spec, n_chips, batch_tokens, seq_len, dtype, options)
     if reasons:
@@ -85,15 +127,27 @@ def _book_layout(cfg, spec: ChipSpec, c: Config, batch_tokens, seq_len, dtype, o
     with the book's names of the remat policies; only the book's options (grad_bytes, allow_sequence_sharding)."""
     extra = sorted(set(options) - {"grad_bytes", "allow_sequence_sharding"})
     if extra:
-        raise TypeError(f"conventions='book' counts memory the book's way: {', '.join(extra)} "
-                        f"{'is' if len(extra) == 1 else 'are'} not among its options (grad_bytes, "
-                        "allow_sequence_sharding)")
+        raise TypeError(
+            f"conventions='book' counts memory the book's way: {', '.join(extra)} "
+            f"{'is' if len(extra) == 1 else 'are'} not among its options (grad_bytes, "
+            "allow_sequence_sharding)"
+        )
     r = c.remat
     r_book = TL.BOOK_REMAT.get(r, r) if isinstance(r, str) else r
-    c = Config(X=c.X, Y=c.Y, Z=c.Z, slices=c.slices, zero=c.zero, remat=r_book, microbatches=c.microbatches,
-               pipeline=c.pipeline, virtual_stages=c.virtual_stages)
+    c = Config(
+        X=c.X,
+        Y=c.Y,
+        Z=c.Z,
+        slices=c.slices,
+        zero=c.zero,
+        remat=r_book,
+        microbatches=c.microbatches,
+        pipeline=c.pipeline,
+        virtual_stages=c.virtual_stages,
+    )
     if spec.kind == "gpu":
         from scalebook_utils.core.gpu import training as gpu_training
+
         return gpu_training.evaluate(cfg, batch_tokens, c, spec, seq_len=seq_len, dtype=dtype, **options)
     return evaluate(cfg, batch_tokens, c, spec, seq_len=seq_len, dtype=dtype, **options)
 
@@ -120,12 +174,15 @@ def setting(cfg, spec, n_chips, batch_tokens, seq_len, dtype, options, book=Fals
     a check that the chip is a TPU). `book=True` (the chapters' conventions) leaves out the practitioner's terms."""
     unknown = sorted(set(options) - set(MEMORY_OPTIONS))
     if unknown:
-        raise TypeError(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; memory options: "
-                        f"{', '.join(MEMORY_OPTIONS)}")
+        raise TypeError(
+            f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; memory options: "
+            f"{', '.join(MEMORY_OPTIONS)}"
+        )
     gpu = spec.kind == "gpu"
     cluster = n = None
     if gpu:
         from scalebook_utils.core.gpu import training as gpu_training
+
         cluster = gpu_training.training_cluster(spec, n_chips)
         n = cluster.require_gpus(n_chips)
     else:
@@ -135,8 +192,9 @@ def setting(cfg, spec, n_chips, batch_tokens, seq_len, dtype, options, book=Fals
             require_bool(k, options[k])
     terms = None if book else TL.model_terms(cfg, float(seq_len))
     opts = MemoryOptions(**options)
-    return Setting(cfg, spec, terms, batch_tokens, seq_len, spec.peak_flops(dtype), opts, gpu, cluster, n or 0,
-                   opts.describe())
+    return Setting(
+        cfg, spec, terms, batch_tokens, seq_len, spec.peak_flops(dtype), opts, gpu, cluster, n or 0, opts.describe()
+    )
 
 
 def practitioner_estimate(st: Setting, c: Config) -> Estimate:
@@ -149,23 +207,59 @@ def practitioner_estimate(st: Setting, c: Config) -> Estimate:
     load = TL.practitioner_comm_load(st.terms, c, shape, st.options)
     if st.gpu:
         from scalebook_utils.core.gpu import training as gpu_training
+
         times = (*gpu_training.layout_times(st.cfg, c, load, st.n, st.cluster), 0.0)
     else:
         times = tpu_times(st.spec, st.cfg, c, load)
     reasons = TL.hbm_reasons(memory, st.spec, "GPU" if st.gpu else "chip")
-    return Estimate(c, not reasons, "; ".join(reasons), t_math, *times, bubble, memory, model_flops,
-                    st.batch_tokens / c.chips, 1, st.spec.name, st.C, hardware_flops=executed, notes=shape.notes,
-                    conventions="practitioner", activation_parts=tuple(acts.items()), worst_stage=worst,
-                    options_text=st.options_text)
+    return Estimate(
+        c,
+        not reasons,
+        "; ".join(reasons),
+        t_math,
+        *times,
+        bubble,
+        memory,
+        model_flops,
+        st.batch_tokens / c.chips,
+        1,
+        st.spec.name,
+        st.C,
+        hardware_flops=executed,
+        notes=shape.notes,
+        conventions="practitioner",
+        activation_parts=tuple(acts.items()),
+        worst_stage=worst,
+        options_text=st.options_text,
+    )
 
 
 def cannot_run(st: Setting, c: Config, reasons, notes) -> Estimate:
     """The infeasible Estimate of a layout that cannot run at all: its reasons, NaN times, MFU and memory."""
     nan = math.nan
-    return Estimate(c, False, "; ".join(reasons), nan, nan, nan, nan, nan, nan, nan, Memory(nan, nan, nan, nan),
-                    nan, st.batch_tokens / c.chips, 1, st.spec.name, st.C, hardware_flops=nan, reasons=tuple(reasons),
-                    notes=tuple(notes), conventions="book" if st.terms is None else "practitioner",
-                    options_text="" if st.terms is None else st.options_text)
+    return Estimate(
+        c,
+        False,
+        "; ".join(reasons),
+        nan,
+        nan,
+        nan,
+        nan,
+        nan,
+        nan,
+        nan,
+        Memory(nan, nan, nan, nan),
+        nan,
+        st.batch_tokens / c.chips,
+        1,
+        st.spec.name,
+        st.C,
+        hardware_flops=nan,
+        reasons=tuple(reasons),
+        notes=tuple(notes),
+        conventions="book" if st.terms is None else "practitioner",
+        options_text="" if st.terms is None else st.options_text,
+    )
 
 
 def resolve_conventions(conventions) -> str:

@@ -24,29 +24,58 @@ from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
 from scalebook_utils.core.training import planner as training
 
-NARAYANAN21 = ("Narayanan et al. 2021, 'Efficient Large-Scale Language Model Training on GPU Clusters Using "
-               "Megatron-LM' (SC21), Table 1 (weak scaling, GPT models, Selene: DGX A100 80 GB, 8 × 200 Gb/s HDR "
-               "InfiniBand per node)")
-CHOWDHERY22 = ("Chowdhery et al. 2022, 'PaLM: Scaling Language Modeling with Pathways', Table 1 (model), "
-               "Section 4 (two TPU v4 Pods of 3072 chips: 12-way model × 256-way fully sharded data parallelism "
-               "per pod, data parallelism across pods), Table 3 (MFU 46.2%, HFU 57.8%, with rematerialization)")
-DUBEY24 = ("Dubey et al. 2024, 'The Llama 3 Herd of Models', Table 4 (scaling configurations and MFU of Llama 3 "
-           "405B pre-training, 8K sequences) and Section 3.3.2 (pipeline: interleaved schedule, one layer fewer on "
-           "the first and the last stage)")
+NARAYANAN21 = (
+    "Narayanan et al. 2021, 'Efficient Large-Scale Language Model Training on GPU Clusters Using "
+    "Megatron-LM' (SC21), Table 1 (weak scaling, GPT models, Selene: DGX A100 80 GB, 8 × 200 Gb/s HDR "
+    "InfiniBand per node)"
+)
+CHOWDHERY22 = (
+    "Chowdhery et al. 2022, 'PaLM: Scaling Language Modeling with Pathways', Table 1 (model), "
+    "Section 4 (two TPU v4 Pods of 3072 chips: 12-way model × 256-way fully sharded data parallelism "
+    "per pod, data parallelism across pods), Table 3 (MFU 46.2%, HFU 57.8%, with rematerialization)"
+)
+DUBEY24 = (
+    "Dubey et al. 2024, 'The Llama 3 Herd of Models', Table 4 (scaling configurations and MFU of Llama 3 "
+    "405B pre-training, 8K sequences) and Section 3.3.2 (pipeline: interleaved schedule, one layer fewer on "
+    "the first and the last stage)"
+)
 
 
 def _megatron_gpt(name: str, L: int, h: int, heads: int) -> tf.TransformerConfig:
     """A GPT model of Narayanan et al. 2021: 4h ungated MLP, MHA, vocabulary 51,200, learned positions (2048),
     biases and LayerNorm biases, tied embeddings — their parameter count 12·l·h²·(1 + 13/(12h) + (V + s)/(12lh))."""
-    return tf.TransformerConfig(name, L=L, D=h, F=4 * h, N=heads, K=heads, H=h // heads, V=51_200, gated_mlp=False,
-                                tied_embeddings=True, linear_bias=True, norm_bias=True, max_positions=2048,
-                                source=NARAYANAN21)
+    return tf.TransformerConfig(
+        name,
+        L=L,
+        D=h,
+        F=4 * h,
+        N=heads,
+        K=heads,
+        H=h // heads,
+        V=51_200,
+        gated_mlp=False,
+        tied_embeddings=True,
+        linear_bias=True,
+        norm_bias=True,
+        max_positions=2048,
+        source=NARAYANAN21,
+    )
 
 
 PALM_540B = tf.TransformerConfig(
-    "palm-540b", L=118, D=18_432, F=4 * 18_432, N=48, K=1, H=256, V=256_000, tied_embeddings=True, norms_per_layer=1,
+    "palm-540b",
+    L=118,
+    D=18_432,
+    F=4 * 18_432,
+    N=48,
+    K=1,
+    H=256,
+    V=256_000,
+    tied_embeddings=True,
+    norms_per_layer=1,
     source=CHOWDHERY22 + ": SwiGLU with d_ff = 4·d_model, multi-query attention (one K/V head), shared input-output "
-           "embeddings, no biases, parallel attention and MLP behind one LayerNorm, 256k SentencePiece vocabulary")
+    "embeddings, no biases, parallel attention and MLP behind one LayerNorm, 256k SentencePiece vocabulary",
+)
 
 
 @dataclass(frozen=True)
@@ -75,55 +104,142 @@ class PublishedRun:
 
 
 _MEGATRON_OPTS = dict(grad_bytes=4.0, sequence_parallel=False, flash_attention=False)
-_MEGATRON_ASSUMED = ("1F1B schedule (the table does not say whether a run interleaves; 1F1B has the larger bubble)",
-                     "micro-batches of one sequence", "no ZeRO (plain data parallelism)",
-                     "fp32 gradients (Megatron's main_grad); no sequence parallelism (2022) nor flash attention "
-                     "(2022)")
+_MEGATRON_ASSUMED = (
+    "1F1B schedule (the table does not say whether a run interleaves; 1F1B has the larger bubble)",
+    "micro-batches of one sequence",
+    "no ZeRO (plain data parallelism)",
+    "fp32 gradients (Megatron's main_grad); no sequence parallelism (2022) nor flash attention (2022)",
+)
 
 RUNS: tuple[PublishedRun, ...] = (
-    PublishedRun("Megatron-LM GPT 1T", _megatron_gpt("megatron-gpt-1t", 128, 25_600, 160), "a100", 3072,
-                 3072 * 2048, 2048, dict(dp=6, tp=8, pp=64, zero=0, remat="full", pipeline="1f1b", dtype="fp16"),
-                 "tflops", 163e12, "megatron", NARAYANAN21 + ": 1008 B params, TP 8, PP 64, 3072 GPUs, batch 3072, "
-                 "163 TFLOP/s per GPU (52% of peak), full activation recomputation", assumptions=_MEGATRON_ASSUMED,
-                 confidence="recalled from the paper's Table 1; consistent with its 502 PFLOP/s aggregate",
-                 options=_MEGATRON_OPTS),
-    PublishedRun("Megatron-LM GPT 530B", _megatron_gpt("megatron-gpt-530b", 105, 20_480, 128), "a100", 2520,
-                 2520 * 2048, 2048, dict(dp=9, tp=8, pp=35, zero=0, remat="full", pipeline="1f1b", dtype="fp16"),
-                 "tflops", 163e12, "megatron", NARAYANAN21 + ": 529.6 B params, TP 8, PP 35, 2520 GPUs, batch 2520, "
-                 "163 TFLOP/s per GPU (52%)", assumptions=_MEGATRON_ASSUMED,
-                 confidence="recalled from the paper's Table 1; consistent with its 410.2 PFLOP/s aggregate",
-                 options=_MEGATRON_OPTS),
-    PublishedRun("Megatron-LM GPT 145.6B", _megatron_gpt("megatron-gpt-146b", 80, 12_288, 96), "a100", 1536,
-                 2304 * 2048, 2048, dict(dp=24, tp=8, pp=8, zero=0, remat="full", pipeline="1f1b", dtype="fp16"),
-                 "tflops", 148e12, "megatron", NARAYANAN21 + ": 145.6 B params, TP 8, PP 8, 1536 GPUs, batch 2304, "
-                 "148 TFLOP/s per GPU (47%)", assumptions=_MEGATRON_ASSUMED,
-                 confidence="recalled from the paper's Table 1; consistent with its 227.1 PFLOP/s aggregate",
-                 options=_MEGATRON_OPTS),
-    PublishedRun("PaLM 540B", PALM_540B, "tpu-v4p", 6144, 2048 * 2048, 2048,
-                 dict(dp=512, tp=12, pp=1, zero=3, remat="full", slices=2), "mfu", 0.462, "palm",
-                 CHOWDHERY22 + ": 6144 TPU v4, 2 pods × (12 TP × 256 FSDP), batch 2048 × 2048 tokens (the last "
-                 "of its batch-size stages), MFU 46.2%", peak=275e12,
-                 assumptions=("full rematerialization (the paper's HFU/MFU = 1.25 implies partial; full is 1.33)",
-                              "one micro-batch per step (4 sequences per data shard)",
-                              "the 3072-chip slices as DCN slices of scalebook's v4 pod model"),
-                 confidence="published (the paper's Tables 1 and 3)"),
-    PublishedRun("Llama 3 405B, 16K GPUs", "llama3-405b", "h100", 16_384, 16 * 2**20, 8192,
-                 dict(dp=128, tp=8, pp=16, zero=2, remat="selective", pipeline="interleaved", virtual_stages=8,
-                      stage_layers=(0,) + (1,) * 126 + (0,)), "mfu", 0.41, "scalebook",
-                 DUBEY24 + ": 16,384 H100, TP 8, CP 1, PP 16, DP 128, 8192-token sequences, 16 sequences per data "
-                 "shard, 16M tokens per batch, 400 TFLOP/s per GPU, 41% BF16 MFU", peak=989e12,
-                 assumptions=("8 virtual stages of one layer, the first chunk embedding-only and the last logits-"
-                              "only (our reading of Section 3.3.2; the paper gives no number)",
-                              "ZeRO-2 (optimizer states and gradients sharded, as the paper's FSDP description)",
-                              "selective recomputation (the paper does not say; without it stage 0 needs > 80 GB "
-                              "in this model)", "the paper's FLOP count taken to be scalebook's"),
-                 confidence="published (the paper's Table 4)"),
-    PublishedRun("Llama 3 405B, 8K GPUs", "llama3-405b", "h100", 8192, 16 * 2**20, 8192,
-                 dict(dp=64, tp=8, pp=16, zero=2, remat="selective", pipeline="interleaved", virtual_stages=8,
-                      stage_layers=(0,) + (1,) * 126 + (0,)), "mfu", 0.43, "scalebook",
-                 DUBEY24 + ": 8192 H100, TP 8, CP 1, PP 16, DP 64, 8192-token sequences, 32 sequences per data "
-                 "shard, 16M tokens per batch, 430 TFLOP/s per GPU, 43% BF16 MFU", peak=989e12,
-                 assumptions=("as the 16K-GPU run",), confidence="published (the paper's Table 4)"),
+    PublishedRun(
+        "Megatron-LM GPT 1T",
+        _megatron_gpt("megatron-gpt-1t", 128, 25_600, 160),
+        "a100",
+        3072,
+        3072 * 2048,
+        2048,
+        dict(dp=6, tp=8, pp=64, zero=0, remat="full", pipeline="1f1b", dtype="fp16"),
+        "tflops",
+        163e12,
+        "megatron",
+        NARAYANAN21 + ": 1008 B params, TP 8, PP 64, 3072 GPUs, batch 3072, "
+        "163 TFLOP/s per GPU (52% of peak), full activation recomputation",
+        assumptions=_MEGATRON_ASSUMED,
+        confidence="recalled from the paper's Table 1; consistent with its 502 PFLOP/s aggregate",
+        options=_MEGATRON_OPTS,
+    ),
+    PublishedRun(
+        "Megatron-LM GPT 530B",
+        _megatron_gpt("megatron-gpt-530b", 105, 20_480, 128),
+        "a100",
+        2520,
+        2520 * 2048,
+        2048,
+        dict(dp=9, tp=8, pp=35, zero=0, remat="full", pipeline="1f1b", dtype="fp16"),
+        "tflops",
+        163e12,
+        "megatron",
+        NARAYANAN21 + ": 529.6 B params, TP 8, PP 35, 2520 GPUs, batch 2520, 163 TFLOP/s per GPU (52%)",
+        assumptions=_MEGATRON_ASSUMED,
+        confidence="recalled from the paper's Table 1; consistent with its 410.2 PFLOP/s aggregate",
+        options=_MEGATRON_OPTS,
+    ),
+    PublishedRun(
+        "Megatron-LM GPT 145.6B",
+        _megatron_gpt("megatron-gpt-146b", 80, 12_288, 96),
+        "a100",
+        1536,
+        2304 * 2048,
+        2048,
+        dict(dp=24, tp=8, pp=8, zero=0, remat="full", pipeline="1f1b", dtype="fp16"),
+        "tflops",
+        148e12,
+        "megatron",
+        NARAYANAN21 + ": 145.6 B params, TP 8, PP 8, 1536 GPUs, batch 2304, 148 TFLOP/s per GPU (47%)",
+        assumptions=_MEGATRON_ASSUMED,
+        confidence="recalled from the paper's Table 1; consistent with its 227.1 PFLOP/s aggregate",
+        options=_MEGATRON_OPTS,
+    ),
+    PublishedRun(
+        "PaLM 540B",
+        PALM_540B,
+        "tpu-v4p",
+        6144,
+        2048 * 2048,
+        2048,
+        dict(dp=512, tp=12, pp=1, zero=3, remat="full", slices=2),
+        "mfu",
+        0.462,
+        "palm",
+        CHOWDHERY22 + ": 6144 TPU v4, 2 pods × (12 TP × 256 FSDP), batch 2048 × 2048 tokens (the last "
+        "of its batch-size stages), MFU 46.2%",
+        peak=275e12,
+        assumptions=(
+            "full rematerialization (the paper's HFU/MFU = 1.25 implies partial; full is 1.33)",
+            "one micro-batch per step (4 sequences per data shard)",
+            "the 3072-chip slices as DCN slices of scalebook's v4 pod model",
+        ),
+        confidence="published (the paper's Tables 1 and 3)",
+    ),
+    PublishedRun(
+        "Llama 3 405B, 16K GPUs",
+        "llama3-405b",
+        "h100",
+        16_384,
+        16 * 2**20,
+        8192,
+        dict(
+            dp=128,
+            tp=8,
+            pp=16,
+            zero=2,
+            remat="selective",
+            pipeline="interleaved",
+            virtual_stages=8,
+            stage_layers=(0,) + (1,) * 126 + (0,),
+        ),
+        "mfu",
+        0.41,
+        "scalebook",
+        DUBEY24 + ": 16,384 H100, TP 8, CP 1, PP 16, DP 128, 8192-token sequences, 16 sequences per data "
+        "shard, 16M tokens per batch, 400 TFLOP/s per GPU, 41% BF16 MFU",
+        peak=989e12,
+        assumptions=(
+            "8 virtual stages of one layer, the first chunk embedding-only and the last logits-"
+            "only (our reading of Section 3.3.2; the paper gives no number)",
+            "ZeRO-2 (optimizer states and gradients sharded, as the paper's FSDP description)",
+            "selective recomputation (the paper does not say; without it stage 0 needs > 80 GB in this model)",
+            "the paper's FLOP count taken to be scalebook's",
+        ),
+        confidence="published (the paper's Table 4)",
+    ),
+    PublishedRun(
+        "Llama 3 405B, 8K GPUs",
+        "llama3-405b",
+        "h100",
+        8192,
+        16 * 2**20,
+        8192,
+        dict(
+            dp=64,
+            tp=8,
+            pp=16,
+            zero=2,
+            remat="selective",
+            pipeline="interleaved",
+            virtual_stages=8,
+            stage_layers=(0,) + (1,) * 126 + (0,),
+        ),
+        "mfu",
+        0.43,
+        "scalebook",
+        DUBEY24 + ": 8192 H100, TP 8, CP 1, PP 16, DP 64, 8192-token sequences, 32 sequences per data "
+        "shard, 16M tokens per batch, 430 TFLOP/s per GPU, 43% BF16 MFU",
+        peak=989e12,
+        assumptions=("as the 16K-GPU run",),
+        confidence="published (the paper's Table 4)",
+    ),
 )
 
 
@@ -147,8 +263,15 @@ def reported_step_s(run: PublishedRun) -> float:
 
 def estimate(run: PublishedRun) -> training.Estimate:
     """`training.evaluate_layout` on the run's published layout (practitioner conventions)."""
-    return training.evaluate_layout(run.model, run.chip, n_chips=run.n_chips, batch_tokens=run.batch_tokens,
-                                    seq_len=run.seq_len, **run.layout, **run.options)
+    return training.evaluate_layout(
+        run.model,
+        run.chip,
+        n_chips=run.n_chips,
+        batch_tokens=run.batch_tokens,
+        seq_len=run.seq_len,
+        **run.layout,
+        **run.options,
+    )
 
 
 @dataclass(frozen=True)
@@ -189,8 +312,10 @@ class Row:
         if e.times[comm] > 0.5 * e.t_math:
             lost.append(f"{comm} at {e.times[comm] / e.t_math:.0%} of compute (overlapped here)")
         why = ", ".join(lost) if lost else "nothing but the peak"
-        return (f"the roofline loses {why}; the run reached {self.ratio:.0%} of it — kernels below peak, "
-                "unoverlapped communication and stragglers are what a roofline leaves out")
+        return (
+            f"the roofline loses {why}; the run reached {self.ratio:.0%} of it — kernels below peak, "
+            "unoverlapped communication and stragglers are what a roofline leaves out"
+        )
 
 
 def rosetta(runs=RUNS) -> list[Row]:
@@ -210,10 +335,31 @@ def table(rows=None) -> list[list[str]]:
     for r in rosetta() if rows is None else rows:
         lay = r.run.layout
         layout = f"DP {lay['dp']} × TP {lay['tp']} × PP {lay.get('pp', 1)}"
-        out.append([r.run.name, f"{r.run.n_chips} × {r.run.chip}", layout, r.reported_text, f"{r.reported_mfu:.1%}",
-                    f"{r.predicted_mfu:.1%}", f"{r.ratio:.2f}", r.gap])
+        out.append(
+            [
+                r.run.name,
+                f"{r.run.n_chips} × {r.run.chip}",
+                layout,
+                r.reported_text,
+                f"{r.reported_mfu:.1%}",
+                f"{r.predicted_mfu:.1%}",
+                f"{r.ratio:.2f}",
+                r.gap,
+            ]
+        )
     return out
 
 
-__all__ = ["NARAYANAN21", "CHOWDHERY22", "DUBEY24", "PALM_540B", "PublishedRun", "RUNS", "reported_step_s",
-           "estimate", "Row", "rosetta", "table"]
+__all__ = [
+    "NARAYANAN21",
+    "CHOWDHERY22",
+    "DUBEY24",
+    "PALM_540B",
+    "PublishedRun",
+    "RUNS",
+    "reported_step_s",
+    "estimate",
+    "Row",
+    "rosetta",
+    "table",
+]

@@ -31,8 +31,21 @@ from dataclasses import dataclass
 
 from scalebook_utils.core.units import is_int, require_int
 
-__all__ = ["SCHEDULES", "gpipe_bubble", "one_f_one_b_bubble", "interleaved_bubble", "bubble", "in_flight",
-           "step_time", "balanced_stage_layers", "split_stages", "Op", "Timeline", "device_order", "simulate"]
+__all__ = [
+    "SCHEDULES",
+    "gpipe_bubble",
+    "one_f_one_b_bubble",
+    "interleaved_bubble",
+    "bubble",
+    "in_flight",
+    "step_time",
+    "balanced_stage_layers",
+    "split_stages",
+    "Op",
+    "Timeline",
+    "device_order",
+    "simulate",
+]
 
 #: schedule names `simulate` and `bubble` accept
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
@@ -128,7 +141,7 @@ def balanced_stage_layers(L: int, n: int) -> tuple[int, ...]:
     base, extra = divmod(L, n)
     out = [base + 1] * n
     ends = [i for pair in zip(range(n), reversed(range(n))) for i in pair]
-    for i in list(dict.fromkeys(ends))[:n - extra]:
+    for i in list(dict.fromkeys(ends))[: n - extra]:
         out[i] = base
     return tuple(out)
 
@@ -145,8 +158,10 @@ def split_stages(L: int, p: int, v: int, stage_layers=None) -> tuple[tuple[int, 
         if L % S == 0:
             return (L // S,) * S, []
         hint = ", ".join(str(x) for x in balanced_stage_layers(L, S)[:3])
-        return None, [f"L={L} layers do not split evenly into {S} {'virtual ' if v > 1 else ''}stages; pass "
-                      f"stage_layers (e.g. {hint}, … — fewer layers on the first and last stage)"]
+        return None, [
+            f"L={L} layers do not split evenly into {S} {'virtual ' if v > 1 else ''}stages; pass "
+            f"stage_layers (e.g. {hint}, … — fewer layers on the first and last stage)"
+        ]
     try:
         given = [x if type(x) is int else int(x) if is_int(x) else None for x in stage_layers]
     except TypeError:
@@ -155,19 +170,24 @@ def split_stages(L: int, p: int, v: int, stage_layers=None) -> tuple[tuple[int, 
         return None, [f"stage_layers must be whole numbers of layers ≥ 0, got {list(stage_layers)!r}"]
     if len(given) == p and v > 1:
         if any(x % v for x in given):
-            return None, [f"stage_layers per device {given} must each split into virtual_stages={v} chunks "
-                          f"(or give {S} numbers, one per virtual stage)"]
+            return None, [
+                f"stage_layers per device {given} must each split into virtual_stages={v} chunks "
+                f"(or give {S} numbers, one per virtual stage)"
+            ]
         given = [given[s % p] // v for s in range(S)]
     if len(given) != S:
-        return None, [f"stage_layers has {len(given)} entries; the layout has {p} stages"
-                      + (f" × {v} virtual stages = {S}" if v > 1 else "")]
+        return None, [
+            f"stage_layers has {len(given)} entries; the layout has {p} stages"
+            + (f" × {v} virtual stages = {S}" if v > 1 else "")
+        ]
     if sum(given) != L:
-        return None, [f"stage_layers sum to {sum(given)} layers, but the model has L={L}: the stages must cover "
-                      "every layer exactly once"]
+        return None, [
+            f"stage_layers sum to {sum(given)} layers, but the model has L={L}: the stages must cover "
+            "every layer exactly once"
+        ]
     empty = [d for d in range(p) if not any(given[c * p + d] for c in range(v))]
     if empty:
-        return None, [f"pipeline stage{'s' if len(empty) > 1 else ''} {', '.join(map(str, empty))} "
-                      "would hold no layer"]
+        return None, [f"pipeline stage{'s' if len(empty) > 1 else ''} {', '.join(map(str, empty))} would hold no layer"]
     return tuple(given), []
 
 
@@ -199,11 +219,11 @@ def device_order(kind: str, p: int, m: int, v: int = 1, device: int = 0) -> list
         raise ValueError(f"interleaved 1F1B needs m to be a multiple of p; got m = {m}, p = {p}")
     total = m * v
 
-    def fwd(k):   # k-th forward of this device: groups of p microbatches, chunk by chunk
+    def fwd(k):  # k-th forward of this device: groups of p microbatches, chunk by chunk
         group, r = divmod(k, p * v)
         return Op("F", group * p + r % p, r // p)
 
-    def bwd(k):   # backwards visit the chunks in reverse
+    def bwd(k):  # backwards visit the chunks in reverse
         group, r = divmod(k, p * v)
         return Op("B", group * p + r % p, v - 1 - r // p)
 
@@ -263,7 +283,7 @@ def simulate(kind: str, p: int, m: int, v: int = 1, durations=None) -> Timeline:
     dur = [1] * S if durations is None else list(durations)
     if len(dur) != S or not all(is_int(x) and x >= 1 for x in dur):
         raise ValueError(f"durations must be {S} positive integers (one per virtual stage), got {durations!r}")
-    done: dict[tuple[str, int, int], int] = {}   # (kind, mb, virtual stage) -> finish time
+    done: dict[tuple[str, int, int], int] = {}  # (kind, mb, virtual stage) -> finish time
     pos, free = [0] * p, [0] * p
     rows: list[list[Op | None]] = [[] for _ in range(p)]
     remaining = sum(len(o) for o in orders)
@@ -274,8 +294,11 @@ def simulate(kind: str, p: int, m: int, v: int = 1, durations=None) -> Timeline:
                 continue
             op = orders[d][pos[d]]
             s = op.chunk * p + d
-            dep = (("F", op.mb, s - 1) if s > 0 else None) if op.kind == "F" else \
-                  (("B", op.mb, s + 1) if s < S - 1 else ("F", op.mb, s))
+            dep = (
+                (("F", op.mb, s - 1) if s > 0 else None)
+                if op.kind == "F"
+                else (("B", op.mb, s + 1) if s < S - 1 else ("F", op.mb, s))
+            )
             if dep is not None and done.get(dep, t + 1) > t:
                 continue
             rows[d].extend([None] * (t - len(rows[d])))

@@ -46,6 +46,7 @@ _HOME = {
     "published_runs": "core.training.published_runs",
     "inference": "core.inference.costs",
     "inference_comms": "core.inference.comms",
+    "applied_inference": "core.inference.applied",
     "serving": "core.inference.serving",
     "engine": "core.inference.engine",
     "published_inference": "core.inference.published",

@@ -207,8 +207,8 @@ def test_titles_fit_the_figure_and_do_not_overlap():
 def test_disaggregation_figure_curves_and_fixed_axis():
     """The curves are the cost model's ratios (cached per setting); with decode_span (the widget's slider ends)
     the left y axis is the same for every decode length in it, so a decode step moves the black curve only."""
-    prompts = A._DISAGG_PROMPTS
-    ys = A._disagg_curve(1024, 32, "4x4", "4x4", "bf16", 0.4, L70, V5E)
+    prompts = A.DISAGG_PROMPTS
+    ys = A.disaggregation_curve(1024, 32, "4x4", "4x4", "bf16", 0.4, L70, V5E)
     for i in (0, len(prompts) // 2):
         assert ys[i] == pytest.approx(A.disaggregation(prompts[i], 1024, 32, "4x4", "4x4", "bf16", 0.4, L70).ratio)
     assert ys[-1] != ys[-1]  # NaN: 32 sequences of a 32k prompt do not fit a 4x4

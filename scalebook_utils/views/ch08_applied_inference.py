@@ -20,10 +20,8 @@ re-exported here, so `applied_inference_views` keeps every name: `ch08_common` (
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import ipywidgets as W
 import numpy as np
@@ -32,7 +30,8 @@ from matplotlib.figure import Figure
 from scalebook_utils.core.hardware import get_chip
 from scalebook_utils.core.inference import costs as I
 from scalebook_utils.core.inference import serving as SV
-from scalebook_utils.core.units import format_bytes, format_time, require_number
+from scalebook_utils.core.inference.applied import DISAGG_PROMPTS, Disaggregation, disaggregation, disaggregation_curve  # noqa: F401 - re-exported
+from scalebook_utils.core.units import format_bytes, format_time
 from scalebook_utils.views._kit import (
     INPUT_ERRORS,
     PALETTE,
@@ -60,7 +59,6 @@ from scalebook_utils.views.ch08_common import model_label as _label
 from scalebook_utils.views.ch08_common import plain_log_axes as _log_axes
 from scalebook_utils.views.ch08_common import precision_meaning as _meaning
 from scalebook_utils.views.ch08_common import safe_num as _safe_num
-from scalebook_utils.views.ch08_common import slice_chips as _shape
 from scalebook_utils.views.ch08_configs import (
     BOOK_CONFIGS,
     config_readout,
@@ -193,84 +191,6 @@ def render_prefill(
 # --- 5. disaggregated serving ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Disaggregation:
-    """Prefill servers against generate servers (book ch. 8 "What about prefill?", in-text questions 11–12).
-
-    prefill: `inference.Prefill` of one prompt on the prefill slice; point: the `serving.ServingPoint` of the
-    generate slice at batch B with `context` tokens of KV per sequence (prompt + decode/2, the mean context while
-    answering); ratio: prefill servers per generate server (`prefill_servers_per_generate_server`); eviction:
-    `kv_eviction_rate` (KV tokens freed per step, bytes/s); kv_in_bytes_per_s: the new prompts' KV a generate
-    server takes in from prefill servers (eviction.sequences_per_step · prompt tokens · KV bytes per token /
-    step time)."""
-
-    prompt: int
-    decode: int
-    B: int
-    context: float
-    prefill_chips: int
-    generate_chips: int
-    prefill: I.Prefill
-    point: SV.ServingPoint
-    ratio: float
-    eviction: I.KVEviction
-    kv_in_bytes_per_s: float
-
-    @property
-    def prefill_per_s(self) -> float:
-        """Prompts one prefill server finishes per second."""
-        return 1 / self.prefill.time
-
-    @property
-    def finished_per_s(self) -> float:
-        """Sequences one generate server finishes per second: B / (step time · decode steps)."""
-        return self.B / (self.point.latency * self.decode)
-
-    @property
-    def chip_ratio(self) -> float:
-        """Prefill chips per generate chip."""
-        return self.ratio * self.prefill_chips / self.generate_chips
-
-
-def disaggregation(
-    prompt: int = 8192,
-    decode: int = 512,
-    B: int = 32,
-    prefill_slice="4x4",
-    generate_slice="4x4",
-    precision="bf16",
-    mfu: float = 0.4,
-    model=BOOK_70B,
-    chip="tpu-v5e",
-) -> Disaggregation:
-    """Evaluate disaggregated serving: one prompt's prefill on `prefill_slice` (`inference.prefill_time`), the
-    generate step of B sequences on `generate_slice` (`serving.plan_serving`, context prompt + decode/2), the
-    balance of the two pools and the KV traffic. Raises ValueError when the batch does not fit."""
-    for name, v in (("prompt", prompt), ("decode", decode), ("B", B)):
-        require_number(name, v, minimum=1)
-    c = get_chip(chip)
-    n_pre, _ = _shape(c, prefill_slice)
-    ctx = prompt + decode / 2
-    plan = SV.plan_serving(model, c, generate_slice, precision, ctx, batches=[B])
-    pt = plan.points[0]
-    pf = I.prefill_time(model, prompt, c, n_pre, precision, mfu=mfu, conventions="book")
-    kv_tok = I.served_model(model).kv_bytes_per_token(precision)
-    ev = I.kv_eviction_rate(B, prompt, decode, kv_bytes_per_token=kv_tok, step_time=pt.latency)
-    return Disaggregation(
-        prompt=prompt,
-        decode=decode,
-        B=B,
-        context=ctx,
-        prefill_chips=n_pre,
-        generate_chips=plan.n_chips,
-        prefill=pf,
-        point=pt,
-        ratio=I.prefill_servers_per_generate_server(pf.time, pt.latency, B, decode),
-        eviction=ev,
-        kv_in_bytes_per_s=ev.sequences_per_step * prompt * kv_tok / pt.latency,
-    )
-
-
 def disaggregation_readout(
     prompt: int = 8192,
     decode: int = 512,
@@ -298,30 +218,6 @@ def disaggregation_readout(
         f"evict {d.eviction.tokens_per_step:.4g} KV tokens/step; new prompts' KV in: "
         f"{format_bytes(d.kv_in_bytes_per_s)}/s"
     )
-
-
-#: prompt lengths (tokens) the disaggregation figure's curves are drawn at
-_DISAGG_PROMPTS = tuple(int(t) for t in np.unique(np.geomspace(256, 32768, 36).round().astype(int)))
-
-
-def _disagg_curve(decode, B, prefill_slice, generate_slice, precision, mfu, model, chip) -> tuple:
-    """Prefill servers per generate server at each of `_DISAGG_PROMPTS` (NaN where B sequences do not fit)."""
-    try:
-        return _disagg_curve_cached(decode, B, prefill_slice, generate_slice, precision, mfu, model, chip)
-    except TypeError:  # an unhashable argument (a ChipSpec, a dict model): computed each time
-        return _disagg_curve_cached.__wrapped__(decode, B, prefill_slice, generate_slice, precision, mfu, model, chip)
-
-
-@functools.lru_cache(maxsize=256)
-def _disagg_curve_cached(decode, B, prefill_slice, generate_slice, precision, mfu, model, chip) -> tuple:
-    """`_disagg_curve`, cached on its (frozen) arguments: a slider step redraws up to six such curves."""
-    ys = []
-    for t in _DISAGG_PROMPTS:
-        try:
-            ys.append(disaggregation(t, decode, B, prefill_slice, generate_slice, precision, mfu, model, chip).ratio)
-        except INPUT_ERRORS:
-            ys.append(np.nan)
-    return tuple(ys)
 
 
 def _nice_log_limits(values) -> tuple[float, float]:
@@ -370,15 +266,15 @@ def render_disaggregation(
         return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(12.5, 4.6), layout="constrained")
     ax, ax2 = fig.subplots(1, 2, width_ratios=[1.7, 1])
-    curve = lambda g: _disagg_curve(g, B, prefill_slice, generate_slice, precision, mfu, model, chip)  # noqa: E731
+    curve = lambda g: disaggregation_curve(g, B, prefill_slice, generate_slice, precision, mfu, model, chip)  # noqa: E731
     shown = []
     for i, g in enumerate(decodes):
         ys = curve(g)
         shown.append(ys)
-        ax.plot(_DISAGG_PROMPTS, ys, lw=1.5, color=PALETTE[i % len(PALETTE)], label=f"decode {g} tokens")
+        ax.plot(DISAGG_PROMPTS, ys, lw=1.5, color=PALETTE[i % len(PALETTE)], label=f"decode {g} tokens")
     ys = curve(decode)
     shown.append(ys)
-    ax.plot(_DISAGG_PROMPTS, ys, lw=2.6, color="k", label="current decode length")
+    ax.plot(DISAGG_PROMPTS, ys, lw=2.6, color="k", label="current decode length")
     ax.plot([prompt], [d.ratio], "o", color="k", ms=7, zorder=5)
     ax.annotate(
         f"{d.ratio:.3g} : 1 at decode {decode}",

@@ -11,6 +11,7 @@ from matplotlib.ticker import NullLocator
 
 from scalebook_utils.core.inference import costs as I
 from scalebook_utils.core.inference import serving as SV
+from scalebook_utils.core.inference.applied import BOOK_70B, BOOK_PRECISIONS  # noqa: F401 - the chapter's model, re-exported
 from scalebook_utils.core.units import format_bytes
 from scalebook_utils.views._kit import INPUT_ERRORS, error_text, format_number
 from scalebook_utils.views._kit import log_axes as _log_scale
@@ -45,10 +46,7 @@ PREFILL_PREFIX = "prefill: "
 DISAGG_PREFIX = "disaggregation: "
 BOOK_CURVE_PREFIX = "book roofline: "
 
-#: LLaMA 3-70B as ch. 8 counts it: 70e9 parameters (the preset's architecture and KV size).
-BOOK_70B = I.served_model("llama3-70b", params=70e9)
 #: The chapter's three modes: bf16 everything; int8 / int4 weights and KV cache with bf16 FLOPs.
-BOOK_PRECISIONS = ("bf16", "int8-weights", "int4-weights")
 #: TPU v5e slices the chapter uses (power-of-two chip counts, the book's shapes).
 SLICES = ("2x2", "4x2", "4x4", "4x8", "8x8", "8x16", "16x16")
 

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from scalebook_utils.core.hardware import get_chip
 from scalebook_utils.core.inference import costs as I
-from scalebook_utils.core.inference import serving as SV
+from scalebook_utils.core.inference.applied import BOOK_CONFIGS, config_rows, smallest_slice_rows
 from scalebook_utils.core.units import format_bytes, format_time
 from scalebook_utils.views._kit import INPUT_ERRORS, PALETTE, error_text, format_number, format_rows, message_figure
 from scalebook_utils.views.ch08_common import BOOK_70B, BOOK_PRECISIONS, CONFIG_PREFIX, SLICE_PREFIX, precision_label
@@ -25,8 +25,6 @@ from scalebook_utils.views.ch08_common import model_label as _label
 from scalebook_utils.views.ch08_common import precision_meaning as _meaning
 from scalebook_utils.views.ch08_common import safe_label as _safe_label
 from scalebook_utils.views.ch08_common import safe_num as _safe_num
-from scalebook_utils.views.ch08_common import shape_text as _shape_text
-from scalebook_utils.views.ch08_common import slice_chips as _shape
 
 __all__ = [
     "smallest_slice_rows",
@@ -42,37 +40,6 @@ __all__ = [
 
 
 # --- 1. what serving needs in memory: the smallest slice per precision --------------------------------------
-
-
-def smallest_slice_rows(
-    model=BOOK_70B, chip="tpu-v5e", S: float = 8192, precisions: Sequence = BOOK_PRECISIONS, *, doubled: bool = False
-) -> list[dict]:
-    """Per precision (book ch. 8 in-text questions 5–8): weight bytes, KV bytes per token, weights ÷ HBM per chip,
-    the smallest power-of-two slice that holds the weights (`inference.min_chips`, KV ignored), doubled when
-    `doubled`, the HBM left for KV caches (`free_hbm`) and how many S-token caches fit (`max_batch`).
-    Numbers are floats/ints in SI units; keys: precision, weights, kv_per_token, weight_chips, chips, slice,
-    free, B_max, memory (weights + B_max caches), hbm (the slice's HBM)."""
-    c, m = get_chip(chip), I.served_model(model)
-    rows = []
-    for p in precisions:
-        n = I.min_chips(m, c, p) * (2 if doubled else 1)
-        _n, shape = _shape(c, n)
-        b = I.max_batch(m, S, c, n, p)
-        rows.append(
-            {
-                "precision": I.get_precision(p).name,
-                "weights": m.weight_bytes(p),
-                "kv_per_token": m.kv_bytes_per_token(p),
-                "weight_chips": m.weight_bytes(p) / c.hbm_bytes,
-                "chips": n,
-                "slice": _shape_text(shape),
-                "free": I.free_hbm(m, c, n, p),
-                "B_max": b,
-                "memory": I.inference_memory(m, b, S, p),
-                "hbm": n * c.hbm_bytes,
-            }
-        )
-    return rows
 
 
 def smallest_slice_text(
@@ -157,60 +124,6 @@ def render_memory_per_slice(
 
 
 # --- 2. latency and throughput per configuration ------------------------------------------------------------
-
-#: (precision, slice) pairs of ch. 8 "Thinking about throughput": each precision on its smallest slice and doubled.
-BOOK_CONFIGS = (
-    ("bf16", "4x4"),
-    ("int8-weights", "4x2"),
-    ("int4-weights", "2x2"),
-    ("bf16", "4x8"),
-    ("int8-weights", "4x4"),
-    ("int4-weights", "4x2"),
-)
-
-
-def _point(model, chip, slice_, precision, S, B):
-    """(plan, the ServingPoint at batch B — the largest that fits, HBM full, when B is None)."""
-    if B is None:
-        plan = SV.plan_serving(model, chip, slice_, precision, S)
-        return plan, plan.points[-1]  # the batch grid ends at B_max
-    plan = SV.plan_serving(model, chip, slice_, precision, S, batches=[B])
-    return plan, plan.points[0]
-
-
-def config_rows(
-    model=BOOK_70B,
-    chip="tpu-v5e",
-    S: float = 8192,
-    configs: Sequence = BOOK_CONFIGS,
-    *,
-    B: int | None = None,
-    decode_len: float = 512,
-) -> list[dict]:
-    """One row per (precision, slice) from `serving.plan_serving`: feasible batches, the lowest latency (B = 1),
-    and at batch B (default: the largest that fits) the step time, tokens/s/chip, queries/s/chip for
-    `decode_len`-token answers and $ per million tokens. Keys: precision, slice, chips, B_max, B, min_latency,
-    latency, tokens_per_s_per_chip, queries_per_s_per_chip, cost, bound, step (the `DecodeStep`)."""
-    rows = []
-    for precision, slice_ in configs:
-        plan, pt = _point(model, chip, slice_, precision, S, B)
-        rows.append(
-            {
-                "precision": plan.precision,
-                "slice": _shape_text(plan.shape),
-                "chips": plan.n_chips,
-                "B_max": plan.B_max,
-                "B": pt.B,
-                "min_latency": plan.min_latency.latency,
-                "latency": pt.latency,
-                "tokens_per_s_per_chip": pt.tokens_per_s_per_chip,
-                "queries_per_s_per_chip": pt.step.queries_per_s_per_chip(decode_len),
-                "cost": pt.cost_per_million_tokens,
-                "bound": pt.bottleneck,
-                "step": pt.step,
-            }
-        )
-    return rows
 
 
 def config_text(

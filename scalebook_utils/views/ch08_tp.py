@@ -12,60 +12,19 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from scalebook_utils.core import transformer as tf
-from scalebook_utils.core.hardware import get_chip
 from scalebook_utils.core.inference import costs as I
+from scalebook_utils.core.inference.applied import tp_check
 from scalebook_utils.core.units import format_time
 from scalebook_utils.views._kit import INPUT_ERRORS, PALETTE, attach, emit, error_text, format_number, message_figure
 from scalebook_utils.views.ch08_common import BOOK_PRECISIONS, SLICES, TP_PREFIX
 from scalebook_utils.views.ch08_common import plain_log_axes as _log_axes
 from scalebook_utils.views.ch08_common import precision_meaning as _meaning
 from scalebook_utils.views.ch08_common import safe_num as _safe_num
-from scalebook_utils.views.ch08_common import shape_text as _shape_text
-from scalebook_utils.views.ch08_common import slice_chips as _shape
 
 __all__ = ["tp_check", "tp_check_readout", "render_tp_check", "tp_check_widget"]
 
 
 # --- 3. which sharding: the comm-bound check for model parallelism ---------------------------------------------
-
-
-def tp_check(
-    model="llama3-70b", chip="tpu-v5e", slice_="4x8", precision="bf16", B: float = 64, *, beta: float | None = None
-) -> dict:
-    """Ch. 8 in-text question 9 on a slice used as one model-parallel axis of Y = all its chips, spanning M_Y
-    torus axes (the dims longer than 1):
-
-    - large batch (compute-bound matmuls): comm-bound when Y > F·M_Y/α_ici (`tp_limit_large_batch`);
-    - small batch (memory-bound): comm-bound when Y > F/(B·β) (`tp_limit_small_batch`; β the chip's W_hbm/W_ici
-      unless `beta`, the book uses 8);
-    - one [B, D]·[D, F] matmul with F sharded Y ways: T_math, T_hbm, T_ici (`tp_matmul_times`, one ICI axis
-      as the book writes it) and which one bounds it.
-
-    Returns a dict: model, chip, precision, slice, Y, M_Y, B, B_crit, large_limit, small_limit, times, bound,
-    comm_bound_large, comm_bound_small, comm_bound_at_B (T_ici above both other terms)."""
-    cfg, c, p = tf.get_model(model), get_chip(chip), I.get_precision(precision)
-    Y, shape = _shape(c, slice_)
-    M_Y = max(1, sum(1 for d in shape if d > 1))
-    large = I.tp_limit_large_batch(cfg.F, c, p, M_Y=M_Y)
-    small = I.tp_limit_small_batch(cfg.F, B, c, p, beta=beta)
-    t = I.tp_matmul_times(B, cfg.D, cfg.F, Y, c, p)
-    return {
-        "model": cfg.name,
-        "chip": c.name,
-        "precision": p.name,
-        "slice": _shape_text(shape),
-        "Y": Y,
-        "M_Y": M_Y,
-        "B": B,
-        "B_crit": I.critical_batch(c, p),
-        "large_limit": large,
-        "small_limit": small,
-        "times": t,
-        "bound": t.bottleneck,
-        "comm_bound_large": Y > large,
-        "comm_bound_small": Y > small,
-        "comm_bound_at_B": t.bottleneck == "ICI",
-    }
 
 
 def _verdict(bound: bool) -> str:

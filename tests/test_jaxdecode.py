@@ -209,8 +209,8 @@ def test_bad_input_raises_clear_errors(micro):
     _, cache = jd.prefill(micro, tokens, MICRO, MAX_LEN)
     token = tokens[:, -1]
     cases = [
-        (lambda: jd.init_cache(MICRO, 0, 8), r"B \(batch\) must be a positive integer, got 0"),
-        (lambda: jd.init_cache(MICRO, 2, 0), "max_len must be a positive integer"),
+        (lambda: jd.init_cache(MICRO, 0, 8), r"B \(batch\) must be an integer ≥ 1, got 0"),
+        (lambda: jd.init_cache(MICRO, 2, 0), "max_len must be an integer ≥ 1"),
         (lambda: jd.prefill(micro, tokens, MICRO, 5), "prompt length T=6 exceeds the cache: max_len=5"),
         (lambda: jd.prefill(micro, tokens + MICRO.V, MICRO, 8), r"token ids must lie in \[0, V=128\)"),
         (lambda: jd.prefill(micro, tokens[0], MICRO, 8), r"tokens must be \[B, T\]"),
@@ -225,7 +225,7 @@ def test_bad_input_raises_clear_errors(micro):
             r"cache arrays must be \[L, B, K, max_len, H\]",
         ),
         (lambda: jd.decode_step(micro, token, {"k": cache["k"]}, 4, MICRO), "cache must be the dict"),
-        (lambda: jd.generate(micro, tokens, MICRO, 0), "steps must be a positive integer, got 0"),
+        (lambda: jd.generate(micro, tokens, MICRO, 0), "steps must be an integer ≥ 1, got 0"),
         (
             lambda: jd.generate(jd.serving_params(micro, MICRO), tokens, MICRO, 2, use_cache=False),
             "needs tinymodel parameters",
@@ -233,8 +233,8 @@ def test_bad_input_raises_clear_errors(micro):
         (lambda: jd.decode_roofline(MICRO, 0, 8, FAKE), "B must be a positive number"),
         (lambda: jd.decode_roofline(MICRO, 1, 8, FAKE, form="max"), "form must be one of upper, book, lower"),
         (lambda: jd.decode_roofline(MICRO, 1, 8, FAKE, read_bytes_per_s=0), "read_bytes_per_s must be a positive"),
-        (lambda: jd.measure_decode(MICRO, batches=(4, 0), calibration=FAKE), r"B \(batch\) must be a positive"),
-        (lambda: jd.prefill_vs_decode(MICRO, B=1, T=0), r"T \(prompt\) must be a positive integer"),
+        (lambda: jd.measure_decode(MICRO, batches=(4, 0), calibration=FAKE), r"B \(batch\) must be an integer ≥ 1"),
+        (lambda: jd.prefill_vs_decode(MICRO, B=1, T=0), r"T \(prompt\) must be an integer ≥ 1"),
         (
             lambda: jd.measure_decode(MICRO, calibration=dataclasses.replace(FAKE, dtype="bfloat16")),
             "pass a float32 calibration",

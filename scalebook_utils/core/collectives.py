@@ -401,8 +401,20 @@ def ring_scalars_per_link(kind: str, N: float, D: float, bidirectional: bool = F
     return N * N * math.floor(D * D / 4) / (2 * D * D)
 
 
+def knee_bytes(kind: str, chip: ChipSpec | str, axis_sizes, wraparound=True) -> float:
+    """Bytes where the latency and bandwidth terms of a collective's cost are equal (the regime boundary).
+
+    Both terms are linear in bytes / constant, so knee = n · latency_s / bandwidth_s at any n.
+    For 'ppermute' `axis_sizes` is ignored (one hop). Book ch. 3, "A Deeper Dive…" (latency-bound regime).
+    """
+    kw = {"hops": 1} if normalize_kind(kind) == "ppermute" else {"wraparound": wraparound}
+    c = collective(kind, 1e9, axis_sizes, chip, **kw)
+    return 1e9 * c.latency_s / c.bandwidth_s if c.bandwidth_s > 0 else math.inf
+
+
 __all__ = [
     "KINDS",
+    "knee_bytes",
     "CollectiveCost",
     "check_fits",
     "all_gather",

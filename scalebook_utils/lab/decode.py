@@ -33,7 +33,7 @@ import numpy as np
 from scalebook_utils.core.inference import costs as inference
 from scalebook_utils.core.roofline import lower_bound, upper_bound
 from scalebook_utils.core.transformer import TransformerConfig, kv_cache_bytes_per_token, matmul_params, param_count
-from scalebook_utils.core.units import canonical_dtype, dtype_bytes, is_int, require_positive
+from scalebook_utils.core.units import canonical_dtype, dtype_bytes, is_int, require_int, require_positive
 from scalebook_utils.lab import runtime as jaxlab
 from scalebook_utils.lab import tinymodel
 from scalebook_utils.lab._compat import block_until_ready
@@ -62,12 +62,6 @@ ROOFLINE_FORMS = ("upper", "book", "lower")
 READ_BYTES, MATMUL_N = 64 * 2**20, (512, 1024)
 
 
-def _positive(name: str, v) -> int:
-    if not is_int(v) or v < 1:
-        raise ValueError(f"{name} must be a positive integer, got {v!r}")
-    return int(v)
-
-
 # --- the KV cache ----------------------------------------------------------------------------------
 
 
@@ -77,7 +71,7 @@ def init_cache(cfg: TransformerConfig, B: int, max_len: int, dtype="float32") ->
     Bytes: 2·L·B·max_len·K·H·w = `transformer.kv_cache_bytes_per_token(cfg, dtype)`·max_len·B (w bytes per
     element)."""
     check_config(cfg)
-    shape = (cfg.L, _positive("B (batch)", B), cfg.K, _positive("max_len", max_len), cfg.H)
+    shape = (cfg.L, require_int("B (batch)", B), cfg.K, require_int("max_len", max_len), cfg.H)
     return {"k": jnp.zeros(shape, dtype), "v": jnp.zeros(shape, dtype)}
 
 
@@ -220,7 +214,7 @@ def prefill(params, tokens, cfg: TransformerConfig, max_len: int, *, dtype=None)
     parameters'). ValueError unless 1 ≤ T ≤ max_len and every id is in [0, V)."""
     check_config(cfg)
     tokens = check_tokens(tokens, cfg)
-    if tokens.shape[1] > _positive("max_len", max_len):
+    if tokens.shape[1] > require_int("max_len", max_len):
         raise ValueError(f"prompt length T={tokens.shape[1]} exceeds the cache: max_len={max_len}")
     logits, cache = _prefill_jit(
         params, tokens, cfg=cfg, max_len=max_len, dtype=str(jnp.dtype(dtype or params["embedding"].dtype))
@@ -273,7 +267,7 @@ def generate(
     """
     check_config(cfg)
     tokens = check_tokens(prompt, cfg)
-    steps = _positive("steps", steps)
+    steps = require_int("steps", steps)
     (B, T), n = tokens.shape, tokens.shape[1] + steps - 1
     if not use_cache and "unembedding_t" in params:
         raise ValueError("use_cache=False runs tinymodel.forward, which needs tinymodel parameters, not serving_params")
@@ -329,7 +323,7 @@ def served_model(cfg: TransformerConfig) -> inference.ServedModel:
 
 
 def _read_timer(n_bytes: int):
-    x = jnp.ones((_positive("n_bytes", n_bytes) // 4,), jnp.float32)
+    x = jnp.ones((require_int("n_bytes", n_bytes) // 4,), jnp.float32)
     total = jax.jit(jnp.sum)
     block_until_ready(total(x))
     return lambda: total(x)
@@ -341,7 +335,7 @@ def read_bandwidth(n_bytes: int = READ_BYTES, repeats: int = 5) -> float:
     A decode step only reads (weights, cache). `jaxlab.calibrate`'s W counts the read + write bytes of an
     in-place update, which this 2-core VM moves ≈ 1.5–2× faster than reads alone (seen: W ≈ 25–30 GB/s,
     reads ≈ 15–18 GB/s; a core keeps only so many reads in flight, while writes are posted)."""
-    best = jaxlab.time_fn(_read_timer(n_bytes), warmup=0, repeats=_positive("repeats", repeats), min_time=0.0)
+    best = jaxlab.time_fn(_read_timer(n_bytes), warmup=0, repeats=require_int("repeats", repeats), min_time=0.0)
     return n_bytes / best
 
 
@@ -452,7 +446,7 @@ def _best_times(fns: dict, rounds: int, min_time: float = 0.01) -> dict:
     """Best seconds per call of each zero-argument fn over `rounds` interleaved passes of `jaxlab.time_fn`:
     on a shared machine a burst of load then costs one sample of every fn, not every sample of one."""
     best = dict.fromkeys(fns, math.inf)
-    for _ in range(_positive("rounds", rounds)):
+    for _ in range(require_int("rounds", rounds)):
         for name, fn in fns.items():
             best[name] = min(best[name], jaxlab.time_fn(fn, warmup=0, repeats=1, min_time=min_time))
     return best
@@ -480,7 +474,7 @@ def measure_decode(
     weights are loaded for few tokens); above it, it grows ∝ B (compute-bound).
     """
     check_config(cfg)
-    batches, S = [_positive("B (batch)", b) for b in batches], _positive("S (context)", S)
+    batches, S = [require_int("B (batch)", b) for b in batches], require_int("S (context)", S)
     if form not in ROOFLINE_FORMS:
         raise ValueError(f"form must be one of {', '.join(ROOFLINE_FORMS)}; got {form!r}")
     if calibration is not None and calibration.mode != "fp32":
@@ -559,7 +553,7 @@ def prefill_vs_decode(
     B·T·(2·P_matmul + 4·(T + 1)·N·H·L)/C + P_read·4/W, decode `decode_roofline` with S = T + 1. C and W are
     measured alongside, or C is taken from `calibration` (as `measure_decode`)."""
     check_config(cfg)
-    B, T = _positive("B (batch)", B), _positive("T (prompt)", T)
+    B, T = require_int("B (batch)", B), require_int("T (prompt)", T)
     params = serving_params(tinymodel.init_params(cfg, key), cfg)
     tokens = tinymodel.sample_tokens(cfg, B, T, key)
     timers = {

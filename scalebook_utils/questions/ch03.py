@@ -124,23 +124,11 @@ def q6_plan(part: str, I=4096, J=4096, K=4096) -> sh.MatmulPlan:
 
 
 def _q6(part: str):
-    """T_comms(I, J, K) of q6 `part`: the plan's collectives (found once at I = J = K = 4096), each re-costed
-    for the bytes of its input array at (I, J, K) — sizes need not divide the mesh."""
+    """T_comms(I, J, K) of q6 `part`: the plan's collectives (found once at I = J = K = 4096) re-costed for the
+    bytes of each one's input array at (I, J, K) (`sharding.comm_seconds_at`)."""
     base = {"I": 4096, "J": 4096, "K": 4096}
-    steps = q6_plan(part).steps
-    mesh = sh.parse_mesh(Q6_MESH)
-
-    def t_comms(I, J, K):
-        dims = {"I": I, "J": J, "K": K}
-        total = 0.0
-        for s in steps:
-            arr = sh.parse_array(s.before)
-            scale = math.prod(dims[d] for d in arr.dims) / math.prod(base[d] for d in arr.dims)
-            sizes = tuple(mesh.size(a) for a in s.axes)
-            total += col.collective(s.kind, s.n_bytes * scale, sizes, V5E, wraparound=False).seconds
-        return total
-
-    return t_comms
+    plan = q6_plan(part)
+    return lambda I, J, K: sh.comm_seconds_at(plan, {"I": I, "J": J, "K": K}, base, V5E)
 
 
 def q7_bytes_per_device(option: str) -> float:

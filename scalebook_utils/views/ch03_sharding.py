@@ -16,14 +16,13 @@ CPU devices, `lab` imported only then) and the collective-cost explorer (`collec
 
 from __future__ import annotations
 
-import math
-
 import ipywidgets as W
 import numpy as np
 from IPython.display import clear_output
 from matplotlib.figure import Figure
 
 from scalebook_utils.core.collectives import KINDS
+from scalebook_utils.core.collectives import knee_bytes as collective_knee_bytes
 from scalebook_utils.core.hardware import ChipSpec, get_chip
 from scalebook_utils.core.units import format_si
 from scalebook_utils.views._kit import (
@@ -130,19 +129,6 @@ def sharding_blocks_figure(array, mesh, shape, *, ax=None, figsize=(4.2, 3.6), t
         fontsize=9,
     )
     return fig
-
-
-def collective_knee_bytes(kind: str, chip: ChipSpec | str, axis_sizes, wraparound=True) -> float:
-    """Bytes where the latency and bandwidth terms of a collective's cost are equal (the regime boundary).
-
-    Both terms are linear in bytes / constant, so knee = n · latency_s / bandwidth_s at any n.
-    For 'ppermute' `axis_sizes` is ignored (one hop). Book ch. 3, "A Deeper Dive…" (latency-bound regime).
-    """
-    from scalebook_utils.core import collectives
-
-    kw = {"hops": 1} if collectives.normalize_kind(kind) == "ppermute" else {"wraparound": wraparound}
-    c = collectives.collective(kind, 1e9, axis_sizes, chip, **kw)
-    return 1e9 * c.latency_s / c.bandwidth_s if c.bandwidth_s > 0 else math.inf
 
 
 def collective_time_figure(

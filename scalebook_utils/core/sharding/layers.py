@@ -12,13 +12,14 @@ Matmuls in the book's notation, e.g. ("In[B, D_XY] ·_D W_in[D, F_XY] → H[B, F
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from scalebook_utils.core.hardware import ChipSpec
 from scalebook_utils.core.sharding.matmul import Matmul, parse_matmul, plan
-from scalebook_utils.core.sharding.notation import Mesh, ShardingError, bytes_per_device
+from scalebook_utils.core.sharding.notation import Mesh, ShardingError, bytes_per_device, parse_array
 
-__all__ = ["layer_time", "layer_bytes_per_device"]
+__all__ = ["layer_time", "layer_bytes_per_device", "comm_seconds_at"]
 
 
 def _chain(matmuls: Sequence[Matmul | str]) -> list[Matmul]:
@@ -57,3 +58,19 @@ def layer_bytes_per_device(
         raise ShardingError(f"the layer's last matmul {chain[-1].spec()} names no output (write '… → Out[…]')")
     arrays = (chain[0].a, *(m.b for m in chain), chain[-1].out)
     return sum(bytes_per_device(a, mesh, shapes, dtype) for a in arrays)
+
+
+def comm_seconds_at(plan, dims: dict, base: dict, chip="tpu-v5e", *, wraparound: bool = False) -> float:
+    """A plan's communication time at other sizes: each collective the plan found at dims `base` re-costed for
+    the bytes of its input array at `dims` (bytes scale with the product of that array's dims; the sizes need not
+    divide the mesh). Book ch. 3, Question 6 asks T_comms as a function of I, J, K. `plan` is a `MatmulPlan`."""
+    from scalebook_utils.core import collectives as col
+
+    mesh = plan.mesh
+    total = 0.0
+    for s in plan.steps:
+        arr = parse_array(s.before)
+        scale = math.prod(dims[d] for d in arr.dims) / math.prod(base[d] for d in arr.dims)
+        sizes = tuple(mesh.size(a) for a in s.axes)
+        total += col.collective(s.kind, s.n_bytes * scale, sizes, chip, wraparound=wraparound).seconds
+    return total

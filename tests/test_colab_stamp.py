@@ -214,8 +214,14 @@ def test_installer_names_the_fix_for_a_source_that_does_not_exist(monkeypatch):
 
 
 def test_the_installer_is_standard_library_only():
-    imports = [line.strip() for line in function_source().split("\n") if line.strip().startswith(("import ", "from "))]
-    assert imports == ["import importlib, importlib.metadata as md, os, re, subprocess, sys"]
+    import ast
+    import sys
+
+    tree = ast.parse(function_source())
+    modules = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    modules |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert modules == {"importlib", "os", "re", "subprocess", "sys"}
+    assert modules <= set(sys.stdlib_module_names)
 
 
 def test_a_setup_cell_without_an_install_block_is_named(tmp_path, capsys):

@@ -204,9 +204,18 @@ def test_no_import_cycle_between_modules():
 def test_every_module_imports_in_a_fresh_interpreter_in_any_order(seed):
     order = MODULES[:]
     random.Random(seed).shuffle(order)
-    code = f"import importlib\nfor m in {order!r}:\n    importlib.import_module('{ROOT}.' + m)\nprint('ok')"
+    # A module whose optional library is absent here (the oldest-JAX venv has no matplotlib or ipywidgets) is
+    # skipped; any other ImportError — a cycle's "partially initialized module" — fails the test.
+    optional = sorted(HEAVY | {"nbformat", "psutil", "xprof", "PIL"})
+    code = (
+        f"import importlib\nskipped = 0\nfor m in {order!r}:\n"
+        f"    try:\n        importlib.import_module('{ROOT}.' + m)\n"
+        f"    except ModuleNotFoundError as e:\n"
+        f"        if (e.name or '').split('.')[0] not in {optional!r}:\n            raise\n        skipped += 1\n"
+        f"print('ok', skipped)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
-    assert out.stdout.strip() == "ok", out.stderr[-2000:]
+    assert out.stdout.split()[:1] == ["ok"], out.stderr[-2000:]
 
 
 CORE = [m for m in MODULES if _layer(m) in ("core", "questions", "grading")]

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import ChipSpec, get_chip
 from scalebook_utils.core.training import layouts as TL
-from scalebook_utils.core.training.costs import ACT_BYTES, Memory, dcn_bandwidth, ici_bandwidth, tpu_spec
+from scalebook_utils.core.training.costs import dcn_bandwidth, ici_bandwidth, tpu_spec
+from scalebook_utils.core.training.zero_memory import ACT_BYTES, Memory
 from scalebook_utils.core.units import format_bytes, format_time, require_bytes, require_int, require_positive
 
 __all__ = ["Config", "Estimate", "evaluate", "ici_axes", "tpu_times"]

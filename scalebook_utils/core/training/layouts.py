@@ -36,14 +36,6 @@ from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.errors import name_index, resolve_name
 from scalebook_utils.core.hardware import ChipSpec
 from scalebook_utils.core.training import schedules as ps
-from scalebook_utils.core.training.costs import (
-    PARAM_BYTES,
-    Memory,
-    MemoryOptions,
-    checkpoint_bytes,
-    dp_bytes_per_param,
-    training_memory,
-)
 
 # remat policies, a model's terms, activations and memory per chip: re-exported as part of this module
 from scalebook_utils.core.training.memory import (
@@ -62,6 +54,14 @@ from scalebook_utils.core.training.memory import (
     remat_name,
     remat_policy,
     routed_expert_params,
+)
+from scalebook_utils.core.training.zero_memory import (
+    PARAM_BYTES,
+    Memory,
+    MemoryOptions,
+    checkpoint_bytes,
+    dp_bytes_per_param,
+    training_memory,
 )
 from scalebook_utils.core.units import format_bytes, require_int
 

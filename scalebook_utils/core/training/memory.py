@@ -27,7 +27,13 @@ from dataclasses import dataclass, replace
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.errors import name_index, resolve_name
 from scalebook_utils.core.training import schedules as ps
-from scalebook_utils.core.training.costs import PARAM_BYTES, Memory, MemoryOptions, checkpoint_bytes, training_memory
+from scalebook_utils.core.training.zero_memory import (
+    PARAM_BYTES,
+    Memory,
+    MemoryOptions,
+    checkpoint_bytes,
+    training_memory,
+)
 from scalebook_utils.core.units import require_positive
 
 __all__ = [

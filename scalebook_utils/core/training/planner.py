@@ -16,7 +16,9 @@ Two layers of model:
 
 The planner's modules (`scalebook_utils.core.training`; every name below is re-exported here):
 `estimate` (`Config`, `Estimate`, the book's TPU estimate `evaluate`, `ici_axes`), `practitioner`
-(`evaluate_layout` and the practitioner's estimate of one layout) and this module (`Plan`, `plan`: the search).
+(`evaluate_layout` and the practitioner's estimate of one layout), `plan_report` (`Plan`: the ranked estimates,
+`best`, `table`, `explain()`) and this module (`plan`: the search — the layouts it enumerates and how it keeps
+the fastest of each).
 
 One entry point for both kinds of chip (issue 17): `plan(model, chip, n_chips=, batch_tokens=, seq_len=, …)`
 ranks layouts and `evaluate_layout(model, chip, n_chips=, batch_tokens=, seq_len=, dp=, tp=, pp=, …)` estimates
@@ -35,7 +37,6 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import ChipSpec, get_chip
@@ -81,11 +82,9 @@ from scalebook_utils.core.training.costs import (
 )
 from scalebook_utils.core.training.estimate import Config, Estimate, evaluate, ici_axes
 from scalebook_utils.core.training.layouts import CONVENTIONS, REMAT_CHOICES, REMAT_POLICIES, CommLoad
+from scalebook_utils.core.training.plan_report import Plan
 from scalebook_utils.core.training.practitioner import MEMORY_OPTIONS, evaluate_layout
 from scalebook_utils.core.units import (
-    format_bytes,
-    format_si,
-    format_time,
     is_int,
     require_bytes,
     require_choices,
@@ -97,7 +96,7 @@ CH5 = "book ch. 5 'How to Parallelize a Transformer for Training'"
 CH6 = "book ch. 6 'Training LLaMA 3 on TPUs'"
 
 __all__ = [
-    # the planner (this module and its siblings estimate, practitioner)
+    # the planner (this module and its siblings estimate, practitioner, plan_report)
     "CH5",
     "CH6",
     "Config",
@@ -149,122 +148,7 @@ __all__ = [
 ]
 
 
-# --- the plan: every layout, fastest feasible first -------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Plan:
-    """Every configuration considered, fastest feasible first; `best` and `explain()` for the winner."""
-
-    model: tf.TransformerConfig
-    chip: str
-    n_chips: int
-    batch_tokens: float
-    seq_len: int
-    estimates: tuple[Estimate, ...]
-    conventions: str = "book"
-    options_text: str = ""
-
-    @property
-    def feasible(self) -> list[Estimate]:
-        return [e for e in self.estimates if e.feasible]
-
-    @property
-    def best(self) -> Estimate:
-        if not self.feasible:
-            reasons = sorted({e.reason for e in self.estimates})[:3]
-            raise ValueError(
-                f"no configuration of {self.model.name} fits {self.n_chips} {self.chip} chips with a "
-                f"batch of {format_si(self.batch_tokens)} tokens; e.g. " + " | ".join(reasons)
-            )
-        return self.feasible[0]
-
-    def best_of(self, family: str) -> Estimate | None:
-        """The fastest feasible estimate of one family (see `Estimate.family`), or None."""
-        return next((e for e in self.feasible if e.family == family), None)
-
-    def table(self, n: int = 10) -> list[dict]:
-        rows = []
-        for e in self.feasible[:n]:
-            rows.append(
-                {
-                    "config": e.config.name,
-                    "zero": e.config.zero,
-                    "remat": e.config.remat,
-                    "step_s": e.step_time,
-                    "mfu": e.mfu,
-                    "hfu": e.hfu,
-                    "bound": e.bound,
-                    "memory_per_chip_bytes": e.memory.total,
-                    "tokens_per_chip": e.tokens_per_chip,
-                    "pipeline": e.config.pipeline if e.config.Z > 1 else "",
-                    "microbatches": e.config.microbatches,
-                }
-            )
-        return rows
-
-    def explain(self) -> str:
-        """Two or three sentences: the winner and what bounds it (the planner's own times), the chapter's
-        rules of thumb at this batch per chip, and the best pure-FSDP alternative."""
-        b = self.best
-        spec = get_chip(self.chip)
-        comms = {k: v for k, v in b.times.items() if k != "compute"}
-        slowest = max(comms, key=comms.get)
-        if b.compute_bound:
-            why = (
-                f"compute-bound (its slowest communication, {slowest}, needs {comms[slowest] / b.t_math:.0%} "
-                "of the compute time)"
-                if comms[slowest] > 0
-                else "compute-bound (no communication)"
-            )
-        else:
-            why = f"bound by {b.bound} ({b.step_time / b.t_math:.2f}× the compute time)"
-        unit = "GPU" if spec.kind == "gpu" else "chip"
-        text = (
-            f"{b.config.name} wins: {format_time(b.step_time)} per step at {b.mfu:.0%} MFU, {why}, "
-            f"{format_bytes(b.memory.total)} per {unit}."
-        )
-        per_chip = self.batch_tokens / self.n_chips
-        if spec.kind == "gpu":
-            from scalebook_utils.core.gpu import training as gpu_training
-
-            text += gpu_training.rules_of_thumb(self.model, spec, self.n_chips, b)
-        else:
-            n_axes = spec.ici_torus_dims or 1
-            text += (
-                f" Chapter 5's rules of thumb at {per_chip:.0f} tokens per chip: FSDP alone needs more than "
-                f"α/M_X = {dp_min_batch_per_chip(spec, n_axes):.0f}, FSDP+TP more than α²/(M_X·M_Y·F) = "
-                f"{mixed_min_batch_per_chip(self.model.F, spec, max(n_axes - 1, 1), 1):.0f}."
-            )
-        alt = self.best_of("fsdp")
-        if alt is not None and alt is not b:
-            text += (
-                f" Best pure FSDP: {alt.config.name}, {alt.step_time / b.step_time:.2f}× slower (bound by {alt.bound})."
-            )
-        elif alt is None:
-            fs = [e for e in self.estimates if e.family == "fsdp"]
-            if fs:
-                text += f" Pure FSDP is not an option here: {fs[0].reason}."
-        if self.conventions == "practitioner":
-            c, mb = b.config, self.batch_tokens / self.seq_len / (b.config.X * b.config.slices) / b.config.microbatches
-            sched = (
-                (
-                    f"{c.pipeline} over {c.Z} stages"
-                    + (f" × {c.virtual_stages} virtual" if c.virtual_stages > 1 else "")
-                    + (f" (layers {_runs(c.stage_layers)})" if c.stage_layers else "")
-                    + f", bubble {b.bubble:.0%}"
-                )
-                if c.Z > 1
-                else "no pipeline"
-            )
-            parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in b.memory.as_dict().items() if v)
-            text += (
-                f" The winner runs {c.microbatches} micro-batch{'es' if c.microbatches > 1 else ''} of "
-                f"{mb:g} sequence{'s' if mb != 1 else ''} per data shard, {sched}, "
-                f"{'no' if c.remat == 'none' else c.remat} recomputation (HFU {b.hfu:.0%}); per {unit}: {parts}. "
-                f"Defaults: {self.options_text}."
-            )
-        return text
+# --- the book's search (ch. 5–6): every X·Y·Z layout of TPU slices, fastest feasible first ------------------
 
 
 def _book_plan(
@@ -522,18 +406,6 @@ def _fastest(st: TP.Setting, group: list[dict], first_feasible: bool) -> Estimat
         if first_feasible and e.feasible:
             break
     return best
-
-
-def _runs(xs) -> str:
-    """1, 1, 1, 2 → "1 ×3, 2" (a stage list in a sentence)."""
-    out, i = [], 0
-    while i < len(xs):
-        j = i
-        while j < len(xs) and xs[j] == xs[i]:
-            j += 1
-        out.append(f"{xs[i]}" + (f" ×{j - i}" if j - i > 1 else ""))
-        i = j
-    return ", ".join(out)
 
 
 def _finite(x: float) -> float:

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import ChipSpec, get_chip
 from scalebook_utils.core.training import layouts as TL
-from scalebook_utils.core.training.costs import Memory, MemoryOptions, tpu_spec
+from scalebook_utils.core.training.costs import tpu_spec
 from scalebook_utils.core.training.estimate import Config, Estimate, evaluate, tpu_times
 from scalebook_utils.core.training.layouts import CONVENTIONS
+from scalebook_utils.core.training.zero_memory import Memory, MemoryOptions
 from scalebook_utils.core.units import require_bool, require_int, require_positive
 
 __all__ = [

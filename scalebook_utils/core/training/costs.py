@@ -1,5 +1,5 @@
 """The closed-form side of book ch. 5 "How to Parallelize a Transformer for Training": the per-strategy
-rooflines and memory of DP, FSDP, TP and FSDP + TP.
+rooflines of DP, FSDP, TP and FSDP + TP (their memory is `zero_memory`, re-exported here).
 
 Notation (book ch. 5 "What Do We Mean By Scaling?"): B is the batch in **tokens** (the whole batch, not
 per chip), D = d_model, F = d_ff, L layers; X chips of data parallelism (DP/FSDP), Y of tensor

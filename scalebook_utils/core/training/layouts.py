@@ -14,7 +14,7 @@ Two conventions:
   Parallelism"), activations of the whole global batch by the rule of thumb (20·D per token and layer, ch. 4)
   spread over all chips, the GPipe bubble, stages that divide L.
 - "practitioner" (`practitioner_shape`, `practitioner_flops`, `practitioner_memory`, `practitioner_comm_load`, with
-  `training_costs.MemoryOptions` and `pipeline_schedules`' stages and schedules): memory as
+  `zero_memory.MemoryOptions` and `pipeline_schedules`' stages and schedules): memory as
   a mixed-precision Adam run counts it — bf16 weights (2 B/param) + fp32 master weights (4) + fp32 Adam m, v (8)
   + bf16 gradients (2) = 16 B/param before ZeRO (Rajbhandari et al. 2020 count 16 too, with fp16), each an
   option; activations per micro-batch and per tensor (attention, MLP, norms, logits; after Korthikanti et al.

@@ -10,7 +10,7 @@ which under flash attention is "none"), "full" (keep each block's input, recompu
 - The book's memory (`book_memory`): bf16 weights + fp32 Adam moments = 10 B/param, no gradient bytes (ch. 5
   "Data Parallelism"), activations of the whole global batch by the rule of thumb (20·D per token and layer,
   ch. 4) spread over all chips.
-- The practitioner's (`practitioner_memory`, with `training_costs.MemoryOptions`): 16 B/param before ZeRO, each
+- The practitioner's (`practitioner_memory`, with `zero_memory.MemoryOptions`): 16 B/param before ZeRO, each
   part an option; activations per micro-batch and per tensor (`activation_parts`: attention, MLP, norms, logits;
   after Korthikanti et al. 2022) times the micro-batches in flight on each stage (`pipeline_schedules.in_flight`).
 

@@ -23,7 +23,7 @@ the fastest of each).
 One entry point for both kinds of chip (issue 17): `plan(model, chip, n_chips=, batch_tokens=, seq_len=, …)`
 ranks layouts and `evaluate_layout(model, chip, n_chips=, batch_tokens=, seq_len=, dp=, tp=, pp=, …)` estimates
 one; a TPU gets ICI and DCN slices, a GPU an NVLink node and a fat tree (`gpu_training`). Both count memory as a
-practitioner does by default (`training_layouts.MemoryOptions`: 16 B/param, activations per micro-batch and
+practitioner does by default (`zero_memory.MemoryOptions`: 16 B/param, activations per micro-batch and
 tensor, 1F1B/interleaved/uneven pipelines) and as the book does with `conventions="book"`. The chapters' forms —
 `plan(model, batch_tokens, chip, …)`, `evaluate(model, batch_tokens, Config(…), chip)` and `gpu_training`'s —
 keep the book's conventions and numbers.

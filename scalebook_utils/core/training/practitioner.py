@@ -34,7 +34,7 @@ __all__ = [
     "setting",
 ]
 
-#: the keyword options of the practitioner's memory (the fields of `training_costs.MemoryOptions`)
+#: the keyword options of the practitioner's memory (the fields of `zero_memory.MemoryOptions`)
 MEMORY_OPTIONS = tuple(f for f in MemoryOptions.__dataclass_fields__)
 
 

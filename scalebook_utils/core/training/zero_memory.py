@@ -48,7 +48,7 @@ ACT_BYTES = 2  # bf16 activations
 @dataclass(frozen=True)
 class Memory:
     """Bytes per chip: parameters, gradients, optimizer state, activation checkpoints, FSDP's gathered layer, and
-    the optimizer's fp32 master weights (0 in the book's 10 bytes/param; `training_layouts.MemoryOptions`)."""
+    the optimizer's fp32 master weights (0 in the book's 10 bytes/param; `zero_memory.MemoryOptions`)."""
 
     params: float
     grads: float

@@ -2,8 +2,8 @@
 
 `ChipSpec` holds a chip's dense peak FLOPs/s per compute dtype (C), HBM capacity (bytes) and bandwidth
 (W_hbm, bytes/s), its interconnect (ICI for TPUs, NVLink and node egress for GPUs), the sources of every
-number and notes where versions of the book disagree; field names carry the unit. Its one derived ratio
-is the critical intensity α_hbm = C / W_hbm in FLOPs per byte (book ch. 1, "Where does the time go?").
+number and notes where versions of the book disagree; field names carry the unit. Among its derived
+quantities is the critical intensity α_hbm = C / W_hbm in FLOPs per byte (book ch. 1, "Where does the time go?").
 
 The chips themselves are in `chips_tpu` (book ch. 2) and `chips_gpu` (book ch. 12, vendor datasheets);
 `hardware` is the front door (`CHIPS`, `get_chip`) and re-exports both names defined here.

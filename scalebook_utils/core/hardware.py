@@ -20,7 +20,7 @@ lookups (`get_chip`, `chip_names`) and one chip's bandwidth hierarchy (`bandwidt
 from __future__ import annotations
 
 from scalebook_utils.core.chip_spec import ChipSpec, FrozenMap  # noqa: F401 - FrozenMap: kept name (moved)
-from scalebook_utils.core.chips_gpu import (  # noqa: F401 - the source citations: kept names (moved)
+from scalebook_utils.core.chips_gpu import (  # noqa: F401 - A100_DS … MI300X_DS (citations): kept names (moved)
     A100_DS,
     BOOK_GPUS,
     CH1,
@@ -31,7 +31,7 @@ from scalebook_utils.core.chips_gpu import (  # noqa: F401 - the source citation
     H100_DS,
     MI300X_DS,
 )
-from scalebook_utils.core.chips_tpu import (  # noqa: F401 - the source citations: kept names (moved)
+from scalebook_utils.core.chips_tpu import (  # noqa: F401 - CH2_CHIPS … CH8_PRICE (citations): kept names (moved)
     CH2_CHIPS,
     CH2_ICI,
     CH2_PCIE,

@@ -7,11 +7,13 @@ and a *builder* wiring ipywidgets controls to both (``.controls``, ``.readout()`
 shape) gives a readable line and a message figure, never an exception.
 
 This module draws the chapter's central picture (T_math / T_comms of DP, FSDP, TP and FSDP+TP against the
-batch per chip), step time against the batch, the planner, the threshold table and the pipeline schedule.
-The numbers it shows (`slice_info`, `picture_ratios`, `picture_thresholds`, `step_time_curves`,
-`threshold_rows`, the cached `get_plan`) are computed in `core.training.pictures` and re-exported here;
-`format_rows` comes from the views' kit. Chapter 6's views (parameters, days to train, memory, the budget
-widget, the decision path) are in `applied_training_views`, which uses the same core module and kit.
+batch per chip) and step time against the batch. The planner (readout, table, figure, widget) is in
+`ch05_planner` and the pipeline schedule in `ch05_pipelines`; this module re-exports both, so
+`training_views` is still the one name the notebooks import. The numbers it shows (`slice_info`,
+`picture_ratios`, `picture_thresholds`, `step_time_curves`, `threshold_rows`, the cached `get_plan`) are
+computed in `core.training.pictures` and re-exported here; `format_rows` comes from the views' kit.
+Chapter 6's views (parameters, days to train, memory, the budget widget, the decision path) are in
+`applied_training_views`, which uses the same core module and kit.
 
 Book ch. 5 "How to Parallelize a Transformer for Training".
 """
@@ -22,12 +24,9 @@ import math
 
 import ipywidgets as W
 import numpy as np
-from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
 from scalebook_utils.core.training import planner as T
 
@@ -35,7 +34,6 @@ from scalebook_utils.core.training import planner as T
 from scalebook_utils.core.training.pictures import (
     SCHEMES,
     get_plan,
-    model_name,
     picture_ratios,
     picture_thresholds,
     rank_schemes,
@@ -43,7 +41,7 @@ from scalebook_utils.core.training.pictures import (
     step_time_curves,
     threshold_rows,
 )
-from scalebook_utils.core.units import format_bytes, format_si, format_time
+from scalebook_utils.core.units import format_si, format_time
 from scalebook_utils.views._kit import (
     INPUT_ERRORS,
     attach,
@@ -56,6 +54,17 @@ from scalebook_utils.views._kit import (
     new_figure,
     plain_formatter,  # noqa: F401  (format_rows re-exported: `training_views.format_rows` stays)
     tpu_names,
+)
+
+# the chapter's other sections, re-exported (`training_views.planner_widget`, … as before)
+from scalebook_utils.views.ch05_pipelines import render_pipeline_schedule
+from scalebook_utils.views.ch05_planner import (
+    PLANNER_PREFIX,
+    planner_readout,
+    planner_rows,
+    planner_text,
+    planner_widget,
+    render_planner,
 )
 
 __all__ = [
@@ -83,10 +92,9 @@ __all__ = [
     "render_pipeline_schedule",
 ]
 
-#: The browser tests wait for these prefixes; do not change them.
+#: The browser tests wait for these prefixes; do not change them (PLANNER_PREFIX: `ch05_planner`).
 PICTURE_PREFIX = "training picture: "
 STEP_PREFIX = "step time: "
-PLANNER_PREFIX = "planner: "
 
 #: one colour per scheme of SCHEMES (core.training.pictures: the chapter's four schemes → the book's spelling)
 _COLORS = {"dp": "#e6550d", "fsdp": "#1f4e9c", "tp": "#31a354", "fsdp+tp": "#d62728"}
@@ -339,320 +347,4 @@ def render_step_time(
     ax.set_title(f"{name} {format_shape(shp)} (N = {N}), D = {D}, F = {F}: communication vs FLOPs time", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
-    return fig
-
-
-# --- (3) the planner -----------------------------------------------------------------------------------
-
-
-def _planner_head(model, chip, chips, slices, batch_tokens, seq_len) -> str:
-    if chips in (None, 0):
-        try:
-            chips_s = str(get_chip(chip).pod_chips)
-        except INPUT_ERRORS:
-            chips_s = "pod"
-    else:
-        chips_s = format_number(chips)
-    return (
-        f"{PLANNER_PREFIX}{model_name(model)}, {getattr(chip, 'name', chip)}, chips={chips_s}, "
-        f"slices={slices}, batch={format_si(float(batch_tokens), digits=3)} tokens, seq={seq_len}"
-    )
-
-
-def planner_readout(
-    model="llama3-70b",
-    chip="tpu-v5p",
-    chips: int | None = None,
-    slices: int = 1,
-    batch_tokens: float = 4 * 2**20,
-    seq_len: int = 4096,
-    allow_sequence_sharding: bool = True,
-) -> str:
-    """``planner: llama3-70b, tpu-v5p, chips=8960, slices=1, batch=4.19M tokens, seq=4096 → best: FSDP 2240 × TP 4 |
-    442 ms/step | MFU 100% | bound by compute | 13.2 GB/chip``."""
-    try:
-        head = _planner_head(model, chip, chips, slices, batch_tokens, seq_len)
-    except INPUT_ERRORS:  # a batch that is not a number: keep the line readable
-        head = f"{PLANNER_PREFIX}{model_name(model)}, {getattr(chip, 'name', chip)}, chips={chips}, slices={slices}"
-    try:
-        p = get_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
-        b = p.best
-    except INPUT_ERRORS as exc:
-        return f"{head} → no plan: {error_text(exc)}"
-    return (
-        f"{head} → best: {b.config.name} | {format_time(b.step_time)}/step | MFU {b.mfu:.0%} | "
-        f"bound by {b.bound} | {format_bytes(b.memory.total)}/chip"
-    )
-
-
-def planner_rows(
-    model="llama3-70b",
-    chip="tpu-v5p",
-    chips: int | None = None,
-    slices: int = 1,
-    batch_tokens: float = 4 * 2**20,
-    seq_len: int = 4096,
-    allow_sequence_sharding: bool = True,
-    n: int = 6,
-) -> list[dict[str, str]]:
-    """The `n` fastest feasible configurations as text cells: config, ZeRO, remat, step, MFU, bound, memory/chip."""
-    p = get_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
-    return [
-        {
-            "config": e.config.name,
-            "ZeRO": str(e.config.zero),
-            "remat": str(e.config.remat),
-            "step": format_time(e.step_time),
-            "MFU": f"{e.mfu:.0%}",
-            "bound by": e.bound,
-            "memory/chip": format_bytes(e.memory.total),
-        }
-        for e in p.feasible[:n]
-    ]
-
-
-def planner_text(
-    model="llama3-70b",
-    chip="tpu-v5p",
-    chips: int | None = None,
-    slices: int = 1,
-    batch_tokens: float = 4 * 2**20,
-    seq_len: int = 4096,
-    allow_sequence_sharding: bool = True,
-    n: int = 6,
-) -> str:
-    """The lines the planner widget prints under its readout: `Plan.explain()` and the top-`n` table."""
-    try:
-        p = get_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
-        explain = p.explain()
-    except INPUT_ERRORS as exc:
-        return f"(no feasible configuration: {error_text(exc)})"
-    return (
-        explain
-        + "\n\n"
-        + format_rows(planner_rows(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding, n))
-    )
-
-
-def _family(c: T.Config) -> str:
-    """The family `Plan.best_of` groups a configuration into."""
-    if c.Z > 1:
-        return "pp"
-    if c.Y > 1:
-        return "fsdp+tp" if c.X > 1 else "tp"
-    return "fsdp" if c.zero == 3 else "dp"
-
-
-_FAMILY_LABELS = {"dp": "DP, ZeRO-1/2", "fsdp": "FSDP", "tp": "TP", "fsdp+tp": "DP or FSDP + TP", "pp": "with pipeline"}
-
-
-def render_planner(
-    model="llama3-70b",
-    chip="tpu-v5p",
-    chips: int | None = None,
-    slices: int = 1,
-    batch_tokens: float = 4 * 2**20,
-    seq_len: int = 4096,
-    allow_sequence_sharding: bool = True,
-) -> Figure:
-    """Left: the winner's time components (compute and each communication; the longest sets the step).
-    Right: the step time of the best configuration of each family (DP, FSDP, TP, FSDP+TP, pipeline)."""
-    try:
-        p = get_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
-        b = p.best
-    except INPUT_ERRORS as exc:
-        return message_figure(f"cannot draw: {error_text(exc)}", figsize=(10, 1.4))
-    fig = Figure(figsize=(11.0, 4.0))  # fixed margins: constrained layout would double the widget's redraw time
-    ax1, ax2 = fig.subplots(1, 2, width_ratios=[1, 1.1])
-    fig.subplots_adjust(left=0.115, right=0.99, bottom=0.13, top=0.86, wspace=0.42)
-    times = {k: v for k, v in b.times.items() if v > 0 or k == "compute"}
-    names = list(times)[::-1]
-    vals = np.array([times[k] for k in names]) * 1e3
-    colors = ["#54a24b" if k == "compute" else "#e45756" if k == b.bound else "#9ecae1" for k in names]
-    ax1.barh(names, vals, color=colors)
-    for y, v in enumerate(vals):
-        ax1.text(v, y, f" {v:.3g} ms", va="center", fontsize=8)
-    ax1.set_xlim(0, vals.max() * 1.3)
-    ax1.set_xlabel("time per step (ms; they overlap, the longest sets the step)")
-    ax1.set_title(
-        f"winner: {b.config.name}\n{format_time(b.step_time)}/step, MFU {b.mfu:.0%}, bound by {b.bound}", fontsize=9
-    )
-    # grouped as the labels say (`_family`: DP+ZeRO-1/2 with TP counts as "DP or FSDP + TP"); p.feasible is ranked
-    fam = [
-        (k, next((e for e in p.feasible if _family(e.config) == k), None))
-        for k in ("dp", "fsdp", "tp", "fsdp+tp", "pp")
-    ]
-    labels, steps, cols, notes = [], [], [], []
-    for k, e in fam:
-        labels.append(_FAMILY_LABELS[k])
-        if e is None:
-            steps.append(0.0)
-            cols.append("0.8")
-            why = next((x.reason for x in p.estimates if _family(x.config) == k), None)
-            if why is None:
-                notes.append(" not tried: the planner keeps TP ≤ 64, PP ≤ 16")
-            else:
-                why = why.split("; ")[0]
-                notes.append(" infeasible: " + (why if len(why) <= 50 else why[:48] + "…"))
-        else:
-            steps.append(e.step_time * 1e3)
-            cols.append("#d62728" if e is b else "#1f4e9c")
-            notes.append(f" {format_time(e.step_time)}, bound by {e.bound}\n {e.config.name}")
-    labels, steps, cols, notes = labels[::-1], steps[::-1], cols[::-1], notes[::-1]
-    ax2.barh(labels, steps, color=cols)
-    top = max(steps) or 1.0
-    for y, (v, t) in enumerate(zip(steps, notes)):
-        ax2.text(v, y, t, va="center", fontsize=7)
-    ax2.set_xlim(0, top * 2.2)
-    ax2.set_xlabel("step time of the best configuration (ms)")
-    ax2.set_title(
-        f"best configuration of each family\n{p.model.name}, {format_si(p.batch_tokens, digits=3)} "
-        f"tokens, {p.n_chips:,} {p.chip} chips",
-        fontsize=9,
-    )
-    for a in (ax1, ax2):
-        a.tick_params(axis="y", labelsize=8)
-        a.grid(True, axis="x", alpha=0.3)
-    return fig
-
-
-_BATCH_CHOICES = [(f"{format_si(2.0**k, digits=3)} (2^{k})", 2**k) for k in range(17, 27)]
-
-
-def planner_widget(
-    model: str = "llama3-70b",
-    chip: str = "tpu-v5p",
-    chips: int | None = None,
-    slices: int = 1,
-    batch_tokens: int = 4 * 2**20,
-    seq_len: int = 4096,
-    allow_sequence_sharding: bool = True,
-    *,
-    n: int = 6,
-) -> W.VBox:
-    """Model, chip, chips per slice (default: the pod), a "slices" slider (DCN), global batch, sequence length and
-    'allow sequence sharding'; prints `planner_readout`, `Plan.explain()` and the top-`n` table, draws `render_planner`."""
-    spec = get_chip(chip)
-    models = list(tf.MODELS)
-    model_dd = W.Dropdown(options=models if model in models else [model] + models, value=model, description="model")
-    chip_dd = W.Dropdown(options=[c for c in tpu_names() if get_chip(c).pod_chips], value=spec.name, description="chip")
-    chips_box = W.BoundedIntText(value=int(chips or spec.pod_chips), min=1, max=10**6, description="chips/slice")
-    slices_sl = W.IntSlider(value=slices, min=1, max=16, description="slices", continuous_update=False)
-    batches = dict(_BATCH_CHOICES)
-    if batch_tokens not in batches.values():
-        batches = {format_si(float(batch_tokens), digits=3): int(batch_tokens)} | batches
-    batch_dd = W.Dropdown(options=list(batches.items()), value=int(batch_tokens), description="batch")
-    seq_dd = W.Dropdown(options=[1024, 2048, 4096, 8192, 16384, 32768], value=seq_len, description="seq len")
-    seq_cb = W.Checkbox(value=allow_sequence_sharding, description="allow sequence sharding")
-
-    def on_chip(change):  # registered before interactive_output: the chip's pod arrives with the chip
-        chips_box.value = get_chip(change["new"]).pod_chips
-
-    chip_dd.observe(on_chip, names="value")
-    box = W.VBox()
-
-    def view(model, chip, chips, slices, batch, seq, allow):
-        emit(
-            box,
-            planner_readout(model, chip, chips, slices, batch, seq, allow),
-            lambda: render_planner(model, chip, chips, slices, batch, seq, allow),
-            key=(model, chip, chips, batch, seq, allow),
-            lines=[planner_text(model, chip, chips, slices, batch, seq, allow, n)],
-        )
-
-    controls = {
-        "model": model_dd,
-        "chip": chip_dd,
-        "chips": chips_box,
-        "slices": slices_sl,
-        "batch": batch_dd,
-        "seq": seq_dd,
-        "allow": seq_cb,
-    }
-    out = W.interactive_output(view, controls)
-    box.children = [W.HBox([model_dd, chip_dd, chips_box]), W.HBox([batch_dd, seq_dd, seq_cb]), slices_sl, out]
-    values = lambda: tuple(c.value for c in controls.values())  # noqa: E731
-    return attach(box, controls, out, lambda: planner_readout(*values()), lambda: render_planner(*values()))
-
-
-# --- (5) pipelining: a schedule as a stage × time grid (book ch. 5 "Pipelining") --------------------------
-
-
-def _microbatch_colors(M: int) -> ListedColormap:
-    """M colours that read apart from the grey of idle slots: tab10 without its grey, then viridis."""
-    from matplotlib import colormaps
-
-    if M <= 9:
-        tab10 = colormaps["tab10"].colors
-        return ListedColormap([c for i, c in enumerate(tab10) if i != 7][:M])  # tab10[7] is grey
-    return ListedColormap(colormaps["viridis"](np.linspace(0, 1, M)))
-
-
-def render_pipeline_schedule(schedule, *, title: str | None = None, ax=None) -> Figure:
-    """A pipeline schedule as a stage × time grid, stage 0 on top: cell (s, t) coloured by the microbatch
-    that stage s works on at time step t (colorbar: microbatch id), idle slots (−1: the bubble) grey and hatched.
-
-    `schedule`: an integer grid [stages, time steps], e.g. `jaxpipeline.pipeline_schedule(P, M)` or the
-    schedule `jaxpipeline.gpipe_forward` ran. Cells carry their microbatch id while the grid is small enough
-    to read; the title gives the grid's idle fraction (GPipe: (P − 1)/(M + P − 1), `training.bubble_fraction`).
-    """
-    try:
-        grid = np.asarray(schedule)
-        if grid.ndim != 2 or grid.size == 0 or not np.issubdtype(grid.dtype, np.integer):
-            raise ValueError(
-                f"a schedule is a 2-D integer grid [stages, time steps]; got an array of shape "
-                f"{grid.shape} and dtype {grid.dtype}"
-            )
-    except INPUT_ERRORS as exc:
-        return message_figure(f"cannot draw: {error_text(exc)}")
-    P, steps = grid.shape
-    M = int(grid.max()) + 1
-    idle = grid < 0
-    fig, ax = new_figure((min(13.0, max(7.5, 2.6 + 0.42 * steps)), 1.9 + 0.42 * min(P, 24)), ax)
-    cmap = _microbatch_colors(max(M, 1))
-    norm = BoundaryNorm(np.arange(max(M, 1) + 1) - 0.5, cmap.N)
-    mesh = ax.pcolormesh(np.ma.masked_where(idle, grid), cmap=cmap, norm=norm, edgecolors="white", linewidth=1.5)
-    for s, t in zip(*np.nonzero(idle)):
-        ax.add_patch(Rectangle((t, s), 1, 1, facecolor="0.9", edgecolor="0.6", hatch="///", linewidth=0.5))
-    if steps <= 32 and P <= 16:
-        for s, t in zip(*np.nonzero(~idle)):
-            r, g, b, _ = cmap(norm(grid[s, t]))
-            dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.55
-            ax.text(
-                t + 0.5,
-                s + 0.5,
-                str(grid[s, t]),
-                ha="center",
-                va="center",
-                fontsize=8,
-                color="white" if dark else "black",
-            )
-    ax.set_xlim(0, steps)
-    ax.set_ylim(P, 0)  # stage 0 on top
-    every = next(k for k in (1, 2, 5, 10, 20, 50, 100, 200, 500, 10**9) if steps / k <= 24)
-    ax.set_xticks(np.arange(0, steps, every) + 0.5, [str(t) for t in range(0, steps, every)])  # labels on cells
-    every = next(k for k in (1, 2, 5, 10, 20, 50, 100, 200, 500, 10**9) if P / k <= 16)
-    ax.set_yticks(np.arange(0, P, every) + 0.5, [str(s) for s in range(0, P, every)])
-    ax.tick_params(length=0)
-    ax.set_xlabel("time step")
-    ax.set_ylabel("pipeline stage")
-    frac = float(idle.sum() / idle.size)
-    plural = lambda n, word: f"{n} {word}" + ("" if n == 1 else "es" if word.endswith("ch") else "s")  # noqa: E731
-    ax.set_title(
-        title or f"Pipeline schedule — {plural(P, 'stage')}, {plural(M, 'microbatch')}: {frac:.0%} idle",
-        fontsize=10,
-        loc="left",
-    )
-    if M > 0:
-        cbar = fig.colorbar(mesh, ax=ax, pad=0.01, fraction=0.04 if steps > 12 else 0.07)
-        cbar.set_label("microbatch id")
-        cbar.set_ticks(range(0, M, 1 if M <= 10 else math.ceil(M / 8)))
-    ax.legend(
-        handles=[Patch(facecolor="0.9", edgecolor="0.6", hatch="///", label="idle (bubble)")],
-        loc="lower right",
-        bbox_to_anchor=(1.0, 1.0),
-        fontsize=8,
-        frameon=False,
-        borderaxespad=0.3,
-    )
     return fig

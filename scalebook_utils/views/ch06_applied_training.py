@@ -4,7 +4,9 @@ widget and the book's decision path — readouts, figures and widgets over `trai
 The same three layers as `training_views` (DESIGN §3): a pure *readout* returning one deterministic line with
 a fixed prefix, a *render* function returning a matplotlib Figure, and a *builder* wiring ipywidgets
 controls to both. Bad input (an unknown model) gives a readable line and a message figure, never an
-exception. What it shares with chapter 5 comes from below the views: the cached planner (`get_plan`) and
+exception. The numbers it draws and prints (`param_breakdown`, `days_to_train`, `memory_per_chip`,
+`min_chips_for_memory`, `decision_path`) are computed in `core.training.applied` and re-exported here
+(`applied_training_views.days_to_train`, … as before). What it shares with chapter 5 comes from below the views:
 `model_name` from `core.training.pictures`, `format_rows` and the error handling from the views' kit
 (`views._kit`); the chapter-5 planner widget itself stays in `training_views`.
 
@@ -23,8 +25,19 @@ from matplotlib.ticker import NullFormatter
 
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
-from scalebook_utils.core.training import planner as T
-from scalebook_utils.core.training.pictures import get_plan, model_name
+
+# the numbers these views show (pure, in core; re-exported here)
+from scalebook_utils.core.training.applied import (
+    days_to_train,
+    decision_path,
+    memory_per_chip,
+    min_chips_for_memory,
+    param_breakdown,
+)
+from scalebook_utils.core.training.pictures import (  # noqa: F401 - get_plan re-exported: one planner cache for chs. 5 and 6
+    get_plan,
+    model_name,
+)
 from scalebook_utils.core.units import format_bytes, format_si, format_time
 from scalebook_utils.views._kit import (
     INPUT_ERRORS,
@@ -55,20 +68,6 @@ __all__ = [
 
 #: The budget widget's readout starts with this prefix; do not change it.
 BUDGET_PREFIX = "training budget: "
-
-
-# --- parameters, days to train, memory --------------------------------------------------------------------
-
-
-def param_breakdown(model="llama3-70b") -> dict[str, int]:
-    """Parameters by part, as book ch. 6 counts them: FFW (MLP), attention, vocab (embedding + output), norms."""
-    pc = tf.param_count(tf.get_model(model))
-    return {
-        "FFW (MLP)": pc.mlp,
-        "attention": pc.attention,
-        "vocab (embed + unembed)": pc.embedding + pc.unembedding,
-        "norms": pc.norms,
-    }
 
 
 def _count(n: float) -> str:
@@ -111,14 +110,6 @@ def render_param_breakdown(models: Sequence[str] | str = ("llama3-70b", "llama3-
         fontsize=10,
     )
     return fig
-
-
-def days_to_train(
-    model="llama3-70b", tokens: float = 15e12, n_chips: float = 8960, chip="tpu-v5p", mfu: float = 0.4
-) -> float:
-    """Days to train on `n_chips`: 6 · params · tokens / (chips · C · MFU) (`training.training_time`), book ch. 6."""
-    P = tf.param_count(tf.get_model(model)).total
-    return T.training_time(P, tokens, n_chips, chip, mfu) / 86_400
 
 
 def render_days_to_train(
@@ -212,31 +203,6 @@ def render_days_to_train(
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper right", fontsize=8)
     return fig
-
-
-def memory_per_chip(
-    model="llama3-70b", batch_tokens: float = 4 * 2**20, n_chips: float = 8960, checkpoints_per_layer: float = 2
-) -> dict[str, float]:
-    """Bytes per chip when everything is spread evenly (book ch. 6): bf16 params (2/param), fp32 Adam (8/param),
-    activation checkpoints 2·D·B·(checkpoints per layer)·L bytes (`training.checkpoint_bytes`)."""
-    cfg = tf.get_model(model)
-    P = tf.param_count(cfg).total
-    m = T.training_memory(
-        P,
-        zero=3,
-        X=n_chips,
-        n_chips=n_chips,
-        activation_bytes_total=T.checkpoint_bytes(cfg.D, cfg.L, batch_tokens, checkpoints_per_layer),
-    )
-    return {"params": m.params, "optimizer": m.optimizer, "activations": m.activations}
-
-
-def min_chips_for_memory(
-    model="llama3-70b", batch_tokens: float = 4 * 2**20, checkpoints_per_layer: float = 2, chip="tpu-v5p"
-) -> int:
-    """The fewest chips whose HBM holds params, Adam state and checkpoints: ceil(total / HBM) (book ch. 6)."""
-    total = sum(memory_per_chip(model, batch_tokens, 1, checkpoints_per_layer).values())
-    return math.ceil(total / get_chip(chip).hbm_bytes)
 
 
 def render_memory_vs_checkpoints(
@@ -428,77 +394,6 @@ def budget_widget(
 
 
 # --- the decision path ------------------------------------------------------------------------------------
-
-
-def decision_path(
-    model="llama3-70b",
-    batch_tokens: float = 4 * 2**20,
-    seq_len: int = 4096,
-    chip="tpu-v5p",
-    n_chips: int | None = None,
-    checkpoints_per_layer: float = 2,
-) -> list[dict]:
-    """Book ch. 6's three steps, each evaluated by `training.evaluate` with `checkpoints_per_layer` checkpoints:
-
-    1. pure FSDP over the batch only (sequence sharding not allowed) — more chips than sequences: infeasible;
-    2. FSDP over batch and sequence — tokens per chip against α/M_X;
-    3. FSDP + TP with the split the planner picks — tokens per chip against α²/(M_X·M_Y·F).
-    Each row: step, config, feasible, tokens_per_chip, threshold (name, value), bound, verdict, step_s, mfu, estimate.
-    """
-    cfg = tf.get_model(model)
-    spec = get_chip(chip)
-    N = n_chips or spec.pod_chips
-    n = spec.ici_torus_dims
-    per_chip = batch_tokens / N
-    rows = []
-
-    def row(step, est, thr_name, thr):
-        ok = est.feasible
-        if not ok:
-            verdict = f"infeasible: {est.reason}"
-        else:
-            above = per_chip > thr
-            kind = "compute-bound" if est.compute_bound else "communication-bound"
-            verdict = f"{kind} ({per_chip:.0f} {'>' if above else '<'} {thr:.0f})"
-        rows.append(
-            {
-                "step": step,
-                "config": est.config.name,
-                "feasible": ok,
-                "tokens_per_chip": per_chip,
-                "threshold": (thr_name, thr),
-                "bound": est.bound if ok else "-",
-                "verdict": verdict,
-                "step_s": est.step_time if ok else math.nan,
-                "mfu": est.mfu if ok else math.nan,
-                "estimate": est,
-            }
-        )
-
-    fsdp = T.Config(X=N, remat=checkpoints_per_layer)
-    sequences = batch_tokens / seq_len
-    row(
-        "pure FSDP, batch only",
-        T.evaluate(cfg, batch_tokens, fsdp, spec, seq_len=seq_len, allow_sequence_sharding=False),
-        "sequences",
-        sequences,
-    )
-    row(
-        "FSDP over batch and sequence",
-        T.evaluate(cfg, batch_tokens, fsdp, spec, seq_len=seq_len),
-        "α/M_X",
-        T.dp_min_batch_per_chip(spec, n),
-    )
-    best = get_plan(cfg, spec, N, 1, batch_tokens, seq_len, True).best_of("fsdp+tp")
-    X, Y = (best.config.X, best.config.Y) if best else (N // 4, 4)
-    M_X, M_Y = T.ici_axes(spec, X, Y)
-    row(
-        "FSDP + TP (planner's split)",
-        T.evaluate(cfg, batch_tokens, T.Config(X=X, Y=Y, remat=checkpoints_per_layer), spec, seq_len=seq_len),
-        "α²/(M_X·M_Y·F)",
-        T.mixed_min_batch_per_chip(cfg.F, spec, M_X, M_Y),
-    )
-    return rows
 
 
 def decision_path_text(

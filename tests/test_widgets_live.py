@@ -22,8 +22,8 @@ from scalebook_utils import applied_inference_views as aiv  # noqa: E402
 from scalebook_utils import capstone_views as cv  # noqa: E402
 from scalebook_utils import gpu_views as gv  # noqa: E402
 from scalebook_utils import inference_views as iv  # noqa: E402
-from scalebook_utils import widgets  # noqa: E402
 from scalebook_utils import training_views as trv  # noqa: E402
+from scalebook_utils import widgets  # noqa: E402
 from scalebook_utils.views import _kit as widgets_kit  # noqa: E402
 from scalebook_utils.views import live_parts  # noqa: E402
 

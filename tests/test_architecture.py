@@ -2,7 +2,7 @@
 
     core/       imports no jax, matplotlib, ipywidgets or IPython, and nothing from the other layers
     lab/        imports core (and jax)
-    views/      a chapter module imports core, the kit (`views._kit`, `views.live_figure`), its own chapter's
+    views/      a chapter module imports core, the kit (`views._kit`, `views.live_*`), its own chapter's
                 modules and, inside functions only, lab; never another chapter's view
     questions/  imports core; lab inside functions only (code questions)
     grading/    imports core and questions; never jax (lab inside functions only, for a code question's probe)
@@ -27,7 +27,7 @@ ROOT = "scalebook_utils"
 HEAVY = {"jax", "jaxlib", "matplotlib", "ipywidgets", "IPython"}
 LAYERS = ("core", "lab", "views", "questions", "grading")
 #: the view modules every chapter may share
-KIT = {"views._kit", "views.live_figure"}
+KIT = {"views._kit", "views.live_figure", "views.live_parts", "views.live_layers"}
 
 
 def _name(path: Path) -> str:

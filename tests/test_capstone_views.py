@@ -10,6 +10,7 @@ from IPython.display import Image  # noqa: E402
 
 from scalebook_utils import capstone as C  # noqa: E402
 from scalebook_utils import capstone_views as V  # noqa: E402
+from scalebook_utils.views import ch11_capstone_figure as VF  # noqa: E402
 
 DEFAULT = (
     "capstone: llama3-70b | train tpu-v5p×8960: FSDP 2240 × TP 4, 44.7 days at 40% MFU, $40.3M, compute-bound"
@@ -90,8 +91,8 @@ def test_figure_default():
 
 
 def test_serving_axes_ticks():
-    assert V._log_ticks(2.06, 32.5) == [5.0, 10.0, 20.0]  # 1, 2, 5 per decade over a few decades
-    assert V._log_ticks(0.012, 2843.0) == [0.1, 1.0, 10.0, 100.0, 1000.0]  # decades alone over more than four
+    assert VF._log_ticks(2.06, 32.5) == [5.0, 10.0, 20.0]  # 1, 2, 5 per decade over a few decades
+    assert VF._log_ticks(0.012, 2843.0) == [0.1, 1.0, 10.0, 100.0, 1000.0]  # decades alone over more than four
 
 
 def test_figure_gpu_and_errors():

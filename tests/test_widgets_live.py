@@ -22,9 +22,10 @@ from scalebook_utils import applied_inference_views as aiv  # noqa: E402
 from scalebook_utils import capstone_views as cv  # noqa: E402
 from scalebook_utils import gpu_views as gv  # noqa: E402
 from scalebook_utils import inference_views as iv  # noqa: E402
-from scalebook_utils import live_figure, widgets  # noqa: E402
 from scalebook_utils import training_views as trv  # noqa: E402
+from scalebook_utils import widgets  # noqa: E402
 from scalebook_utils.views import _kit as widgets_kit  # noqa: E402
+from scalebook_utils.views import live_parts  # noqa: E402
 
 
 def _pixels(png: bytes) -> np.ndarray:
@@ -168,7 +169,9 @@ def test_a_wrong_key_shows_a_stale_background_and_the_pixel_check_catches_it():
     live = widgets.LiveFigure()
     live.png(lambda: _two_lines(0.2), key="same")
     live.png(lambda: _two_lines(0.5), key="same")
-    live._sigs = {n: live_figure._sig(n, a) for n, a in live_figure._parts(_two_lines(0.2, title="x")).items()}
+    live._sigs = {
+        n: live_parts.part_sig(n, a) for n, a in live_parts.drawable_parts(_two_lines(0.2, title="x")).items()
+    }
     live._moving, live._plan = set(), []  # stale: the dot will move but is not known to (nor drawn each step)
     png = live.png(lambda: _two_lines(0.2, title="x"), key="same")
     assert _differs(_pixels(png), _full_draw(live.figure)) > 0.0005

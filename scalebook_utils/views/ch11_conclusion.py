@@ -10,6 +10,9 @@ size, an MFU above 1, a chip count beyond a pod) shows as text in the panes and 
 Browser hooks: the panes carry the CSS classes ``scalebook-train-pane`` and ``scalebook-serve-pane``, the readout
 ``scalebook-capstone-readout``.
 
+The readout and the figure live in their own modules (`ch11_capstone_readout`, `ch11_capstone_figure`) and are
+re-exported here; this module holds the app, its panes and its cached PNG of the figure.
+
 Book ch. 11 "Conclusions and Further Reading" over ch. 5–8 and ch. 12.
 """
 
@@ -18,23 +21,18 @@ from __future__ import annotations
 import dataclasses
 import functools
 import html
-import math
 import time
 
 import ipywidgets as W
-import numpy as np
 from IPython.display import Image
-from matplotlib import colormaps
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
 
 from scalebook_utils.core import capstone as cap
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import chip_names, get_chip
 from scalebook_utils.core.inference import costs as inf
-from scalebook_utils.core.units import format_time
-from scalebook_utils.views._kit import INPUT_ERRORS, error_text, message_figure, plain_formatter
+from scalebook_utils.views._kit import INPUT_ERRORS, error_text, message_figure
+from scalebook_utils.views.ch11_capstone_figure import capstone_figure
+from scalebook_utils.views.ch11_capstone_readout import CAPSTONE_PREFIX, capstone_readout, model_key, plan_sides
 from scalebook_utils.views.live_figure import LiveFigure
 
 __all__ = [
@@ -50,8 +48,6 @@ __all__ = [
     "plan_app",
 ]
 
-#: The browser test waits for this prefix; do not change it.
-CAPSTONE_PREFIX = "capstone: "
 #: The model dropdown's entry that reveals the L, D, F, N, K, H, V fields.
 CUSTOM = "custom…"
 #: CSS classes the browser test looks for.
@@ -67,69 +63,6 @@ _DIMS = ("L", "D", "F", "N", "K", "H", "V")
 _BATCHES = [(f"{2.0**k / 1e6:.3g}M (2^{k})", 2**k) for k in range(17, 27)]
 _SEQS = (1024, 2048, 4096, 8192, 16384, 32768)
 _CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
-
-
-# --- the pure parts: budget, sides, readout -------------------------------------------------------------------
-
-
-def _budget(budget: cap.Budget | None, fields: dict) -> cap.Budget:
-    """`budget` with `fields` replaced (or a new Budget from `fields`); raises for bad values."""
-    if budget is None:
-        return cap.Budget(**fields)
-    if not isinstance(budget, cap.Budget):
-        raise TypeError(f"budget must be a capstone.Budget, got {type(budget).__name__}")
-    return dataclasses.replace(budget, **fields) if fields else budget
-
-
-def _key(model):
-    """A hashable stand-in for the model (a name, or a TransformerConfig, which is frozen)."""
-    return model if isinstance(model, (str, tf.TransformerConfig)) else str(model)
-
-
-@functools.lru_cache(maxsize=64)
-def _train(model, chip, budget: cap.Budget) -> cap.TrainingSide:
-    return cap.plan_training(model, chip, budget)
-
-
-@functools.lru_cache(maxsize=64)
-def _serve(model, chip, budget: cap.Budget) -> cap.ServingSide:
-    return cap.plan_serving_side(model, chip, budget)
-
-
-def _sides(model, train_chip, serve_chip, budget):
-    """(training side or the exception, serving side or the exception): one half failing leaves the other."""
-    out = []
-    for fn, chip in ((_train, train_chip), (_serve, serve_chip)):
-        try:
-            out.append(fn(_key(model), chip, budget))
-        except INPUT_ERRORS as exc:
-            out.append(exc)
-    return tuple(out)
-
-
-def _name(x) -> str:
-    return getattr(x, "name", str(x))
-
-
-def capstone_readout(
-    model="llama3-70b", train_chip="tpu-v5p", serve_chip="tpu-v5e", budget: cap.Budget | None = None, **budget_fields
-) -> str:
-    """``capstone: llama3-70b | train tpu-v5p×8960: FSDP 2240 × TP 4, 44.7 days at 40% MFU, $40.3M, compute-bound
-    | serve tpu-v5e int8: 4x2 (8 chips), B≤42, best ≤ 20 ms: B=256 on 128 chips, 501 tokens/s/chip``.
-
-    `budget_fields` override fields of `budget` (e.g. ``train_chips=4096, mfu=0.45``). A side that cannot be
-    planned says so in its part of the line (``train h100: error — …``); nothing raises."""
-    try:
-        b = _budget(budget, budget_fields)
-        name = tf.get_model(model).name
-    except INPUT_ERRORS as exc:
-        return f"{CAPSTONE_PREFIX}{_name(model)} → cannot plan: {error_text(exc)}"
-    parts = []
-    for side, chip, what in zip(_sides(model, train_chip, serve_chip, b), (train_chip, serve_chip), ("train", "serve")):
-        parts.append(
-            f"{what} {_name(chip)}: error — {error_text(side)}" if isinstance(side, Exception) else side.headline()
-        )
-    return f"{CAPSTONE_PREFIX}{name} | " + " | ".join(parts)
 
 
 # --- panes ----------------------------------------------------------------------------------------------------------
@@ -179,165 +112,7 @@ def layouts_html(rows) -> str:
     )
 
 
-# --- the figure -------------------------------------------------------------------------------------------------------
-
-
-def _message(ax, text: str) -> None:
-    ax.set_axis_off()
-    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=9, wrap=True, transform=ax.transAxes)
-
-
-def _draw_training(ax, side) -> None:
-    if isinstance(side, Exception):
-        return _message(ax, f"training: cannot plan\n{error_text(side)}")
-    if not side.feasible:
-        return _message(ax, f"training: no feasible layout on {side.n_chips:,} × {side.chip}")
-    e = side.estimate
-    times = {k: v for k, v in e.times.items() if v > 0 or k == "compute"}
-    names = list(times)[::-1]
-    vals = np.array([times[k] for k in names]) * 1e3
-    slowest = max(times, key=times.get)
-    colors = ["#54a24b" if k == "compute" else "#e45756" if k == slowest else "#9ecae1" for k in names]
-    ax.barh(names, vals, color=colors)
-    for y, v in enumerate(vals):
-        ax.text(v, y, " " + format_time(v / 1e3).replace(" u", " µ"), va="center", fontsize=8)
-    ax.set_xlim(0, vals.max() * 1.35)
-    ax.set_xlabel("time per training step (ms); they overlap, the longest sets the step")
-    ax.set_ylabel("part of the step")
-    ax.set_title(
-        f"training {side.model} on {side.n_chips:,} × {side.chip}: {side.layout}\n"
-        f"{format_time(side.step_time)}/step, {side.bound}, roofline MFU {side.roofline_mfu:.0%} "
-        f"(upper bound; the days use {side.mfu:.0%})",
-        fontsize=9,
-    )
-    ax.tick_params(axis="y", labelsize=8)
-    ax.grid(True, axis="x", alpha=0.3)
-
-
-def _log_ticks(lo: float, hi: float) -> list[float]:
-    """Log-axis ticks inside [lo, hi]: 1, 2 and 5 of each decade over at most four decades, else the decades
-    alone (a TPU v5p pod spans five)."""
-    k0, k1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
-    subs = (1, 2, 5) if math.log10(hi / lo) <= 4 else (1,)
-    return [m * 10.0**k for k in range(k0, k1 + 1) for m in subs if lo <= m * 10.0**k <= hi]
-
-
-def _draw_serving(ax, side) -> None:
-    """The serving frontier. Its structure is the same for every plan (one scatter of every point, coloured by
-    slice; the marker key fixed, the chosen and smallest-slice points' numbers in a text under it), so the app's
-    `LiveFigure` redraws what a new plan moves — points, limits, title, the slice key, that text."""
-    if isinstance(side, Exception):
-        return _message(ax, f"serving: cannot plan\n{error_text(side)}")
-    if not side.feasible:
-        return _message(ax, f"serving: {side.reason}")
-    f = side.frontier
-    gpu = get_chip(side.chip).kind == "gpu"
-    cmap = colormaps["viridis"]
-    colors = [cmap(i / max(len(f.plans) - 1, 1)) for i in range(len(f.plans))]
-    pts = [(p.latency * 1e3, p.tokens_per_s_per_chip, c) for pl, c in zip(f.plans, colors) for p in pl.points]
-    ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=9, c=[p[2] for p in pts], alpha=0.75, zorder=3)
-    ax.plot(
-        [p.latency * 1e3 for p in f.pareto],
-        [p.tokens_per_s_per_chip for p in f.pareto],
-        color="black",
-        lw=1.6,
-        drawstyle="steps-post",
-        zorder=4,
-        label="Pareto frontier",
-    )
-    ax.axvline(
-        side.max_latency * 1e3, color="#d62728", lw=1.1, ls="--", label=f"latency cap {side.max_latency * 1e3:.3g} ms"
-    )
-    top, b = side.max_throughput, side.best
-    ax.plot(
-        [top.latency * 1e3],
-        [top.tokens_per_s_per_chip],
-        "D",
-        color="#ff7f0e",
-        ms=8,
-        mec="black",
-        zorder=6,
-        label="smallest slice's best",
-    )
-    ax.plot(
-        [b.latency * 1e3] if b else [],
-        [b.tokens_per_s_per_chip] if b else [],
-        "*",
-        color="#d62728",
-        ms=15,
-        mec="black",
-        zorder=7,
-        label="chosen (best under the cap)",
-    )
-    lat = [p.latency * 1e3 for p in f.points] + [side.max_latency * 1e3]
-    thr = [p.tokens_per_s_per_chip for p in f.points]
-    for axis, scale, limits, lim in (
-        (ax.xaxis, ax.set_xscale, ax.set_xlim, (min(lat) / 1.3, max(lat) * 1.3)),
-        (ax.yaxis, ax.set_yscale, ax.set_ylim, (min(thr) / 1.5, max(thr) * 1.8)),
-    ):
-        scale("log")
-        limits(*lim)
-        axis.set_major_locator(FixedLocator(_log_ticks(*lim)))
-        axis.set_major_formatter(plain_formatter())
-        axis.set_minor_locator(NullLocator())
-        axis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("latency: time per decode step (ms)")
-    ax.set_ylabel("throughput (tokens/s per chip)")
-    ax.set_title(
-        f"serving {side.model} in {side._prec()}, {side.S:g}-token context\n"
-        "every batch on every slice size (right: the chip and its slices)",
-        fontsize=9,
-    )
-    ax.grid(True, which="major", alpha=0.3)
-    key = dict(fontsize=7, borderaxespad=0, frameon=False, handletextpad=0.4)
-    slices = ax.legend(
-        [Line2D([], [], ls="", marker="o", ms=3, color=c, alpha=0.75) for c in colors],
-        [cap.slice_text(pl.n_chips, pl.shape, gpu) for pl in f.plans],
-        loc="upper left",
-        bbox_to_anchor=(1.01, 1.0),
-        labelspacing=0.3,
-        title=f"{side.chip} slices",
-        title_fontsize=7,
-        alignment="left",
-        **key,
-    )  # a TPU v5p pod: 14 slices
-    ax.add_artist(slices)  # a second legend below: the markers' key, the same for every plan
-    ax.legend(loc="lower left", bbox_to_anchor=(1.01, 0.0), **key)
-    chosen = (
-        f"★ B={b.B:g} on {cap.chips_text(b.n_chips, gpu)},\n   {cap.tokens_per_s_text(b.tokens_per_s_per_chip)} tokens/s/chip"
-        if b
-        else "★ nothing under the cap"
-    )
-    ax.text(
-        1.01,
-        0.23,
-        f"{chosen}\n◆ B={top.B:g} on {cap.chips_text(top.n_chips, gpu)}",
-        transform=ax.transAxes,
-        fontsize=7,
-        va="bottom",
-    )  # just above the markers' key
-
-
-def capstone_figure(
-    model="llama3-70b", train_chip="tpu-v5p", serve_chip="tpu-v5e", budget: cap.Budget | None = None, **budget_fields
-) -> Figure:
-    """Left: the training step's time budget of the best layout (compute and each communication, ms; the longest
-    sets the step). Right: the serving frontier — tokens/s per chip against ms per decode step for every batch and
-    slice, the latency cap, the smallest slice's best point (◆) and the chosen point under the cap (★)."""
-    fig = Figure(figsize=(13.0, 4.6))  # fixed margins: constrained layout would double the app's redraw time
-    ax1, ax2 = fig.subplots(1, 2, width_ratios=[1, 1.15])
-    fig.subplots_adjust(left=0.11, right=0.80, bottom=0.12, top=0.86, wspace=0.3)
-    try:
-        b = _budget(budget, budget_fields)
-        tf.get_model(model)
-    except INPUT_ERRORS as exc:
-        _message(ax1, f"cannot plan: {error_text(exc)}")
-        ax2.set_axis_off()
-        return fig
-    train, serve = _sides(model, train_chip, serve_chip, b)
-    _draw_training(ax1, train)
-    _draw_serving(ax2, serve)
-    return fig
+# --- the figure, as the app shows it ----------------------------------------------------------------------------------
 
 
 def _picture_budget(b: cap.Budget) -> cap.Budget:
@@ -518,7 +293,7 @@ def plan_app(
             serve_pane.value = "<h4 style='margin:4px 0'>Serving plan</h4>" + err
             line = f"{CAPSTONE_PREFIX}{model_dd.value} → cannot plan: {error_text(exc)}"
         else:
-            train, serve = _sides(m, tc, sc, bud)
+            train, serve = plan_sides(m, tc, sc, bud)
             train_pane.value = pane_html(train, "Training plan")
             serve_pane.value = pane_html(serve, "Serving plan")
             line = capstone_readout(m, tc, sc, bud)
@@ -526,7 +301,7 @@ def plan_app(
         readout.value = f"<code style='white-space:pre-wrap'>{html.escape(line)}</code>"
         box.last_readout = line
         if line.startswith(CAPSTONE_PREFIX) and " → cannot plan" not in line:
-            image.value = box.last_png = _figure_png(_key(m), tc, sc, bud, box.live_figure)
+            image.value = box.last_png = _figure_png(model_key(m), tc, sc, bud, box.live_figure)
         box.last_update_s = time.perf_counter() - t0
 
     def on_model(change):

@@ -261,3 +261,13 @@ def test_regime_and_terms_are_consistent(V, chip_and_axes, kind):
     assert c.seconds == max(c.bandwidth_s, c.latency_s)
     assert c.regime == ("latency" if c.latency_s > c.bandwidth_s else "bandwidth")
     assert c.bytes_per_device <= 2 * V
+
+
+def test_axis_note_says_which_axes_are_real_by_ch2s_rule():
+    """An axis longer than the pod's longest side does not exist; a wraparound ch. 2's rule does not give is a
+    "what if"; an axis the rule builds has no note (the collective-cost explorer's readout prints it)."""
+    assert C.axis_note("tpu-v5e", 16, True) == ""  # the v5e pod side wraps
+    assert C.axis_note("tpu-v5e", 4, False) == ""  # a v5e axis under 16 is a line
+    assert C.axis_note("tpu-v5e", 4, True) == "a tpu-v5e axis of 4 has no wraparound by ch. 2's rule"
+    assert C.axis_note("tpu-v5e", 16, False) == "a tpu-v5e axis of 16 has wraparound by ch. 2's rule"
+    assert C.axis_note("tpu-v5e", 64, True) == "no tpu-v5e axis has 64 chips (pod 16×16)"

@@ -267,9 +267,25 @@ def test_show_displays_one_output_with_the_live_widget_and_its_png(monkeypatch):
 def test_the_facades_re_export_each_chapter_modules_public_names():
     """`widgets` and `plots` define nothing: each public name of the ch. 1-3 view modules is on one of them."""
     from scalebook_utils import plots
-    from scalebook_utils.views import ch01_figures, ch01_rooflines, ch02_tpus, ch03_sharding
+    from scalebook_utils.views import (
+        ch01_figures,
+        ch01_roofline_plots,
+        ch01_rooflines,
+        ch02_systolic,
+        ch02_tpus,
+        ch03_collectives,
+        ch03_sharding,
+    )
 
-    for mod in (ch01_figures, ch01_rooflines, ch02_tpus, ch03_sharding):
+    for mod in (
+        ch01_figures,
+        ch01_roofline_plots,
+        ch01_rooflines,
+        ch02_systolic,
+        ch02_tpus,
+        ch03_collectives,
+        ch03_sharding,
+    ):
         for name in mod.__all__:
             facade = widgets if name in widgets.__all__ else plots
             assert name in facade.__all__, f"{mod.__name__}.{name} is in neither façade's __all__"

@@ -35,7 +35,7 @@ import numbers
 from dataclasses import dataclass
 
 from scalebook_utils.core.hardware import ChipSpec
-from scalebook_utils.core.topology import Slice, ring_hops, tpu_chip
+from scalebook_utils.core.topology import Slice, default_wraparound, ring_hops, tpu_chip
 from scalebook_utils.core.units import is_int, require_bytes
 
 #: Kind names `collective` accepts, canonical spelling.
@@ -144,6 +144,24 @@ def check_fits(axis_sizes: tuple[int, ...], chip) -> None:
             f"({pod} chips, {'x'.join(map(str, spec.pod_shape))}); ICI ends at the pod (across "
             "pods is DCN, book ch. 2)"
         )
+
+
+def axis_note(chip, axis_size: int, wraparound: bool) -> str:
+    """'' when one mesh axis of `axis_size` chips with this `wraparound` occurs on `chip`; else why not (a clause).
+
+    An axis longer than the pod's longest side does not exist on the chip ("no tpu-v5e axis has 64 chips (pod
+    16×16)"); an axis whose wraparound is not the one ch. 2's rule gives it (`topology.default_wraparound` of a
+    slice with this axis and every other side 1) is a "what if" (asked with wraparound: "a tpu-v5e axis of 4
+    has no wraparound by ch. 2's rule"). The cost model prices either; this says which axes are real.
+    Book ch. 2, "TPU Networking"; ch. 3, "A Deeper Dive…".
+    """
+    spec = tpu_chip(chip)
+    n, wrap = int(axis_size), bool(wraparound)
+    if n > max(spec.pod_shape):
+        return f"no {spec.name} axis has {n} chips (pod {'×'.join(map(str, spec.pod_shape))})"
+    if wrap != default_wraparound(spec, (n,) + (1,) * (spec.ici_torus_dims - 1))[0]:
+        return f"a {spec.name} axis of {n} {'has no' if wrap else 'has'} wraparound by ch. 2's rule"
+    return ""
 
 
 def _finish(kind, bw, lat, bytes_per_device, sizes, wraps, latency, note, n_bytes, spec, bidirectional):
@@ -417,6 +435,7 @@ __all__ = [
     "knee_bytes",
     "CollectiveCost",
     "check_fits",
+    "axis_note",
     "all_gather",
     "reduce_scatter",
     "all_reduce",

@@ -1,10 +1,12 @@
-"""Figures for chapter 1 (rooflines), built over the pure functions in `roofline`.
+"""Figures for chapter 1 (rooflines): a matmul against the batch, T_math vs T_comms, two chips, critical batches.
 
-The classic roofline (`roofline_figure`), a matmul's achievable FLOPs/s against the batch
-(`achievable_flops_figure`) with its T_math / T_comms bars (`time_bars`), the calibrated roofline of this
-machine with measured points (`measured_roofline_figure`), the two-chip network roofline (`two_chip_figure`)
-and the critical batch per chip (`critical_batch_figure`). The chapter's widgets (`ch01_rooflines`) draw with
-them; the notebooks reach both through the `plots` and `widgets` façades.
+Built over the pure functions in `roofline`: a matmul's achievable FLOPs/s against the batch
+(`achievable_flops_figure`; "Matrix multiplication") with its T_math / T_comms bars (`time_bars`), the critical
+batch per chip (`critical_batch_figure`), and the two-chip network roofline (`two_chip_figure`; "Network
+communication rooflines"). The classic and the measured roofline (`roofline_figure`, `measured_roofline_figure`,
+"Visualizing rooflines") and the region colours `REGION_COLORS` live in `ch01_roofline_plots`; this module
+re-exports them, so every chapter-1 figure name still resolves here. The chapter's widgets (`ch01_rooflines`)
+draw with both; the notebooks reach them through the `plots` and `widgets` façades.
 
 Every builder returns a `matplotlib.figure.Figure` made without pyplot, so nothing is registered in
 pyplot's figure manager (no leaks, no `plt.close` needed) and `fig.savefig(...)` works headless with
@@ -18,7 +20,7 @@ bandwidth, yellow where it is bound only under the slower one, green where it is
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -28,155 +30,24 @@ from scalebook_utils.core import roofline
 from scalebook_utils.core.hardware import ChipSpec, get_chip
 from scalebook_utils.core.units import format_si
 from scalebook_utils.views._kit import LINE_COLORS, log_span, new_figure, si_scale, si_tick
+from scalebook_utils.views.ch01_roofline_plots import (
+    REGION_ALPHA,
+    REGION_COLORS,
+    measured_roofline_figure,
+    plain_tick,
+    roofline_figure,
+)
 
 __all__ = [
-    "REGION_COLORS",
-    "roofline_figure",
     "achievable_flops_figure",
     "time_bars",
-    "measured_roofline_figure",
     "two_chip_figure",
     "critical_batch_figure",
+    # re-exported from ch01_roofline_plots (moved there; kept so `ch01_figures.X` resolves as before)
+    "REGION_COLORS",
+    "roofline_figure",
+    "measured_roofline_figure",
 ]
-
-REGION_COLORS = {"bandwidth-bound": "#e45756", "bound-at-slower": "#f2cf5b", "compute-bound": "#54a24b"}
-_REGION_ALPHA = 0.13
-_ALGO_COLORS = ["#d62728", "#2c7fb8", "#6a3d9a", "#e6550d", "#31a354", "#636363"]
-
-
-def _plain_tick(v, _pos):
-    if v <= 0:
-        return ""
-    if v >= 1:
-        return f"{v:,.0f}" if abs(v - round(v)) < 1e-9 else f"{v:g}"
-    return f"{v:g}"
-
-
-# --- the classic roofline -------------------------------------------------------------------------
-
-
-def _intensity_axes(ax, xlim, ylim, ylabel: str, title: str) -> None:
-    """Log-log axes of a roofline: intensity (FLOPs/byte) across, throughput (FLOP/s) up."""
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(*xlim)
-    ax.set_ylim(*ylim)
-    ax.xaxis.set_major_formatter(FuncFormatter(_plain_tick))
-    ax.yaxis.set_major_formatter(si_tick())
-    ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("arithmetic intensity (FLOPs/byte)")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
-
-
-def roofline_figure(
-    peak_flops_per_s: float,
-    bandwidths: Mapping[str, float],
-    algorithms: Mapping[str, float] | None = None,
-    *,
-    ax=None,
-    title: str | None = None,
-    intensity_range: tuple[float, float] | None = None,
-    figsize=(8.0, 4.8),
-) -> Figure:
-    """Log-log roofline: attainable FLOPs/s = min(peak, intensity × bandwidth) for each bandwidth.
-
-    peak_flops_per_s: the compute ceiling (FLOPs/s). bandwidths: label → bytes/s (e.g. HBM, ICI).
-    algorithms: label → arithmetic intensity (FLOPs/byte); each is drawn as a vertical marker with a
-    dot where it meets each roofline. Background regions: bandwidth-bound under all bandwidths (red),
-    bound only under the slower ones (yellow), compute-bound under all (green). Book ch. 1,
-    "Visualizing rooflines".
-    """
-    if not bandwidths:
-        raise ValueError("bandwidths must name at least one bandwidth (label → bytes/s)")
-    algorithms = dict(algorithms or {})
-    fig, ax = new_figure(figsize, ax)
-    crit = {label: peak_flops_per_s / bw for label, bw in bandwidths.items()}
-    lo_crit, hi_crit = min(crit.values()), max(crit.values())
-    if intensity_range is None:
-        values = list(crit.values()) + [v for v in algorithms.values() if v > 0]
-        lo = 10 ** math.floor(math.log10(min(min(values), lo_crit) / 10))
-        hi = 10 ** math.ceil(math.log10(max(max(values), hi_crit) * 10))
-        intensity_range = (lo, hi)
-    lo, hi = intensity_range
-    x = log_span(lo, hi)
-
-    ax.axvspan(
-        lo,
-        lo_crit,
-        color=REGION_COLORS["bandwidth-bound"],
-        alpha=_REGION_ALPHA,
-        lw=0,
-        label="bandwidth-bound" + (" (every bandwidth)" if len(bandwidths) > 1 else ""),
-    )
-    if hi_crit > lo_crit * (1 + 1e-9):
-        ax.axvspan(
-            lo_crit,
-            hi_crit,
-            color=REGION_COLORS["bound-at-slower"],
-            alpha=0.22,
-            lw=0,
-            label="bandwidth-bound only at the slower bandwidth",
-        )
-    ax.axvspan(hi_crit, hi, color=REGION_COLORS["compute-bound"], alpha=_REGION_ALPHA, lw=0, label="compute-bound")
-
-    order = sorted(bandwidths.items(), key=lambda kv: kv[1])
-    for i, (label, bw) in enumerate(order):
-        color = LINE_COLORS[i % len(LINE_COLORS)]
-        ax.plot(
-            x,
-            roofline.attainable_flops_per_s(x, peak_flops_per_s, bw),
-            color=color,
-            lw=2.2,
-            label=f"{label}: {format_si(bw, 'B/s')}, α = {crit[label]:,.3g} FLOPs/byte",
-            gid=f"roofline:{label}",
-        )
-        ax.plot([crit[label]], [peak_flops_per_s], marker="o", ms=5, color=color, zorder=4)
-    ax.axhline(peak_flops_per_s, color="0.35", lw=0.8, ls=":", zorder=1)
-    ax.text(
-        lo * 1.15,
-        peak_flops_per_s * 1.15,
-        f"peak {format_si(peak_flops_per_s, 'FLOP/s')}",
-        fontsize=9,
-        color="0.25",
-        va="bottom",
-    )
-
-    for j, (label, inten) in enumerate(algorithms.items()):
-        color = _ALGO_COLORS[j % len(_ALGO_COLORS)]
-        ax.axvline(inten, color=color, lw=1.4, ls="--", gid=f"algorithm:{label}")
-        for _, bw in order:
-            y = roofline.attainable_flops_per_s(inten, peak_flops_per_s, bw)
-            ax.plot([inten], [y], marker="D", ms=7, color=color, mec="white", zorder=5)
-        y_best = roofline.attainable_flops_per_s(inten, peak_flops_per_s, order[-1][1])
-        y_worst = roofline.attainable_flops_per_s(inten, peak_flops_per_s, order[0][1])
-        sc, pre = si_scale(y_best)
-        got = (
-            format_si(y_best, "FLOP/s")
-            if math.isclose(y_best, y_worst)
-            else f"{y_worst / sc:.3g}–{y_best / sc:.3g} {pre}FLOP/s"
-        )
-        ax.annotate(
-            f"{label}\n{inten:,.3g} FLOPs/byte\n→ {got}",
-            xy=(inten, y_best),
-            xytext=(6, -44 - 30 * (j % 2)),
-            textcoords="offset points",
-            fontsize=8.5,
-            color=color,
-            bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none", alpha=0.8),
-        )
-
-    y_lo = min(roofline.attainable_flops_per_s(lo, peak_flops_per_s, order[0][1]), peak_flops_per_s / 1e3)
-    _intensity_axes(
-        ax,
-        (lo, hi),
-        (y_lo, peak_flops_per_s * 4),
-        "attainable throughput (FLOP/s)",
-        title or "Roofline: attainable FLOP/s vs arithmetic intensity",
-    )
-    return fig
 
 
 # --- achievable FLOPs/s of a matmul vs batch ------------------------------------------------------
@@ -219,7 +90,7 @@ def achievable_flops_figure(
             1,
             b_cross,
             color=REGION_COLORS["bandwidth-bound"],
-            alpha=_REGION_ALPHA,
+            alpha=REGION_ALPHA,
             lw=0,
             label="memory-bound (T_comms > T_math)",
         )
@@ -227,7 +98,7 @@ def achievable_flops_figure(
             b_cross,
             B_max,
             color=REGION_COLORS["compute-bound"],
-            alpha=_REGION_ALPHA,
+            alpha=REGION_ALPHA,
             lw=0,
             label="compute-bound (T_math > T_comms)",
         )
@@ -245,7 +116,7 @@ def achievable_flops_figure(
             1,
             B_max,
             color=REGION_COLORS["bandwidth-bound"],
-            alpha=_REGION_ALPHA,
+            alpha=REGION_ALPHA,
             lw=0,
             label="memory-bound at every B shown",
         )
@@ -289,7 +160,7 @@ def achievable_flops_figure(
     ax.set_xlim(1, B_max)
     ticks = [2**k for k in range(0, int(math.log2(B_max)) + 1, 2 if B_max >= 64 else 1)]
     ax.xaxis.set_major_locator(FixedLocator(ticks))
-    ax.xaxis.set_major_formatter(FuncFormatter(_plain_tick))
+    ax.xaxis.set_major_formatter(FuncFormatter(plain_tick))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_ylim(0, peak / scale * 1.12)
     ax.set_xlabel("batch size B (tokens, log scale)")
@@ -327,81 +198,6 @@ def time_bars(t_math_s: float, t_comms_s: float, *, ax=None, figsize=(3.2, 2.6),
     return fig
 
 
-# --- predict, then measure ------------------------------------------------------------------------
-
-
-def measured_roofline_figure(
-    calibration_peak: float,
-    calibration_bw: float,
-    points: Sequence[tuple[float, float, str]],
-    *,
-    ax=None,
-    title: str | None = None,
-    figsize=(8.0, 4.8),
-    annotate: bool = True,
-) -> Figure:
-    """The calibrated roofline of this machine with measured (intensity, FLOPs/s, label) points on it.
-
-    Points on or just under the roofline are what the model predicts; points far below it show
-    where the simple model (peak, one bandwidth) misses (small ops, caches, launch overhead).
-    """
-    fig, ax = new_figure(figsize, ax)
-    pts = [(float(i), float(f), str(lab)) for i, f, lab in points]
-    crit = calibration_peak / calibration_bw
-    xs = [p[0] for p in pts] + [crit]
-    lo = 10 ** math.floor(math.log10(min(xs) / 3))
-    hi = 10 ** math.ceil(math.log10(max(xs) * 3))
-    x = log_span(lo, hi)
-    ax.axvspan(lo, crit, color=REGION_COLORS["bandwidth-bound"], alpha=_REGION_ALPHA, lw=0, label="memory-bound")
-    ax.axvspan(crit, hi, color=REGION_COLORS["compute-bound"], alpha=_REGION_ALPHA, lw=0, label="compute-bound")
-    ax.plot(
-        x,
-        roofline.attainable_flops_per_s(x, calibration_peak, calibration_bw),
-        color=LINE_COLORS[0],
-        lw=2.2,
-        label=(
-            f"calibrated roofline: {format_si(calibration_peak, 'FLOP/s')}, "
-            f"{format_si(calibration_bw, 'B/s')}, α = {crit:,.3g} FLOPs/byte"
-        ),
-        gid="calibrated-roofline",
-    )
-    if pts:
-        ax.scatter(
-            [p[0] for p in pts],
-            [p[1] for p in pts],
-            s=46,
-            color="#d62728",
-            edgecolor="white",
-            zorder=5,
-            label="measured",
-            gid="measured",
-        )
-        if annotate and len(pts) <= 12:
-            # labels alternate above and below their points (in order of intensity), so neighbours do not collide
-            for k, (i, f, lab) in enumerate(sorted(pts)):
-                above = k % 2 == 0
-                ax.annotate(
-                    lab,
-                    xy=(i, f),
-                    xytext=(0, 7 if above else -8),
-                    textcoords="offset points",
-                    ha="center",
-                    va="bottom" if above else "top",
-                    fontsize=7.5,
-                    color="0.2",
-                    bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.75),
-                )
-    ys = [p[1] for p in pts] + [calibration_peak]
-    _intensity_axes(
-        ax,
-        (lo, hi),
-        (min(min(ys) / 3, calibration_peak / 1e3), max(ys) * 3),
-        "measured throughput (FLOP/s)",
-        title or "Predict, then measure: matmuls on this machine's calibrated roofline",
-    )
-    return fig
-
-
 # --- the two-chip network roofline ----------------------------------------------------------------
 
 
@@ -427,13 +223,14 @@ def two_chip_figure(
     d_lo, d_hi = D_range
     Ds = log_span(d_lo, d_hi)
     d_star = roofline.two_chip_d_threshold(flops_per_s, link_bytes_per_s)
-    t_math = B * Ds * F / flops_per_s
-    t_comms = np.full_like(Ds, 2 * B * F / link_bytes_per_s)
+    split = [roofline.two_chip_roofline(B, d, F, flops_per_s, link_bytes_per_s) for d in Ds]  # core's T_math, T_comms
+    t_math = np.array([r.t_math_s for r in split])
+    t_comms = np.array([r.t_comms_s for r in split])
     ax.axvspan(
         d_lo,
         min(max(d_star, d_lo), d_hi),
         color=REGION_COLORS["bandwidth-bound"],
-        alpha=_REGION_ALPHA,
+        alpha=REGION_ALPHA,
         lw=0,
         label="communication-bound",
     )
@@ -441,7 +238,7 @@ def two_chip_figure(
         min(max(d_star, d_lo), d_hi),
         d_hi,
         color=REGION_COLORS["compute-bound"],
-        alpha=_REGION_ALPHA,
+        alpha=REGION_ALPHA,
         lw=0,
         label="compute-bound",
     )
@@ -472,7 +269,7 @@ def two_chip_figure(
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlim(d_lo, d_hi)
-    ax.xaxis.set_major_formatter(FuncFormatter(_plain_tick))
+    ax.xaxis.set_major_formatter(FuncFormatter(plain_tick))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.yaxis.set_major_formatter(si_tick("s"))
     ax.yaxis.set_minor_formatter(NullFormatter())

@@ -5,7 +5,7 @@ Each widget is a testable triple over a pure function in `roofline` (DESIGN §3;
 - a pure *readout* that returns one deterministic line of text (tests call it directly; the browser test
   waits for its prefix, e.g. ``roofline explorer: B=``): `explorer_readout`, `placer_readout`,
   `two_chip_readout`;
-- a pure *render* that returns a matplotlib Figure for the same inputs (drawn with `ch01_figures`):
+- a pure *render* that returns a matplotlib Figure for the same inputs (drawn with `ch01_figures` and `ch01_roofline_plots`):
   `render_explorer`, `render_placer`, `render_two_chip`;
 - a *builder* that wires ipywidgets controls to both and returns the container, with ``.controls``,
   ``.output``, ``.readout()``, ``.last_readout`` and ``.snapshot()`` (`_kit.attach`): `roofline_explorer`,
@@ -27,7 +27,8 @@ from scalebook_utils.core import roofline
 from scalebook_utils.core.hardware import CHIPS, ChipSpec, get_chip
 from scalebook_utils.core.units import format_flops, format_si, format_time
 from scalebook_utils.views._kit import attach, emit, format_number, message_figure
-from scalebook_utils.views.ch01_figures import achievable_flops_figure, roofline_figure, time_bars, two_chip_figure
+from scalebook_utils.views.ch01_figures import achievable_flops_figure, time_bars, two_chip_figure
+from scalebook_utils.views.ch01_roofline_plots import roofline_figure
 
 __all__ = [
     "EXPLORER_PREFIX",

@@ -3,12 +3,13 @@
 Nothing is defined here. Every figure builder is re-exported from its chapter's module (docs/conventions.md:
 a new chapter's figures go in their own `views/chNN_topic.py`, not here):
 
-- `views/ch01_figures.py` — `roofline_figure`, `achievable_flops_figure`, `time_bars`,
-  `measured_roofline_figure`, `two_chip_figure`, `critical_batch_figure`, `REGION_COLORS` (book ch. 1);
-- `views/ch02_tpus.py` — `systolic_frame_figure`, `systolic_utilisation_figure`, `torus_figure`,
-  `bandwidth_hierarchy_figure` (ch. 2);
-- `views/ch03_sharding.py` — `sharding_blocks_figure`, `collective_time_figure`, `allgather_axes_figure`,
-  `ALLGATHER_AXES`, `collective_knee_bytes` (ch. 3);
+- `views/ch01_roofline_plots.py` — `roofline_figure`, `measured_roofline_figure`, `REGION_COLORS` (book ch. 1,
+  "Visualizing rooflines"); `views/ch01_figures.py` — `achievable_flops_figure`, `time_bars`,
+  `two_chip_figure`, `critical_batch_figure` (ch. 1, "Matrix multiplication", "Network communication rooflines");
+- `views/ch02_systolic.py` — `systolic_frame_figure`, `systolic_utilisation_figure` (ch. 2, Appendix B);
+  `views/ch02_tpus.py` — `torus_figure`, `bandwidth_hierarchy_figure` (ch. 2);
+- `views/ch03_sharding.py` — `sharding_blocks_figure` (ch. 3); `views/ch03_collectives.py` —
+  `collective_time_figure`, `allgather_axes_figure`, `ALLGATHER_AXES`, `collective_knee_bytes` (ch. 3);
 - `views/_kit.py` — `si_scale`, `si_tick`, `new_figure`, `SHARD_COLORS`; and from `core` (pure facts the
   figures draw): `torus_path`, `torus_route_args`, `ring_hops` (`core.topology`), `bandwidth_channels`,
   `VMEM_TO_HBM_RATIO` (`core.hardware`).
@@ -39,30 +40,24 @@ from scalebook_utils.core.topology import ring_hops, torus_path, torus_route_arg
 from scalebook_utils.core.units import format_si  # noqa: F401 - kept name (see above)
 from scalebook_utils.views._kit import SHARD_COLORS, new_figure, si_scale, si_tick
 from scalebook_utils.views.ch01_figures import (
-    REGION_COLORS,
     achievable_flops_figure,
     critical_batch_figure,
-    measured_roofline_figure,
-    roofline_figure,
     time_bars,
     two_chip_figure,
 )
-from scalebook_utils.views.ch02_tpus import (
-    bandwidth_hierarchy_figure,
-    systolic_frame_figure,
-    systolic_utilisation_figure,
-    torus_figure,
-)
-from scalebook_utils.views.ch03_sharding import (
+from scalebook_utils.views.ch01_roofline_plots import REGION_COLORS, measured_roofline_figure, roofline_figure
+from scalebook_utils.views.ch02_systolic import systolic_frame_figure, systolic_utilisation_figure
+from scalebook_utils.views.ch02_tpus import bandwidth_hierarchy_figure, torus_figure
+from scalebook_utils.views.ch03_collectives import (
     ALLGATHER_AXES,
     allgather_axes_figure,
     collective_knee_bytes,
     collective_time_figure,
-    sharding_blocks_figure,
 )
+from scalebook_utils.views.ch03_sharding import sharding_blocks_figure
 
 __all__ = [
-    # chapter 1 (views/ch01_figures.py)
+    # chapter 1 (views/ch01_roofline_plots.py, views/ch01_figures.py)
     "REGION_COLORS",
     "roofline_figure",
     "achievable_flops_figure",
@@ -70,12 +65,12 @@ __all__ = [
     "measured_roofline_figure",
     "two_chip_figure",
     "critical_batch_figure",
-    # chapter 2 (views/ch02_tpus.py)
+    # chapter 2 (views/ch02_systolic.py, views/ch02_tpus.py)
     "systolic_frame_figure",
     "systolic_utilisation_figure",
     "torus_figure",
     "bandwidth_hierarchy_figure",
-    # chapter 3 (views/ch03_sharding.py)
+    # chapter 3 (views/ch03_sharding.py, views/ch03_collectives.py)
     "SHARD_COLORS",
     "sharding_blocks_figure",
     "collective_knee_bytes",

@@ -5,7 +5,7 @@ shared kit (docs/conventions.md: a new chapter's widgets go in their own `views/
 
 - `views/ch01_rooflines.py` — the roofline explorer, the intensity placer, the two-chip roofline (book ch. 1);
 - `views/ch02_tpus.py` — the slice calculator and the torus explorer (ch. 2);
-- `views/ch03_sharding.py` — the sharding explorer and the collective-cost explorer (ch. 3);
+- `views/ch03_sharding.py` — the sharding explorer; `views/ch03_collectives.py` — the collective-cost explorer (ch. 3);
 - `views/_kit.py` — `show`, `static_png`, `INPUT_ERRORS` and the plumbing every chapter's view shares;
   `views/live_figure.py` — `LiveFigure`, `SCREEN_DPI`.
 
@@ -30,7 +30,8 @@ kernel's front end draws) and the PNG of its default state (what GitHub, nbviewe
 without a kernel draw). ``static_png(fig)`` turns a figure into an ``IPython.display.Image``.
 
 A builder looks its render up in its own chapter module, so a test that replaces one (monkeypatch) patches
-it there (`views.ch01_rooflines.render_explorer`), not on this façade.
+it there (`views.ch01_rooflines.render_explorer`, `views.ch03_collectives.render_collective`), not on this
+façade nor on a chapter module that only re-exports it.
 """
 
 from __future__ import annotations
@@ -84,17 +85,19 @@ from scalebook_utils.views.ch02_tpus import (
     torus_explorer,
     torus_readout,
 )
-from scalebook_utils.views.ch03_sharding import (
+from scalebook_utils.views.ch03_collectives import (
     COLLECTIVE_KINDS,
     COLLECTIVES_PREFIX,
+    collective_cost_explorer,
+    collective_readout,
+    render_collective,
+)
+from scalebook_utils.views.ch03_sharding import (
     SHARDING_MESHES,
     SHARDING_PREFIX,
     SHARDING_PRESETS,
-    collective_cost_explorer,
-    collective_readout,
     compile_matmul,
     matmul_text,
-    render_collective,
     render_sharding,
     sharding_details,
     sharding_explorer,
@@ -132,7 +135,7 @@ __all__ = [
     "torus_readout",
     "render_torus",
     "torus_explorer",
-    # chapter 3 (views/ch03_sharding.py)
+    # chapter 3 (views/ch03_sharding.py, views/ch03_collectives.py)
     "SHARDING_PREFIX",
     "COLLECTIVES_PREFIX",
     "SHARDING_MESHES",

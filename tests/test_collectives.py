@@ -271,3 +271,8 @@ def test_axis_note_says_which_axes_are_real_by_ch2s_rule():
     assert C.axis_note("tpu-v5e", 4, True) == "a tpu-v5e axis of 4 has no wraparound by ch. 2's rule"
     assert C.axis_note("tpu-v5e", 16, False) == "a tpu-v5e axis of 16 has wraparound by ch. 2's rule"
     assert C.axis_note("tpu-v5e", 64, True) == "no tpu-v5e axis has 64 chips (pod 16×16)"
+    # 3-D chips: an axis that is a multiple of 4 wraps in whole 4×4×4 cubes (the v5p cube's wrapped axes of
+    # 4 and 16 are real) and not in a thinner slice (4×2×1); any other axis never wraps
+    assert C.axis_note("tpu-v5p", 4, True) == C.axis_note("tpu-v5p", 16, True) == ""
+    assert C.axis_note("tpu-v5p", 4, False) == C.axis_note("tpu-v5p", 6, False) == ""
+    assert C.axis_note("tpu-v5p", 6, True) == "a tpu-v5p axis of 6 has no wraparound by ch. 2's rule"

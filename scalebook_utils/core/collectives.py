@@ -35,7 +35,7 @@ import numbers
 from dataclasses import dataclass
 
 from scalebook_utils.core.hardware import ChipSpec
-from scalebook_utils.core.topology import Slice, default_wraparound, ring_hops, tpu_chip
+from scalebook_utils.core.topology import CUBE_SIDE, Slice, default_wraparound, ring_hops, tpu_chip
 from scalebook_utils.core.units import is_int, require_bytes
 
 #: Kind names `collective` accepts, canonical spelling.
@@ -150,16 +150,20 @@ def axis_note(chip, axis_size: int, wraparound: bool) -> str:
     """'' when one mesh axis of `axis_size` chips with this `wraparound` occurs on `chip`; else why not (a clause).
 
     An axis longer than the pod's longest side does not exist on the chip ("no tpu-v5e axis has 64 chips (pod
-    16×16)"); an axis whose wraparound is not the one ch. 2's rule gives it (`topology.default_wraparound` of a
-    slice with this axis and every other side 1) is a "what if" (asked with wraparound: "a tpu-v5e axis of 4
-    has no wraparound by ch. 2's rule"). The cost model prices either; this says which axes are real.
-    Book ch. 2, "TPU Networking"; ch. 3, "A Deeper Dive…".
+    16×16)"); an axis whose wraparound no slice gives it by ch. 2's rule (`topology.default_wraparound`) is a
+    "what if" (asked with wraparound: "a tpu-v5e axis of 4 has no wraparound by ch. 2's rule"). On a 2-D chip
+    an axis wraps iff it spans the pod side; on a 3-D chip an axis that is a multiple of 4 wraps in a slice of
+    whole 4×4×4 cubes and not in a thinner one (4×2×1), so either is real, and any other axis never wraps.
+    The cost model prices every case; this says which axes are real. Book ch. 2, "TPU Networking"; ch. 3,
+    "A Deeper Dive…".
     """
     spec = tpu_chip(chip)
     n, wrap = int(axis_size), bool(wraparound)
     if n > max(spec.pod_shape):
         return f"no {spec.name} axis has {n} chips (pod {'×'.join(map(str, spec.pod_shape))})"
-    if wrap != default_wraparound(spec, (n,) + (1,) * (spec.ici_torus_dims - 1))[0]:
+    others = spec.ici_torus_dims - 1  # the slice's other sides: all 1 (a line), or whole cubes on a 3-D chip
+    possible = {default_wraparound(spec, (n,) + (side,) * others)[0] for side in (1, CUBE_SIDE)}
+    if wrap not in possible:
         return f"a {spec.name} axis of {n} {'has no' if wrap else 'has'} wraparound by ch. 2's rule"
     return ""
 

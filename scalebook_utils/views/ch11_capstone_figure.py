@@ -134,7 +134,7 @@ def _draw_serving(ax, side) -> None:
     ax.set_xlabel("latency: time per decode step (ms)")
     ax.set_ylabel("throughput (tokens/s per chip)")
     ax.set_title(
-        f"serving {side.model} in {side._prec()}, {side.S:g}-token context\n"
+        f"serving {side.model} in {side.precision_text()}, {side.S:g}-token context\n"
         "every batch on every slice size (right: the chip and its slices)",
         fontsize=9,
     )

@@ -83,7 +83,7 @@ class ServingSide:
             raise ValueError(f"nothing to evaluate: {self.reason}")
         return sv.plan_serving(self.served, self.chip, self.n_chips, self.precision, self.S, batches=[B]).points[0]
 
-    def _prec(self) -> str:
+    def precision_text(self) -> str:
         """The precision with its meaning: 'int8 (int8 weights + KV, int8 math)' (`inference.Precision.label`)."""
         try:
             return inf.precision_label(self.precision)
@@ -95,7 +95,7 @@ class ServingSide:
 
     def headline(self) -> str:
         if not self.feasible:
-            return f"serve {self.chip} {self._prec()}: cannot serve — {self.reason}"
+            return f"serve {self.chip} {self.precision_text()}: cannot serve — {self.reason}"
         cap = ms_text(self.max_latency)
         gpu = get_chip(self.chip).kind == "gpu"
         tail = (
@@ -104,10 +104,10 @@ class ServingSide:
             if self.best
             else f"nothing ≤ {cap} (fastest {ms_text(self.fastest.latency)})"
         )
-        return f"serve {self.chip} {self._prec()}: {slice_text(self.n_chips, self.shape, gpu)}, B≤{self.B_max}, {tail}"
+        return f"serve {self.chip} {self.precision_text()}: {slice_text(self.n_chips, self.shape, gpu)}, B≤{self.B_max}, {tail}"
 
     def lines(self) -> list[str]:
-        head = f"{self.chip}, {self._prec()}, {self.S:g}-token context, latency cap {ms_text(self.max_latency)}/step"
+        head = f"{self.chip}, {self.precision_text()}, {self.S:g}-token context, latency cap {ms_text(self.max_latency)}/step"
         if not self.feasible:
             return [head, f"cannot serve: {self.reason}"]
         sh = self._shapes()

@@ -134,3 +134,12 @@ def test_mock_profile_is_what_the_registry_expects():
     assert expected("ch9.e1") == rl.mock_ffw_time()
     assert expected("ch9.e2") == rl.mock_reduce_scatter_time()
     assert expected("ch9.iq1") == rl.mock_q_projection_time()
+
+
+def test_has_matmul_peak_follows_the_modes_compute_dtype():
+    """int8-weights computes in bf16 (ch1.q2), so a chip's bf16 peak decides it; a v100 has no bf16 peak."""
+    assert rl.compute_dtype("int8-weights") == "bf16"
+    assert rl.has_matmul_peak("h100", "bf16") and rl.has_matmul_peak("tpu-v5e", "int8-weights")
+    assert not rl.has_matmul_peak("v100", "bf16") and not rl.has_matmul_peak("v100", "int8-weights")
+    with pytest.raises(ValueError, match="unknown matmul mode 'fp4'"):
+        rl.has_matmul_peak("h100", "fp4")

@@ -109,6 +109,16 @@ def _mode(mode: str) -> tuple[str, str, str]:
     return MATMUL_MODES[mode]
 
 
+def compute_dtype(mode: str) -> str:
+    """The dtype `mode`'s matmul computes in (MATMUL_MODES: "int8-weights" → "bf16"); ValueError for an unknown mode."""
+    return _mode(mode)[2]
+
+
+def has_matmul_peak(chip: str | ChipSpec, mode: str) -> bool:
+    """Whether `chip` has a matmul peak (FLOPs/s) for `mode`'s compute dtype: a v100 has none for bf16 (ch. 1)."""
+    return compute_dtype(mode) in get_chip(chip).peak_flops_per_s
+
+
 def _num(x, name: str = "B"):
     """A Python float for a scalar, a float numpy array otherwise; every entry finite and > 0."""
     return require_positive_values(name, x)

@@ -311,7 +311,7 @@ def critical_batch_figure(
         bars = ax.bar(xs, ys, width=width, label=mode, color=LINE_COLORS[k % len(LINE_COLORS)])
         ax.bar_label(bars, fmt="%.0f", fontsize=7, padding=1)
     for i, name in enumerate(names):
-        if not any(m_ in _supported_modes(name) for m_ in modes):
+        if not any(roofline.has_matmul_peak(name, m_) for m_ in modes):
             ax.text(i, 5, f"no {'/'.join(modes)}\npeak", ha="center", va="bottom", fontsize=7, color="0.35")
     ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
     ax.set_ylabel("critical batch B (tokens)")
@@ -320,8 +320,3 @@ def critical_batch_figure(
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8)
     return fig
-
-
-def _supported_modes(chip: str) -> list[str]:
-    spec = get_chip(chip)
-    return [m for m, (_, _, compute) in roofline.MATMUL_MODES.items() if compute in spec.peak_flops_per_s]

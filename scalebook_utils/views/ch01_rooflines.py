@@ -55,16 +55,9 @@ EXPLORER_MODES: tuple[str, ...] = tuple(m for m in roofline.MATMUL_MODES if m !=
 _num = format_number
 
 
-def _compute_dtype(mode: str) -> str:
-    if mode not in roofline.MATMUL_MODES:
-        raise ValueError(f"unknown matmul mode {mode!r}; known modes: {', '.join(roofline.MATMUL_MODES)}")
-    return roofline.MATMUL_MODES[mode][2]
-
-
 def chips_for_mode(mode: str) -> list[str]:
     """Names of the chips in `hardware.CHIPS` that have a matmul peak for `mode`'s compute dtype."""
-    compute = _compute_dtype(mode)
-    return [name for name, spec in CHIPS.items() if compute in spec.peak_flops_per_s]
+    return [name for name, spec in CHIPS.items() if roofline.has_matmul_peak(spec, mode)]
 
 
 # --- (a) the roofline explorer: a matmul on one chip, against the batch B ----------------------------
@@ -80,7 +73,7 @@ def explorer_readout(chip: str | ChipSpec, mode: str, D: int, F: int, B: int) ->
     head = f"{EXPLORER_PREFIX}{_num(B)}"
     try:
         spec = get_chip(chip)
-        compute = _compute_dtype(mode)
+        compute = roofline.compute_dtype(mode)
         if compute not in spec.peak_flops_per_s:
             return (
                 f"{head} → {spec.name} has no {compute} matmul peak for mode {mode} "
@@ -100,7 +93,7 @@ def render_explorer(chip: str | ChipSpec, mode: str, D: int, F: int, B: int, *, 
     """Achievable FLOPs/s against B (crossover and current B marked) beside a T_math/T_comms bar chart."""
     try:
         spec = get_chip(chip)
-        compute = _compute_dtype(mode)
+        compute = roofline.compute_dtype(mode)
         if compute not in spec.peak_flops_per_s:
             return message_figure(f"{spec.name} has no {compute} matmul peak — pick another chip or mode")
         r = roofline.matmul_roofline(B, D, F, spec, mode)

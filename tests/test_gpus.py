@@ -24,6 +24,22 @@ def test_vector_flops_and_clock_are_inverse():
     assert G.vector_flops_per_s("h100", G.clock_hz("h100", boost=False)) < G.vector_flops_per_s("h100")
 
 
+def test_vector_add_is_memory_bound():
+    """ch12.q7: z = x + y over fp32[N] moves 12 bytes per FLOP, so HBM bounds it at any N."""
+    assert G.vector_add_fp32(1024) == (1024, 12 * 1024)
+    N = 1024**3
+    assert G.vector_add_time(N, "h100") == approx(12 * N / 3.35e12)
+    assert G.vector_add_time(2 * N) == approx(2 * G.vector_add_time(N))
+
+
+def test_single_node_with_another_nvlink_bandwidth():
+    """ch12.q14/q18a: a node "whose GPUs have W B/s each" changes only W_gpu."""
+    base, slow = G.single_node("h100"), G.single_node("h100", nvlink_bandwidth=100e9)
+    assert slow.gpu_bytes_per_s == 100e9 and base.gpu_bytes_per_s == 450e9
+    assert slow.total_gpus == base.total_gpus == 8
+    assert G.all_to_all(1e9, 8, slow).seconds == approx(4.5 * G.all_to_all(1e9, 8, base).seconds)
+
+
 def test_b200_has_no_clock_in_the_book():
     with pytest.raises(ValueError, match="no clock"):
         G.clock_hz("b200")

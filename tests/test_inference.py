@@ -214,6 +214,24 @@ def test_disaggregation_ratio_and_evictions():
         I.kv_eviction_rate(32, 8192, 0)
 
 
+def test_queries_per_s_per_chip_at_a_given_step_time():
+    """ch. 8 in-text question 7: 43 sequences at 19 ms per step, 512 steps, 16 chips → 0.276 queries/s/chip."""
+    assert I.queries_per_s_per_chip(43, 19e-3, 512, 16) == approx(0.276, rel=1e-3)
+    step = I.decode_step(M70, 32, 8192, "v5e", 8, "int8-weights")
+    assert I.queries_per_s_per_chip(32, step.step_time, 512, 8) == approx(step.queries_per_s_per_chip(512))
+    with pytest.raises(ValueError, match="step_time"):
+        I.queries_per_s_per_chip(32, 0, 512, 8)
+
+
+def test_decode_activations_are_the_larger_of_a_layer_and_the_logits():
+    """ch. 8 worked problem 2: LLaMA 3-8B at B = 240 in bf16 — the logits [B, V] (62 MB) beat one layer (39 MB)."""
+    cfg = tf.get_model("llama3-8b")
+    assert I.decode_activation_bytes("llama3-8b", 240) == approx(240 * cfg.V * 2)
+    assert I.decode_activation_bytes("llama3-8b", 240, "fp32") == approx(
+        2 * I.decode_activation_bytes("llama3-8b", 240)
+    )
+
+
 def test_cost_per_token_scales_inversely_with_throughput():
     a = I.cost_per_million_tokens(100, "v5e")
     assert I.cost_per_million_tokens(200, "v5e") == approx(a / 2)

@@ -127,6 +127,15 @@ def test_frontier_best_under_a_latency_cap_405b():
     assert all(p.tokens_per_s_per_chip <= best.tokens_per_s_per_chip for p in f.points if p.latency <= 15e-3)
 
 
+def test_frontier_smallest_slice_under_a_latency_cap_405b():
+    # ch. 8 worked problem 3: 406 GB of int8 weights read in ≤ 15 ms need N ≥ 33 chips → the 64-chip 8x8
+    f = S.frontier("llama3-405b", V5E, "int8-weights", 8192)
+    plan = f.smallest_under(15e-3)
+    assert plan.n_chips == 64 and plan.min_latency.latency <= 15e-3
+    assert all(p.min_latency.latency > 15e-3 for p in f.plans if p.n_chips < 64)
+    assert f.smallest_under(1e-6) is None
+
+
 def test_int8_weights_improve_the_frontier_at_equal_latency():
     # ch. 7 latency–cost figure: quantized weights move the frontier up at a given latency
     bf = S.frontier(L70, V5E, "bf16", 8192).best_under(0.02)

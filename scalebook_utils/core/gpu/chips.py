@@ -190,6 +190,19 @@ def implied_clock_hz(
     return vector_flops / (sm_counts(chip).cuda_cores * flops_per_core_per_cycle)
 
 
+def vector_add_fp32(N: float) -> tuple[float, float]:
+    """(FLOPs, bytes) of z = x + y over fp32[N] vectors: N adds and 12·N bytes (read 2 × 4N, write 4N), an
+    arithmetic intensity of 1/12 (ch12.q7a–c)."""
+    return N, 12 * N
+
+
+def vector_add_time(N: float, chip: str | ChipSpec = "h100") -> float:
+    """Roofline time of z = x + y over fp32[N] on the CUDA cores: max(N / vector FLOPs/s, 12·N / W_hbm) in
+    seconds; memory-bound at any N (H100, N = 1024³: 12.9 GB / 3.35e12 B/s = 3.8 ms; ch12.q7d–f)."""
+    flops, nbytes = vector_add_fp32(N)
+    return max(flops / vector_flops_per_s(chip), nbytes / gpu_chip(chip).hbm_bandwidth_bytes_per_s)
+
+
 def matmul_dtype(chip: str | ChipSpec = "h100") -> str:
     """The 16-bit Tensor Core dtype a chip's peak is quoted in: "bf16", or "fp16" on chips without bf16 (V100)."""
     peaks = gpu_chip(chip).peak_flops_per_s
@@ -390,6 +403,8 @@ __all__ = [
     "clock_hz",
     "vector_flops_per_s",
     "implied_clock_hz",
+    "vector_add_fp32",
+    "vector_add_time",
     "tensor_core_flops_per_cycle",
     "matmul_dtype",
     "TENSOR_CORES_PER_SM",

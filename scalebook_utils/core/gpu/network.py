@@ -21,7 +21,7 @@ Bandwidth conventions (the chapter mixes them; see `NetworkLevel`): link and cab
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scalebook_utils.core.errors import UnknownNameError
 from scalebook_utils.core.hardware import ChipSpec, get_chip
@@ -276,8 +276,13 @@ def superpod(chip: str | ChipSpec = "h100", n_sus: int = 4, *, nodes_per_su: int
     return Cluster(f"{s.name} SuperPod ({n_sus} SU{'s' if n_sus > 1 else ''})", s.name, tuple(levels))
 
 
-def single_node(chip: str | ChipSpec = "h100") -> Cluster:
-    """One NVLink node as a cluster of one level (8 GPUs; 72 for GB200 NVL72)."""
+def single_node(chip: str | ChipSpec = "h100", nvlink_bandwidth: float | None = None) -> Cluster:
+    """One NVLink node as a cluster of one level (8 GPUs; 72 for GB200 NVL72).
+
+    `nvlink_bandwidth` (B/s, one way) replaces each GPU's NVLink egress W_gpu: the quizzes' node "whose GPUs
+    have W B/s each" (ch12.q14, ch12.q18a)."""
+    if nvlink_bandwidth is not None:
+        chip = replace(gpu_chip(chip), nvlink_bandwidth_oneway_bytes_per_s=nvlink_bandwidth)
     return Cluster(f"{gpu_chip(chip).name} node", gpu_chip(chip).name, superpod(chip, 1).levels[:1])
 
 

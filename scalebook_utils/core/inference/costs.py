@@ -54,6 +54,7 @@ from scalebook_utils.core.inference.economics import (
     flops_per_dollar,
     kv_eviction_rate,
     prefill_servers_per_generate_server,
+    queries_per_s_per_chip,
     speculative_step,
     speculative_tokens_per_step,
 )
@@ -64,6 +65,7 @@ from scalebook_utils.core.inference.memory import (
     Precision,
     ServedModel,
     critical_batch,
+    decode_activation_bytes,
     free_hbm,
     get_precision,
     inference_memory,
@@ -101,6 +103,7 @@ __all__ = [
     "served_model",
     "kv_cache_bytes",
     "inference_memory",
+    "decode_activation_bytes",
     "min_chips",
     "free_hbm",
     "max_batch",
@@ -128,6 +131,7 @@ __all__ = [
     "ws_2d_crossover_chips",
     # economics
     "prefill_servers_per_generate_server",
+    "queries_per_s_per_chip",
     "KVEviction",
     "kv_eviction_rate",
     "flops_per_dollar",

@@ -15,7 +15,7 @@ from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.errors import UnknownNameError
 from scalebook_utils.core.hardware import get_chip
 from scalebook_utils.core.inference.comms import check_conventions
-from scalebook_utils.core.units import require_int, require_number, require_positive
+from scalebook_utils.core.units import dtype_bytes, require_int, require_number, require_positive
 
 CH7 = "book ch. 7 'All About Transformer Inference'"
 CH8 = "book ch. 8 'Serving LLaMA 3-70B on TPUs'"
@@ -218,6 +218,17 @@ def inference_memory(model, B: float, S: float, precision="bf16") -> float:
     return m.weight_bytes(precision) + kv_cache_bytes(m, B, S, precision)
 
 
+def decode_activation_bytes(cfg: tf.TransformerConfig | str, B: float, dtype: str = "bf16") -> float:
+    """Peak working activations of one decode step of B sequences (one new token each), in bytes: the larger of
+    one layer's intermediates (the ch. 4 rule of thumb, 20·D per token, nothing rematerialized) and the logits
+    [B, V], in `dtype`; a decode step keeps no layer's activations for a backward pass (book ch. 8 worked
+    problem 2: LLaMA 3-8B at B = 240 → logits 240 · 128,256 · 2 = 62 MB, one layer 39 MB)."""
+    cfg = tf.get_model(cfg)
+    per_layer = tf.activation_bytes(cfg, B, "none", dtype) / cfg.L
+    logits = B * cfg.V * dtype_bytes(dtype)
+    return max(per_layer, logits)
+
+
 def min_chips(model, chip="tpu-v5e", precision="bf16", *, B: float = 0, S: float = 0, pow2: bool = True) -> int:
     """Fewest chips whose HBM holds the weights (+ B caches of S tokens): ceil(bytes/HBM), rounded up to a power
     of two when `pow2` (the book's `min_topology`; ch. 8: LLaMA 3-70B bf16 16, int8 8, int4 4 v5e chips).
@@ -272,6 +283,7 @@ __all__ = [
     "served_model",
     "kv_cache_bytes",
     "inference_memory",
+    "decode_activation_bytes",
     "min_chips",
     "free_hbm",
     "max_batch",

@@ -316,6 +316,13 @@ class Frontier:
         """Highest tokens/s per chip with step time ≤ max_latency over every batch and slice."""
         return best_under(self.points, max_latency)
 
+    def smallest_under(self, max_latency: float) -> ServingPlan | None:
+        """The slice with the fewest chips whose batch-1 step (`ServingPlan.min_latency`) takes ≤ max_latency
+        seconds, or None (book ch. 8 worked problem 3: LLaMA 3-405B in int8 under 15 ms/token → 64 v5e chips)."""
+        require_positive(max_latency=max_latency)
+        ok = [p for p in self.plans if p.min_latency.latency <= max_latency]
+        return min(ok, key=lambda p: p.n_chips) if ok else None
+
     def table(self) -> str:
         rows = [f"{'chips':>6} {'B':>6} {'ms/step':>9} {'tok/s/chip':>11} {'$/1M tok':>9}  bound"]
         for pt in self.pareto:

@@ -26,7 +26,7 @@ from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
 from scalebook_utils.core.inference import costs as I
 from scalebook_utils.core.inference import serving as sv
-from scalebook_utils.questions.registry import add, moved_names
+from scalebook_utils.questions.registry import add
 
 V5E = "tpu-v5e"
 #: LLaMA 3-70B with the chapter's round parameter count
@@ -48,9 +48,6 @@ IQ11_PREFILL, IQ11_DECODE = 8192, 4096
 SLICE_OPTIONS = ("2x2", "4x2", "4x4", "4x8")
 YES_NO_IQ9 = ("yes", "no (use 4x2 or maybe 4x4)")
 BOTTLENECKS = ("ICI", "HBM bandwidth", "FLOPs")
-
-#: the public names of the worked problems (helpers, constants, options) resolve here too, as before the split
-__getattr__ = moved_names(__name__, "ch08_worked")
 
 
 def shape(n: int) -> str:

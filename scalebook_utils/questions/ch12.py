@@ -22,7 +22,7 @@ from dataclasses import replace
 from scalebook_utils.core import roofline as R
 from scalebook_utils.core.gpu import chips as G
 from scalebook_utils.core.hardware import get_chip
-from scalebook_utils.questions.registry import add, moved_names
+from scalebook_utils.questions.registry import add
 
 H100, B200 = "h100", "b200"
 YES_NO = ("yes", "no")
@@ -33,9 +33,6 @@ Q4_SHAPES = ((64, 4096, 8192), (512, 4096, 8192))
 Q7_SMALL, Q7_LARGE = 65_536, 1024**3
 #: q10: the array AllGathered on one 8×H100 node (bf16)
 Q10_D, Q10_F = 4096, 65_536
-
-#: the public names of the chapter's parts (helpers, constants) resolve here too, as before the split
-__getattr__ = moved_names(__name__, "ch12_collectives", "ch12_rooflines")
 
 
 def _b200_q4():

@@ -20,7 +20,6 @@ Kinds:
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -201,23 +200,6 @@ def question_ids(chapter: int | None = None) -> list[str]:
     if chapter is not None:
         chapter = require_int("chapter", chapter, 1, BOOK_CHAPTERS)
     return [q for q, Q in QUESTIONS.items() if chapter is None or Q.chapter == chapter]
-
-
-def moved_names(module: str, *parts: str) -> Callable[[str], Any]:
-    """A module `__getattr__` (PEP 562) for a chapter module split into parts (`ch12` → `ch12_collectives`, …):
-    a public name that moved to one of `parts` still resolves as `module.name`, the same object. The parts are
-    imported on first use, never at the module's top, so they still register their questions after it, in the
-    order questions/__init__.py imports them."""
-
-    def __getattr__(name: str) -> Any:
-        if not name.startswith("_"):
-            for part in parts:
-                found = vars(importlib.import_module(f"scalebook_utils.questions.{part}"))
-                if name in found:
-                    return found[name]
-        raise AttributeError(f"module {module!r} has no attribute {name!r}")
-
-    return __getattr__
 
 
 __all__ = [

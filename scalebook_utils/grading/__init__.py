@@ -1,6 +1,7 @@
 """Grading a submission (the public name `grading`): `check` records an answer in the student's kernel
 (`check`, `answers`), the judge decides the verdict outside it, `sandbox` runs a submission under
-bubblewrap, `runner` executes notebooks with nbval and builds results, `cli` is the `scalebook` command.
+bubblewrap, `runner` executes notebooks with nbval (one run: `nbval_run`) and builds results, `cli` is the
+`scalebook` command.
 
 The public names of `exercises` (`make_exercise`, `strip_solution`, cell metadata), `report` (`SubmissionResult`,
 JSON/CSV/table) `graded_copy` (`build_graded_copy`, `load_reference`, …) and `runner` (`grade`) are served from here lazily, so

@@ -12,10 +12,20 @@ level (a code question's probe imports `lab` when it runs).
 from __future__ import annotations
 
 import importlib
+import pkgutil
+
+#: this folder's modules: `from scalebook_utils.grading import answers` imports that one module and no other
+_SUBMODULES = frozenset(m.name for m in pkgutil.iter_modules(__path__))
 
 
 def __getattr__(name: str):
-    """`grading.grade`, `from scalebook_utils.grading import strip_solution`: the three modules' public names."""
+    """`grading.grade`, `from scalebook_utils.grading import strip_solution`: the four modules' public names.
+
+    Python's `from package import name` asks this hook before it imports a submodule, so a submodule's own name
+    is answered by importing just it: otherwise the search below would import `runner` while one of the modules
+    `runner` imports is still loading (an import cycle in a fresh interpreter)."""
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
     if not name.startswith("_"):
         for part in ("exercises", "report", "graded_copy", "runner"):
             module = importlib.import_module(f"scalebook_utils.grading.{part}")

@@ -37,11 +37,7 @@ from pathlib import Path
 
 import nbformat
 
-# Imported by full name, not `from scalebook_utils.grading import answers, sandbox`: for a submodule not yet
-# loaded, that form asks the package's lazy `__getattr__`, which imports `runner` — and `runner` imports this
-# module, still half-initialised (a cycle in a fresh interpreter).
-import scalebook_utils.grading.answers as answers
-import scalebook_utils.grading.sandbox as sandbox
+from scalebook_utils.grading import answers, sandbox
 
 #: nbval waits this long for output after an interrupt before it stops the kernel.
 NBVAL_OUTPUT_TIMEOUT_S = 5

@@ -255,3 +255,19 @@ def test_the_package_index_lists_every_module():
         [sys.executable, str(PKG.parent / "tools" / "package_index.py"), "--check"], capture_output=True, text=True
     )
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+#: "one book idea per module, readable top to bottom, ≤ ~500 lines" (DESIGN; issue 16), counted as the file is
+#: formatted (ruff format), docstrings and comments included
+MAX_LINES = 500
+
+
+def _too_long(lines: dict[str, int]) -> dict[str, int]:
+    return {module: n for module, n in sorted(lines.items()) if n > MAX_LINES}
+
+
+def test_no_module_is_over_500_lines():
+    lines = {m: len(_path(m).read_text().splitlines()) for m in MODULES}
+    lines[ROOT] = len((PKG / "__init__.py").read_text().splitlines())
+    assert not _too_long(lines), f"split these by idea (docs/conventions.md): {_too_long(lines)}"
+    assert _too_long({"core.x": MAX_LINES, "core.y": MAX_LINES + 1}) == {"core.y": MAX_LINES + 1}

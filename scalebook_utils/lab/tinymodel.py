@@ -41,7 +41,7 @@ from __future__ import annotations
 # `tinymodel.X` that worked before breaks.
 import functools
 import math  # noqa: F401  (kept)
-import numbers  # noqa: F401  (kept)
+import numbers
 from dataclasses import dataclass
 from typing import NamedTuple  # noqa: F401  (kept)
 
@@ -325,8 +325,8 @@ def train_flops_with_remat(
     _check_shape_args(B, T)
     remat_policy(policy)
     params, tokens = _abstract_inputs(cfg, B, T + 1)
-    f = lambda p, t: loss(p, t, cfg, remat=policy)  # noqa: E731
-    fwd = lambda p, t: jax.vjp(lambda q: f(q, t), p)  # noqa: E731  (loss, pullback with the residuals)
+    f = lambda p, t: loss(p, t, cfg, remat=policy)
+    fwd = lambda p, t: jax.vjp(lambda q: f(q, t), p)
     _, pullback = jax.eval_shape(fwd, params, tokens)
     measured = _cpu_flops(fwd, params, tokens) + _cpu_flops(
         lambda pb, ct: pb(ct), pullback, jax.ShapeDtypeStruct((), jnp.float32)

@@ -47,7 +47,7 @@ from scalebook_utils.core.calculator import (
     remat_rows,
 )
 from scalebook_utils.core.units import format_count
-from scalebook_utils.views._kit import (  # noqa: F401 - PALETTE … static_png: re-exported (`transformer_views.X` stays)
+from scalebook_utils.views._kit import (
     INPUT_ERRORS,
     PALETTE,
     attach,

@@ -52,7 +52,7 @@ from scalebook_utils.views._kit import (
     format_shape,
     message_figure,
     new_figure,
-    plain_formatter,  # noqa: F401  (format_rows re-exported: `training_views.format_rows` stays)
+    plain_formatter,
     tpu_names,
 )
 
@@ -255,7 +255,7 @@ def training_picture(
     controls = {"chip": chip_dd, "shape": shape_box, "F": f_box, "B": b_slider}
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([chip_dd, shape_box, pod_btn]), f_box, b_slider, out]
-    values = lambda: (chip_dd.value, shape_box.value, f_box.value, b_slider.value)  # noqa: E731
+    values = lambda: (chip_dd.value, shape_box.value, f_box.value, b_slider.value)
     return attach(
         box, controls | {"pod": pod_btn}, out, lambda: picture_readout(*values()), lambda: render_picture(*values())
     )

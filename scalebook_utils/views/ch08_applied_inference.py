@@ -30,7 +30,7 @@ from matplotlib.figure import Figure
 from scalebook_utils.core.hardware import get_chip
 from scalebook_utils.core.inference import costs as I
 from scalebook_utils.core.inference import serving as SV
-from scalebook_utils.core.inference.applied import DISAGG_PROMPTS, Disaggregation, disaggregation, disaggregation_curve  # noqa: F401 - re-exported
+from scalebook_utils.core.inference.applied import DISAGG_PROMPTS, Disaggregation, disaggregation, disaggregation_curve
 from scalebook_utils.core.units import format_bytes, format_time
 from scalebook_utils.views._kit import (
     INPUT_ERRORS,
@@ -266,7 +266,7 @@ def render_disaggregation(
         return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(12.5, 4.6), layout="constrained")
     ax, ax2 = fig.subplots(1, 2, width_ratios=[1.7, 1])
-    curve = lambda g: disaggregation_curve(g, B, prefill_slice, generate_slice, precision, mfu, model, chip)  # noqa: E731
+    curve = lambda g: disaggregation_curve(g, B, prefill_slice, generate_slice, precision, mfu, model, chip)
     shown = []
     for i, g in enumerate(decodes):
         ys = curve(g)
@@ -338,7 +338,7 @@ def disaggregation_widget(
         value=mfu, min=0.1, max=1.0, step=0.05, description="MFU", readout_format=".0%", continuous_update=False
     )
     prec_dd = W.Dropdown(options=list(BOOK_PRECISIONS), value=precision, description="precision")
-    opts = lambda s: list(SLICES) if s in SLICES else [s, *SLICES]  # noqa: E731
+    opts = lambda s: list(SLICES) if s in SLICES else [s, *SLICES]
     pre_dd = W.Dropdown(options=opts(prefill_slice), value=prefill_slice, description="prefill on")
     gen_dd = W.Dropdown(options=opts(generate_slice), value=generate_slice, description="generate on")
     box = W.VBox()
@@ -364,7 +364,7 @@ def disaggregation_widget(
     }
     out = W.interactive_output(view, controls)
     box.children = [W.HBox([pr_sl, de_sl]), W.HBox([b_sl, mfu_sl]), W.HBox([prec_dd, pre_dd, gen_dd]), out]
-    values = lambda: tuple(c.value for c in controls.values())  # noqa: E731
+    values = lambda: tuple(c.value for c in controls.values())
     named = {k: v for k, v in controls.items() if k != "mfu"} | {"MFU": mfu_sl}
     return attach(
         box,

@@ -11,7 +11,7 @@ from matplotlib.ticker import NullLocator
 
 from scalebook_utils.core.inference import costs as I
 from scalebook_utils.core.inference import serving as SV
-from scalebook_utils.core.inference.applied import BOOK_70B, BOOK_PRECISIONS  # noqa: F401 - the chapter's model, re-exported
+from scalebook_utils.core.inference.applied import BOOK_70B, BOOK_PRECISIONS
 from scalebook_utils.core.units import format_bytes
 from scalebook_utils.views._kit import INPUT_ERRORS, error_text, format_number
 from scalebook_utils.views._kit import log_axes as _log_scale

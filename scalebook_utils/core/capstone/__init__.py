@@ -93,7 +93,7 @@ class ModelPlan:
         return "\n".join(out)
 
 
-def plan_model(model="llama3-70b", train_chip="tpu-v5p", serve_chip="tpu-v5e", budget: Budget = Budget()) -> ModelPlan:  # noqa: B008 (a frozen Budget: the shared default cannot change)
+def plan_model(model="llama3-70b", train_chip="tpu-v5p", serve_chip="tpu-v5e", budget: Budget = Budget()) -> ModelPlan:
     """Plan training on `train_chip` and serving on `serve_chip` for `model` (a preset name of
     `transformer.MODELS` or a `TransformerConfig`) within `budget`. Book ch. 11 (conclusion), putting ch. 5–8 and
     ch. 12 together: see `plan_training` and `plan_serving_side` for each half."""

@@ -187,7 +187,7 @@ def _serving_reasons(
     return out
 
 
-def plan_serving_side(model="llama3-70b", chip="tpu-v5e", budget: Budget = Budget()) -> ServingSide:  # noqa: B008 (a frozen Budget: the shared default cannot change)
+def plan_serving_side(model="llama3-70b", chip="tpu-v5e", budget: Budget = Budget()) -> ServingSide:
     """The serving half: the smallest slice that holds the weights and one `serve_context` cache
     (`serving.plan_serving(..., slice_=None)`), its batch range and most-throughput point, and the frontier's best
     point under `max_latency` (book ch. 7–8). GPUs are served inside one NVLink node: power-of-two slices up to 8

@@ -334,7 +334,7 @@ def training_reasons(
     return [rule(f) for rule in (_INFEASIBLE_RULES if best is None else TRAINING_RULES)]
 
 
-def plan_training(model="llama3-70b", chip="tpu-v5p", budget: Budget = Budget()) -> TrainingSide:  # noqa: B008 (a frozen Budget: the shared default cannot change)
+def plan_training(model="llama3-70b", chip="tpu-v5p", budget: Budget = Budget()) -> TrainingSide:
     """The training half: the planner's best layout for `budget` on `chip`, the days at the achieved MFU, the money,
     and the reasons. TPUs use `training.plan` (book ch. 5–6), GPUs `gpu_training.plan` (ch. 12).
 

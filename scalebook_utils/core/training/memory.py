@@ -169,7 +169,7 @@ def activation_parts(
     tp: int = 1,
     seq_len: float = 4096,
     options: MemoryOptions = MemoryOptions(),
-) -> dict[str, float]:  # noqa: B008 (frozen, so one shared default is safe)
+) -> dict[str, float]:
     """Saved activation bytes per token and layer on one chip of a `tp`-way TP group, by tensor family.
 
     none — norms: the two norm inputs (2·D); attention: the QKV input (D), Q (N·H), K and V (2·K·H; replicated
@@ -210,7 +210,7 @@ def activation_parts(
     }
 
 
-def logits_bytes_per_token(cfg: tf.TransformerConfig, tp: int = 1, options: MemoryOptions = MemoryOptions()) -> float:  # noqa: B008 (frozen, so one shared default is safe)
+def logits_bytes_per_token(cfg: tf.TransformerConfig, tp: int = 1, options: MemoryOptions = MemoryOptions()) -> float:
     """The logits of one token on one chip: V/tp (vocabulary-parallel) × logits_bytes (fp32 for the loss)."""
     return cfg.V / tp * options.logits_bytes
 

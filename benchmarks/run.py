@@ -423,7 +423,7 @@ def bench_planner(quick: bool) -> str:
             "batch",
             "layouts",
             "feasible",
-            "plan() best",
+            "plan() best ms",
             "per layout",
             "winner",
         ],

@@ -59,9 +59,12 @@ from scalebook_utils.lab._compat import block_until_ready  # noqa: F401  (kept)
 from scalebook_utils.lab.decode_loop import (
     LOGITS_TOL,
     cache_matches_recompute,
+    decode_jit,
+    decode_jit_donated,
     decode_step,
     generate,
     prefill,
+    prefill_jit,
 )
 from scalebook_utils.lab.decode_timing import (
     DECODE_DEMO,
@@ -78,7 +81,7 @@ from scalebook_utils.lab.decode_timing import (
     read_bandwidth,
     served_model,
 )
-from scalebook_utils.lab.kv_cache import cache_bytes, init_cache, serving_params
+from scalebook_utils.lab.kv_cache import cache_bytes, check_cache, init_cache, serving_params
 from scalebook_utils.lab.tinymodel import check_config, check_tokens, is_tracer, rms_norm  # noqa: F401  (kept)
 
 __all__ = [
@@ -89,7 +92,11 @@ __all__ = [
     "MATMUL_N",
     "init_cache",
     "cache_bytes",
+    "check_cache",
     "serving_params",
+    "prefill_jit",
+    "decode_jit",
+    "decode_jit_donated",
     "prefill",
     "decode_step",
     "generate",

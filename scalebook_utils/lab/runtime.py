@@ -54,6 +54,7 @@ from scalebook_utils.core.hlo.collectives import (
     count_hlo_collectives,
     parse_hlo_collectives,
     replica_groups,
+    source_target_pairs,
 )
 from scalebook_utils.core.hlo.text import parse_module  # noqa: F401  (kept)
 from scalebook_utils.core.roofline import matmul_roofline  # noqa: F401  (kept)
@@ -75,6 +76,7 @@ from scalebook_utils.lab.devices import (
     RuntimeInfo,
     chip_from_device_kind,
     describe_runtime,
+    jnp_dtype,
     make_mesh,
     runtime,
     sharding_devices,
@@ -86,8 +88,10 @@ from scalebook_utils.lab.sharded import (
     SHARD_MAP_KINDS,
     book_matmul,
     book_spec,
+    clear_compile_cache,
     collective_matmul,
     collective_matmul_fn,
+    compile_matmul,
     partition_spec,
     predicted_vs_compiled,
     run_sharded_matmul,
@@ -151,6 +155,7 @@ __all__ = [
     "use_mesh",
     "all_gather_invariant",
     "time_fn",
+    "jnp_dtype",
     "cost_analysis",
     "compiled_hlo_text",
     "hlo_collectives",
@@ -160,6 +165,7 @@ __all__ = [
     "HloCollective",
     "parse_hlo_collectives",
     "replica_groups",
+    "source_target_pairs",
     "Calibration",
     "calibrate",
     "MatmulMeasurement",
@@ -179,5 +185,7 @@ __all__ = [
     "spec_tuple",
     "run_sharded_matmul",
     "predicted_vs_compiled",
+    "compile_matmul",
+    "clear_compile_cache",
     "simulate_collective",
 ]

@@ -58,6 +58,7 @@ from scalebook_utils.core.transformer import (
 from scalebook_utils.lab import runtime as jaxlab
 from scalebook_utils.lab.attention import (
     FlashStep,
+    check_chunk,
     chunked_attention,
     flash_steps,
     jax_attention,
@@ -356,6 +357,7 @@ __all__ = [
     "MICRO",
     "ATTENTION_KINDS",
     "REMAT_POLICIES",
+    "remat_policy",
     "check_config",
     "init_params",
     "count_params",
@@ -364,6 +366,7 @@ __all__ = [
     "naive_attention",
     "chunked_attention",
     "jax_attention",
+    "check_chunk",
     "FlashStep",
     "flash_steps",
     "softmax_row",

@@ -46,7 +46,6 @@ PREFILL_PREFIX = "prefill: "
 DISAGG_PREFIX = "disaggregation: "
 BOOK_CURVE_PREFIX = "book roofline: "
 
-#: The chapter's three modes: bf16 everything; int8 / int4 weights and KV cache with bf16 FLOPs.
 #: TPU v5e slices the chapter uses (power-of-two chip counts, the book's shapes).
 SLICES = ("2x2", "4x2", "4x4", "4x8", "8x8", "8x16", "16x16")
 

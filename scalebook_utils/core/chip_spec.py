@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 from scalebook_utils.core.units import canonical_dtype
 
+__all__ = ["ChipSpec", "FrozenMap"]
+
 
 class FrozenMap(Mapping):
     """A read-only, hashable mapping (a ChipSpec's dtype → FLOPs/s table, its sources): assignment raises.

@@ -19,8 +19,8 @@ lookups (`get_chip`, `chip_names`) and one chip's bandwidth hierarchy (`bandwidt
 
 from __future__ import annotations
 
-from scalebook_utils.core.chip_spec import ChipSpec, FrozenMap  # noqa: F401 - FrozenMap: kept name (moved)
-from scalebook_utils.core.chips_gpu import (  # noqa: F401 - A100_DS … MI300X_DS (citations): kept names (moved)
+from scalebook_utils.core.chip_spec import ChipSpec, FrozenMap
+from scalebook_utils.core.chips_gpu import (
     A100_DS,
     BOOK_GPUS,
     CH1,
@@ -31,7 +31,7 @@ from scalebook_utils.core.chips_gpu import (  # noqa: F401 - A100_DS … MI300X_
     H100_DS,
     MI300X_DS,
 )
-from scalebook_utils.core.chips_tpu import (  # noqa: F401 - CH2_CHIPS … CH8_PRICE (citations): kept names (moved)
+from scalebook_utils.core.chips_tpu import (
     CH2_CHIPS,
     CH2_ICI,
     CH2_PCIE,
@@ -40,6 +40,35 @@ from scalebook_utils.core.chips_tpu import (  # noqa: F401 - CH2_CHIPS … CH8_P
     TPUS,
 )
 from scalebook_utils.core.errors import name_index, resolve_name
+
+__all__ = [
+    "CHIPS",
+    "DATASHEET_CHIPS",
+    "ALL_CHIPS",
+    "CHIP_ALIASES",
+    "get_chip",
+    "chip_names",
+    "VMEM_TO_HBM_RATIO",
+    "bandwidth_channels",
+    # re-exported: the chip's type (`chip_spec`) and the chips with their citations (`chips_tpu`, `chips_gpu`)
+    "ChipSpec",
+    "FrozenMap",
+    "TPUS",
+    "BOOK_GPUS",
+    "DATASHEET_GPUS",
+    "CH1",
+    "CH2_CHIPS",
+    "CH2_ICI",
+    "CH2_PCIE",
+    "CH2_TEXT",
+    "CH8_PRICE",
+    "CH12_FLOPS",
+    "CH12_MEM",
+    "CH12_NET",
+    "A100_DS",
+    "H100_DS",
+    "MI300X_DS",
+]
 
 #: Every chip of the book, by its scalebook name (what the notebooks and figures iterate over).
 CHIPS: dict[str, ChipSpec] = {c.name: c for c in TPUS + BOOK_GPUS}

@@ -16,6 +16,8 @@ from dataclasses import replace
 from scalebook_utils.core.errors import name_index, resolve_name
 from scalebook_utils.core.transformer_config import TransformerConfig
 
+__all__ = ["MODELS", "MODEL_ALIASES", "get_model", "CH5", "CH6", "CH7"]
+
 CH5 = "book ch. 5, Question 1 (LLaMA-2 13B)"
 CH6 = "book ch. 6, LLaMA 3-70B hyperparameter table (from the Hugging Face config)"
 CH7 = "book ch. 7, model for Questions 1–7 (invented, LLaMA-2-13B-like)"

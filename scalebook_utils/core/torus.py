@@ -16,6 +16,8 @@ import numpy as np
 
 from scalebook_utils.core.units import is_int, require_bool, require_int
 
+__all__ = ["ring_hops", "axis_distance", "torus_route_args", "torus_path"]
+
 
 def ring_hops(n: int, wraparound: bool) -> int:
     """Longest path along one axis of `n` chips: ⌊n/2⌋ hops on a ring, n − 1 on a line (ch. 2, ch. 3)."""

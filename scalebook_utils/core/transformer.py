@@ -26,7 +26,7 @@ import numbers
 from dataclasses import asdict, dataclass
 
 from scalebook_utils.core.hardware import get_chip
-from scalebook_utils.core.model_presets import (  # noqa: F401 - CH5 … MODEL_ALIASES: kept names (moved)
+from scalebook_utils.core.model_presets import (
     CH5,
     CH6,
     CH7,
@@ -36,6 +36,37 @@ from scalebook_utils.core.model_presets import (  # noqa: F401 - CH5 … MODEL_A
 )
 from scalebook_utils.core.transformer_config import TransformerConfig
 from scalebook_utils.core.units import dtype_bytes, require_positive
+
+__all__ = [
+    "CH4",
+    "ParamCount",
+    "param_count",
+    "matmul_params",
+    "attention_flops",
+    "forward_flops_per_token",
+    "backward_flops_per_token",
+    "training_flops_per_token",
+    "training_flops",
+    "projection_flops",
+    "mlp_flops",
+    "attention_to_matmul_flops_ratio",
+    "attention_projection_crossover",
+    "attention_intensity",
+    "REMAT_TENSORS_PER_LAYER",
+    "activation_elements_per_token_per_layer",
+    "activation_bytes",
+    "remat_recompute_flops_per_token",
+    "kv_cache_bytes_per_token",
+    "moe_critical_batch",
+    # re-exported: the config (`transformer_config`) and the presets (`model_presets`)
+    "TransformerConfig",
+    "MODELS",
+    "MODEL_ALIASES",
+    "get_model",
+    "CH5",
+    "CH6",
+    "CH7",
+]
 
 CH4 = "book ch. 4 'All the Transformer Math You Need to Know'"
 

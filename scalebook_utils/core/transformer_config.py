@@ -15,6 +15,8 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass
 
+__all__ = ["TransformerConfig"]
+
 
 @dataclass(frozen=True)
 class TransformerConfig:

@@ -17,7 +17,7 @@ from scalebook_utils.core.inference import costs as inf
 from scalebook_utils.core.inference import serving as sv
 from scalebook_utils.core.units import format_bytes, format_count
 
-__all__ = ["ServingSide", "plan_serving_side"]
+__all__ = ["ServingSide", "plan_serving_side", "clear_cache"]
 
 _BOUND_WORDS = {
     "weights": "weight loads from HBM",

@@ -29,6 +29,7 @@ __all__ = [
     "TRAINING_RULES",
     "DEFAULT_GPU_TRAIN_CHIPS",
     "MAX_GPU_TRAIN_CHIPS",
+    "clear_cache",
 ]
 
 #: GPUs a training plan uses when the budget gives no count (the ch. 12 planner's: a 4-SU SuperPod; GB200: one SU)

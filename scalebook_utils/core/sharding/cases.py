@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from scalebook_utils.core.sharding.notation import ShardedArray, ShardingError, axes_text, parse_array
 
-__all__ = ["Matmul", "parse_matmul", "MatmulCase", "classify"]  # (contract_axes, free_axes: for the siblings)
+#: `matmul` (the public `sharded_matmul`) re-exports the first four; `plans` uses the axis helpers too
+__all__ = ["Matmul", "parse_matmul", "MatmulCase", "classify", "contract_axes", "free_axes"]
 
 _OP = r"(?:·|⋅|\*|@|\.)"
 

@@ -1,5 +1,5 @@
-"""Write scalebook_utils/README.md: the five layers, their rule, and one line per module (its docstring's first
-sentence), so the floor plan is readable in one page. `python tools/package_index.py` rewrites it;
+"""Write scalebook_utils/README.md: the five layers, their rule, and one table row per module (its public names
+and its docstring's first paragraph, joined into one line), so the floor plan is readable in one page. `python tools/package_index.py` rewrites it;
 `--check` exits 1 when it is out of date (tests/test_architecture.py runs the check).
 """
 
@@ -24,7 +24,8 @@ Each folder's README.md says what lives there. This page is written by `tools/pa
 """
 
 
-def first_sentence(path: Path) -> str:
+def first_paragraph(path: Path) -> str:
+    """The module docstring's first paragraph on one line (a `|` escaped for the table)."""
     doc = ast.get_docstring(ast.parse(path.read_text())) or ""
     text = " ".join(doc.split("\n\n")[0].split())
     return text.replace("|", "\\|") or "(no docstring)"
@@ -47,7 +48,7 @@ def render() -> str:
             dotted = ".".join(rel.with_suffix("").parts)
             dotted = dotted[: -len(".__init__")] if dotted.endswith(".__init__") else dotted
             names = ", ".join(f"`{a}`" for a in sorted(aliases.get(dotted, [])))
-            lines.append(f"| `{rel.as_posix()}` | {names} | {first_sentence(path)} |")
+            lines.append(f"| `{rel.as_posix()}` | {names} | {first_paragraph(path)} |")
     return "\n".join(lines) + "\n"
 
 

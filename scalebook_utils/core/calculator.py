@@ -1,7 +1,8 @@
 """The numbers behind chapter 4's calculator, remat table and KV-cache figure (book ch. 4), pure.
 
-What `views.ch04_transformers` (public name `transformer_views`) and its sibling views `ch04_remat` and
-`ch04_kv_cache` show, testable without matplotlib or ipywidgets:
+Public name `transformer_calculator`. What `views.ch04_transformers` (public name `transformer_views`) and its
+sibling views `ch04_remat` and `ch04_kv_cache` show, testable without matplotlib or ipywidgets
+(tests/test_calculator_core.py):
 
 - `calculator_config`: a preset (`transformer.MODELS`) with some sizes D, F, N, K, H, L, V (gated, tied)
   replaced, or a `CUSTOM` model built from the sizes alone;

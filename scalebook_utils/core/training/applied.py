@@ -2,8 +2,9 @@
 
 Where a model's parameters are (`param_breakdown`), days to train (`days_to_train`), memory per chip and the
 fewest chips that hold it (`memory_per_chip`, `min_chips_for_model`), and the book's decision path from pure
-FSDP to FSDP + TP (`decision_path`). The chapter 6 views (`views.ch06_applied_training`, public name
-`applied_training_views`) draw and print these; a test can check them without matplotlib or ipywidgets.
+FSDP to FSDP + TP (`decision_path`). Public name `applied_training`. The chapter 6 views
+(`views.ch06_applied_training`, public name `applied_training_views`) draw and print these;
+tests/test_applied_training_core.py checks them without matplotlib or ipywidgets.
 
 Formulas (book ch. 6, LLaMA 3-70B on a v5p pod):
 - parameters by part: FFW 3·L·D·F, attention L·(2DNH + 2DKH), vocab 2·V·D, norms (2L + 1)·D;

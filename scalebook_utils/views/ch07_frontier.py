@@ -19,7 +19,7 @@ from scalebook_utils.core.inference import costs as inf
 from scalebook_utils.core.inference import serving as sv
 from scalebook_utils.core.units import require_positive
 from scalebook_utils.views._kit import INPUT_ERRORS, attach, emit, error_text, log_axes, message_figure
-from scalebook_utils.views.ch07_plans import (
+from scalebook_utils.views.ch07_common import (
     CONTEXTS,
     FRONTIER_PREFIX,
     PARETO_PREFIX,
@@ -27,15 +27,15 @@ from scalebook_utils.views.ch07_plans import (
     get_serving_plan,
     serving_chips,
 )
-from scalebook_utils.views.ch07_plans import contexts as _contexts
-from scalebook_utils.views.ch07_plans import cost_text as _cost
-from scalebook_utils.views.ch07_plans import decode_at as _decode
-from scalebook_utils.views.ch07_plans import model_name as _name
-from scalebook_utils.views.ch07_plans import model_options as _model_options
-from scalebook_utils.views.ch07_plans import plan_on as _on
-from scalebook_utils.views.ch07_plans import precision_text as _pl
-from scalebook_utils.views.ch07_plans import shape_text as _shape
-from scalebook_utils.views.ch07_plans import sig as _sig
+from scalebook_utils.views.ch07_common import contexts as _contexts
+from scalebook_utils.views.ch07_common import cost_text as _cost
+from scalebook_utils.views.ch07_common import decode_at as _decode
+from scalebook_utils.views.ch07_common import model_name as _name
+from scalebook_utils.views.ch07_common import model_options as _model_options
+from scalebook_utils.views.ch07_common import plan_on as _on
+from scalebook_utils.views.ch07_common import precision_text as _pl
+from scalebook_utils.views.ch07_common import shape_text as _shape
+from scalebook_utils.views.ch07_common import sig as _sig
 
 __all__ = [
     "frontier_readout",

@@ -19,7 +19,7 @@ The chapter's static figures (attention intensity, B_crit per precision, weight-
 latency-bound AllGathers, speculative decoding) are in `inference_figures`.
 
 This module holds (1); the others live beside it and are re-exported here, so `inference_views` keeps every
-name: `ch07_plans` (prefixes, colours, `get_serving_plan` and the shared helpers), `ch07_kv` (2),
+name: `ch07_common` (prefixes, colours, `get_serving_plan` and the shared helpers), `ch07_kv` (2),
 `ch07_frontier` (3, 4).
 """
 
@@ -36,16 +36,7 @@ from matplotlib.figure import Figure
 from scalebook_utils.core.inference import costs as inf
 from scalebook_utils.core.inference import serving as sv
 from scalebook_utils.views._kit import INPUT_ERRORS, attach, emit, error_text, log_axes, message_figure
-from scalebook_utils.views.ch07_frontier import (
-    context_pareto_readout,
-    context_pareto_widget,
-    frontier_readout,
-    frontier_widget,
-    render_context_pareto,
-    render_frontier,
-)
-from scalebook_utils.views.ch07_kv import kv_explorer, kv_readout, render_kv
-from scalebook_utils.views.ch07_plans import (
+from scalebook_utils.views.ch07_common import (
     COLORS,
     CONTEXTS,
     FRONTIER_PREFIX,
@@ -57,15 +48,24 @@ from scalebook_utils.views.ch07_plans import (
     serving_chips,
     slice_options,
 )
-from scalebook_utils.views.ch07_plans import contexts as _contexts
-from scalebook_utils.views.ch07_plans import cost_text as _cost
-from scalebook_utils.views.ch07_plans import decode_at as _decode
-from scalebook_utils.views.ch07_plans import model_options as _model_options
-from scalebook_utils.views.ch07_plans import plan_on as _on
-from scalebook_utils.views.ch07_plans import precision_text as _pl
-from scalebook_utils.views.ch07_plans import quiet as _quiet
-from scalebook_utils.views.ch07_plans import shape_text as _shape
-from scalebook_utils.views.ch07_plans import sig as _sig
+from scalebook_utils.views.ch07_common import contexts as _contexts
+from scalebook_utils.views.ch07_common import cost_text as _cost
+from scalebook_utils.views.ch07_common import decode_at as _decode
+from scalebook_utils.views.ch07_common import model_options as _model_options
+from scalebook_utils.views.ch07_common import plan_on as _on
+from scalebook_utils.views.ch07_common import precision_text as _pl
+from scalebook_utils.views.ch07_common import quiet as _quiet
+from scalebook_utils.views.ch07_common import shape_text as _shape
+from scalebook_utils.views.ch07_common import sig as _sig
+from scalebook_utils.views.ch07_frontier import (
+    context_pareto_readout,
+    context_pareto_widget,
+    frontier_readout,
+    frontier_widget,
+    render_context_pareto,
+    render_frontier,
+)
+from scalebook_utils.views.ch07_kv import kv_explorer, kv_readout, render_kv
 
 __all__ = [
     "STEP_PREFIX",

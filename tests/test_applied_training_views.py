@@ -30,7 +30,7 @@ def test_days_and_memory_book_numbers():
     assert A.days_to_train("llama3-70b", 15e12, 8960, "tpu-v5p", 0.4) == pytest.approx(44.7, rel=0.01)
     m = A.memory_per_chip("llama3-70b", 4 * 2**20, 8960, 2)
     assert sum(m.values()) == pytest.approx(1.31e9, rel=0.01)  # ch6.iq6
-    assert A.min_chips_for_memory("llama3-70b", 4 * 2**20, 2, "tpu-v5p") == 122  # ch6.iq5: ≈ 11.7 TB / 96 GB
+    assert A.min_chips_for_model("llama3-70b", 4 * 2**20, 2, "tpu-v5p") == 122  # ch6.iq5: ≈ 11.7 TB / 96 GB
     line = A.budget_readout()
     assert line.startswith("training budget: llama3-70b, 15 T tokens, chips=8960, MFU=40% → 44.7 days")
     assert "1.31 GB/chip (fits in 96 GB)" in line and "≥ 122 chips" in line

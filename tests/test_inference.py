@@ -253,20 +253,20 @@ def test_speculative_tokens_per_step():
         I.speculative_tokens_per_step(0.5, -1)
 
 
-def test_ring_hops_per_axis():
+def test_collective_wait_hops_per_axis():
     # ch. 7 Appendix C: a bidirectional ring of |X| chips waits |X|/2 hops; a 4x4 slice has two such axes
-    assert I.ring_hops(16, 1) == 8
-    assert I.ring_hops(16, 2) == pytest.approx(4)
-    assert I.ring_hops(64, 3) == pytest.approx(6)
-    assert I.ring_hops(128, shape=(8, 16)) == 12
+    assert I.collective_wait_hops(16, 1) == 8
+    assert I.collective_wait_hops(16, 2) == pytest.approx(4)
+    assert I.collective_wait_hops(64, 3) == pytest.approx(6)
+    assert I.collective_wait_hops(128, shape=(8, 16)) == 12
     with pytest.raises(ValueError, match="product"):
-        I.ring_hops(128, shape=(8, 8))
+        I.collective_wait_hops(128, shape=(8, 8))
     with pytest.raises(ValueError):
-        I.ring_hops(16, 0)
+        I.collective_wait_hops(16, 0)
 
 
 def test_decode_ici_latency_floor_uses_the_slice_axes():
-    # B = 1: tiny activations, so each of the 4·L collectives costs the hop floor T_hop·ring_hops
+    # B = 1: tiny activations, so each of the 4·L collectives costs the hop floor T_hop·collective_wait_hops
     m = I.served_model("llama3-70b", params=70e9)
     one = I.decode_step(m, 1, 128, "tpu-v5e", 64, "int8-weights", ici_axes=1)
     two = I.decode_step(m, 1, 128, "tpu-v5e", 64, "int8-weights", ici_axes=2)

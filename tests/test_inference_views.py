@@ -27,6 +27,15 @@ UNIT = re.compile(r"\([^()]+\)$")  # a label ends with its unit in parentheses: 
 UNITLESS = re.compile(r"^(chip|number of chips .*|acceptance probability .*)$")  # categories, counts, probabilities
 
 
+def test_the_serving_plan_is_cached_under_its_own_name():
+    """`get_serving_plan` is `serving.plan_serving`, cached; `get_plan` is the training plan's name (ch. 5–6)."""
+    p = V.get_serving_plan("llama3-70b", "tpu-v5e", "4x4", "int8-weights", 8192)
+    assert V.get_serving_plan("llama3-70b", "tpu-v5e", "4x4", "int8-weights", 8192) is p
+    fresh = sv.plan_serving("llama3-70b", "tpu-v5e", "4x4", "int8-weights", 8192)
+    assert (p.B_max, p.B_crit) == (fresh.B_max, fresh.B_crit)
+    assert not hasattr(V, "get_plan")
+
+
 def _units(ax):
     _labelled(ax)
     assert UNIT.search(ax.get_xlabel()) or UNITLESS.match(ax.get_xlabel()), ax.get_xlabel()

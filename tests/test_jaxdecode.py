@@ -171,6 +171,14 @@ def test_decode_roofline_against_hand_numbers():
     )
 
 
+def test_decode_served_model_counts_what_a_step_reads():
+    # MICRO: P_read = P_matmul + norms = 106,496 + 320 (the embedding lookup reads B rows, not D·V)
+    m = jd.decode_served_model(MICRO)
+    assert m.params == 106_816 and m.active_params == 106_496 and m.kv_elements_per_token == 2 * 2 * 2 * 16
+    assert jd.inference.served_model(MICRO).params == tr.param_count(MICRO).total > m.params  # a different count
+    assert not hasattr(jd, "served_model")
+
+
 def test_measure_decode_returns_sane_rows():
     # S = 9: the cache has MAX_LEN = 10 slots, as in the tests above (no new compilation). Without a
     # calibration C and W are measured alongside; with one, C is the calibration's.

@@ -273,3 +273,13 @@ def test_mixed_ratio_never_falls_below_pure_fsdp_over_all_axes():
         assert mixed >= fsdp
         assert (mixed == approx(fsdp)) == (b > cross)
     assert T.comms_ratio("fsdp+tp", 0.9 * cross, F, N, "v5p", n_axes=3) == approx((0.9 * cross * F * 2) ** 0.5 / 2550)
+
+
+def test_cached_plan_defaults_to_the_pod_and_is_cached():
+    p = T.cached_plan("llama3-8b", "tpu-v5e", None, 1, 2**20, 2048, True)
+    assert p.n_chips == 256  # None: the v5e pod
+    assert T.cached_plan("llama3-8b", "v5e", 256, 1, float(2**20), 2048, True) is p  # same inputs, same Plan
+    assert T.cached_plan("llama3-8b", "tpu-v5e", 0, 1, 2**20, 2048, True) is p  # 0 also means the pod
+    fresh = T.plan(tf.get_model("llama3-8b"), 2**20, "tpu-v5e", n_chips=256, seq_len=2048)
+    assert p.best.config == fresh.best.config and p.best.step_time == fresh.best.step_time
+    assert T.cached_plan("llama3-8b", "tpu-v5e", 128, 1, 2**20, 2048, True) is not p

@@ -86,16 +86,6 @@ def test_threshold_rows_are_the_training_thresholds_as_text():
         assert r["FSDP+TP"] == f"{T.mixed_min_batch_per_chip(28_672, r['chip'], n - 1, 1):,.0f}"
 
 
-def test_get_plan_defaults_to_the_pod_and_is_cached():
-    p = P.get_plan("llama3-8b", "tpu-v5e", None, 1, 2**20, 2048, True)
-    assert p.n_chips == 256  # None: the v5e pod
-    assert P.get_plan("llama3-8b", "v5e", 256, 1, float(2**20), 2048, True) is p  # same inputs, same Plan
-    assert P.get_plan("llama3-8b", "tpu-v5e", 0, 1, 2**20, 2048, True) is p  # 0 also means the pod
-    fresh = T.plan(tf.get_model("llama3-8b"), 2**20, "tpu-v5e", n_chips=256, seq_len=2048)
-    assert p.best.config == fresh.best.config and p.best.step_time == fresh.best.step_time
-    assert P.get_plan("llama3-8b", "tpu-v5e", 128, 1, 2**20, 2048, True) is not p
-
-
 def test_model_name():
     assert P.model_name("llama3-70b") == "llama3-70b"
     assert P.model_name(tf.get_model("llama3-8b")) == tf.get_model("llama3-8b").name

@@ -162,7 +162,7 @@ def test_render_remat():
 
 
 def test_kv_book_8_gib():
-    assert V.kv_cache_bytes(8192, 64) == 2**33  # 2·S·L·K·H in int8, S = 8192, L = 64, KH = 8192
+    assert V.kv_bytes_per_sequence(8192, 64) == 2**33  # 2·S·L·K·H in int8, S = 8192, L = 64, KH = 8192
     line = V.kv_readout(8192)
     assert line == (
         "KV cache: S=8192, L=64, N·H=8192 → MHA (K=64) 8 GiB int8, 16 GiB bf16 | GQA (K=8) 1 GiB int8, "

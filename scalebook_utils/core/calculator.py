@@ -1,7 +1,8 @@
 """The numbers behind chapter 4's calculator, remat table and KV-cache figure (book ch. 4), pure.
 
-What `views.ch04_transformers` (public name `transformer_views`) and its sibling views `ch04_remat` and
-`ch04_kv_cache` show, testable without matplotlib or ipywidgets:
+Public name `transformer_calculator`. What `views.ch04_transformers` (public name `transformer_views`) and its
+sibling views `ch04_remat` and `ch04_kv_cache` show, testable without matplotlib or ipywidgets
+(tests/test_calculator_core.py):
 
 - `calculator_config`: a preset (`transformer.MODELS`) with some sizes D, F, N, K, H, L, V (gated, tied)
   replaced, or a `CUSTOM` model built from the sizes alone;
@@ -11,8 +12,9 @@ What `views.ch04_transformers` (public name `transformer_views`) and its sibling
 - `remat_rows`: per checkpointing policy, the saved activations 2·n·BT·D·L bytes (bf16, n tensors of D per
   token and layer: 20 / 7 / 1) and the training FLOPs per token in units of matmul params (6 → 8 · P), for the
   book's example `REMAT_EXAMPLE` (BT = 4M tokens, L = 64, D = 8192: 84 TB / 4.2 TB);
-- `kv_cache_bytes`: one sequence's KV cache, S · 2·L·K·H · bytes per value (`KV_EXAMPLE`: S = 8192, L = 64,
-  K·H = 8192 → 8 GiB in int8).
+- `kv_bytes_per_sequence`: one sequence's KV cache from the sizes alone, S · 2·L·K·H · bytes per value
+  (`KV_EXAMPLE`: S = 8192, L = 64, K·H = 8192 → 8 GiB in int8); a served model's cache of B sequences is
+  `inference.kv_cache_bytes`.
 
 Units: parameters and FLOPs are counts, memory is bytes (SI), T and S are tokens. The formulas themselves are
 `core.transformer`'s; this module only puts them together as the views show them.
@@ -36,7 +38,7 @@ __all__ = [
     "calculator_config",
     "calculator_numbers",
     "remat_rows",
-    "kv_cache_bytes",
+    "kv_bytes_per_sequence",
 ]
 
 #: The calculator's model choice that takes the sizes from the boxes as they are.
@@ -163,7 +165,7 @@ def remat_rows(cfg: tf.TransformerConfig = REMAT_EXAMPLE, tokens: float = 4e6, s
 # --- the KV cache of one sequence ("Key-Value (KV) caching") ------------------------------------------------
 
 
-def kv_cache_bytes(
+def kv_bytes_per_sequence(
     S: float,
     K: int,
     *,

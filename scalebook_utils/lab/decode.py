@@ -75,11 +75,11 @@ from scalebook_utils.lab.decode_timing import (
     PrefillVsDecode,
     decode_bounds,
     decode_roofline,
+    decode_served_model,
     format_decode_rows,
     measure_decode,
     prefill_vs_decode,
     read_bandwidth,
-    served_model,
 )
 from scalebook_utils.lab.kv_cache import cache_bytes, check_cache, init_cache, serving_params
 from scalebook_utils.lab.tinymodel import check_config, check_tokens, is_tracer, rms_norm  # noqa: F401  (kept)
@@ -101,7 +101,7 @@ __all__ = [
     "decode_step",
     "generate",
     "cache_matches_recompute",
-    "served_model",
+    "decode_served_model",
     "read_bandwidth",
     "decode_bounds",
     "decode_roofline",

@@ -59,10 +59,11 @@ READ_BYTES, MATMUL_N = 64 * 2**20, (512, 1024)
 # --- the roofline of a decode step ------------------------------------------------------------------
 
 
-def served_model(cfg: TransformerConfig) -> inference.ServedModel:
+def decode_served_model(cfg: TransformerConfig) -> inference.ServedModel:
     """The model as `inference.ServedModel`: params = what a decode step reads, P_read = P_matmul + norms
     (the embedding lookup reads only B rows; a tied embedding is the unembedding, counted once); active =
-    P_matmul (with the D·V unembedding); KV elements 2·L·K·H per token; 4·N·H·L attention FLOPs per key."""
+    P_matmul (with the D·V unembedding); KV elements 2·L·K·H per token; 4·N·H·L attention FLOPs per key. Not
+    `inference.served_model`, whose params are every parameter (`param_count(cfg).total`, the embedding too)."""
     check_config(cfg)
     return inference.ServedModel(
         cfg.name,
@@ -131,7 +132,7 @@ def decode_bounds(
     w = dtype_bytes(dtype)
     precision = inference.Precision(canonical_dtype(dtype), w, w, calibration.mode, w)
     return inference.decode_step(
-        served_model(cfg), B, S, chip=calibration.as_chip(), precision=precision, check_memory=False
+        decode_served_model(cfg), B, S, chip=calibration.as_chip(), precision=precision, check_memory=False
     )
 
 
@@ -316,7 +317,7 @@ def prefill_vs_decode(
     block_until_ready(timers["prefill"]())
     timers.update(_roofline_timers() if calibration is None else {"read": _read_timer(READ_BYTES)})
     best = _best_times(timers, rounds)
-    cal, m = _calibration(best, calibration, None), served_model(cfg)
+    cal, m = _calibration(best, calibration, None), decode_served_model(cfg)
     flops = B * T * (2 * m.active_params + (T + 1) * m.attn_flops_per_key)
     return PrefillVsDecode(
         B,
@@ -333,7 +334,7 @@ __all__ = [
     "ROOFLINE_FORMS",
     "READ_BYTES",
     "MATMUL_N",
-    "served_model",
+    "decode_served_model",
     "read_bandwidth",
     "decode_bounds",
     "decode_roofline",

@@ -3,9 +3,9 @@
 `kv_readout` gives one line with the prefix ``KV cache: `` (the notebook waits for it): one sequence's KV cache
 for several K (MHA: K = N, GQA: K < N, MQA: K = 1) in int8 and bf16. `render_kv_cache` draws it log-log against
 the context length S, with the book's example marked (S = 8192, L = 64, K·H = 8192: 2·S·L·K·H = 8 GiB in int8)
-and the HBM of some chips as lines. The bytes are `core.calculator.kv_cache_bytes` (S · 2·L·K·H · bytes per
-value); `format_binary_bytes` writes them with binary prefixes, as KV caches are quoted (the calculator's
-KV line uses it too). Bad input gives a readable line or a message figure, never an exception.
+and the HBM of some chips as lines. The bytes are `core.calculator.kv_bytes_per_sequence` (S · 2·L·K·H ·
+bytes per value); `format_binary_bytes` writes them with binary prefixes, as KV caches are quoted (the
+calculator's KV line uses it too). Bad input gives a readable line or a message figure, never an exception.
 `transformer_views` (`ch04_transformers`) re-exports these names with the chapter's other views.
 
 Book ch. 4 "All the Transformer Math You Need to Know", section "Key-Value (KV) caching".
@@ -20,7 +20,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from scalebook_utils.core.calculator import KV_EXAMPLE, kv_cache_bytes
+from scalebook_utils.core.calculator import KV_EXAMPLE, kv_bytes_per_sequence
 from scalebook_utils.core.hardware import get_chip
 from scalebook_utils.core.units import format_si
 from scalebook_utils.views._kit import INPUT_ERRORS, PALETTE, error_text, format_number, message_figure, new_figure
@@ -60,8 +60,8 @@ def kv_readout(
     head = f"{KV_PREFIX}S={format_number(S) if isinstance(S, (int, float)) else S}, L={L}, N·H={N * H}"
     try:
         parts = [
-            f"{_kv_label(K, N)} (K={K}) {format_binary_bytes(kv_cache_bytes(S, K, L=L, N=N, H=H))} int8, "
-            f"{format_binary_bytes(kv_cache_bytes(S, K, L=L, N=N, H=H, dtype='bf16'))} bf16"
+            f"{_kv_label(K, N)} (K={K}) {format_binary_bytes(kv_bytes_per_sequence(S, K, L=L, N=N, H=H))} int8, "
+            f"{format_binary_bytes(kv_bytes_per_sequence(S, K, L=L, N=N, H=H, dtype='bf16'))} bf16"
             for K in Ks
         ]
     except INPUT_ERRORS as exc:
@@ -87,7 +87,7 @@ def render_kv_cache(
         if not 1 <= lo < hi:
             raise ValueError(f"S_range must be 1 ≤ lo < hi, got {S_range}")
         S = np.logspace(math.log10(lo), math.log10(hi), 100)
-        curves = {(K, d): S * kv_cache_bytes(1, K, L=L, N=N, H=H, dtype=d) for K in Ks for d in ("bf16", "int8")}
+        curves = {(K, d): S * kv_bytes_per_sequence(1, K, L=L, N=N, H=H, dtype=d) for K in Ks for d in ("bf16", "int8")}
         specs = [get_chip(c) for c in chips]
     except INPUT_ERRORS as exc:
         return message_figure(f"cannot draw: {error_text(exc)}")
@@ -108,7 +108,7 @@ def render_kv_cache(
             color="0.35",
         )
     if N in Ks and lo <= S_mark <= hi:
-        v = kv_cache_bytes(S_mark, N, L=L, N=N, H=H)
+        v = kv_bytes_per_sequence(S_mark, N, L=L, N=N, H=H)
         ax.plot([S_mark], [v], "o", color="black", ms=7, zorder=6)
         note = (
             f"book: S = {format_number(S_mark)}, L = {L}, KH = {N * H:,}\n2·S·L·K·H = {format_binary_bytes(v)} (int8)"

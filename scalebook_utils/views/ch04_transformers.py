@@ -43,7 +43,7 @@ from scalebook_utils.core.calculator import (
     SIZE_FIELDS,
     calculator_config,
     calculator_numbers,
-    kv_cache_bytes,
+    kv_bytes_per_sequence,
     remat_rows,
 )
 from scalebook_utils.core.units import format_count
@@ -82,7 +82,7 @@ __all__ = [
     "remat_rows",
     "remat_readout",
     "render_remat",
-    "kv_cache_bytes",
+    "kv_bytes_per_sequence",
     "kv_readout",
     "render_kv_cache",
     "moe_coefficient",

@@ -6,7 +6,7 @@ step time, MFU, what bounds it and its memory per chip. `planner_rows` / `planne
 feasible configurations as a table under `Plan.explain()`; `render_planner` draws the winner's time components
 beside the best configuration of each family (DP, FSDP, TP, FSDP+TP, pipeline); `planner_widget` wires them to
 ipywidgets controls (`_kit.attach`: ``.controls``, ``.readout()``, ``.last_readout``, ``.snapshot()``). The plan
-itself is `training.plan`, cached by `core.training.pictures.get_plan`. Bad input (an unknown model, no
+itself is `training.plan`, cached by `training.cached_plan`. Bad input (an unknown model, no
 feasible configuration) gives a readable line and a message figure, never an exception.
 
 `training_views` (`ch05_training`) re-exports these names with the chapter's other views; chapter 6 opens the
@@ -24,7 +24,7 @@ from matplotlib.figure import Figure
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
 from scalebook_utils.core.training import planner as T
-from scalebook_utils.core.training.pictures import get_plan, model_name
+from scalebook_utils.core.training.pictures import model_name
 from scalebook_utils.core.units import format_bytes, format_si, format_time
 from scalebook_utils.views._kit import (
     INPUT_ERRORS,
@@ -76,7 +76,7 @@ def planner_readout(
     except INPUT_ERRORS:  # a batch that is not a number: keep the line readable
         head = f"{PLANNER_PREFIX}{model_name(model)}, {getattr(chip, 'name', chip)}, chips={chips}, slices={slices}"
     try:
-        p = get_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
+        p = T.cached_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
         b = p.best
     except INPUT_ERRORS as exc:
         return f"{head} → no plan: {error_text(exc)}"
@@ -97,7 +97,7 @@ def planner_rows(
     n: int = 6,
 ) -> list[dict[str, str]]:
     """The `n` fastest feasible configurations as text cells: config, ZeRO, remat, step, MFU, bound, memory/chip."""
-    p = get_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
+    p = T.cached_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
     return [
         {
             "config": e.config.name,
@@ -124,7 +124,7 @@ def planner_text(
 ) -> str:
     """The lines the planner widget prints under its readout: `Plan.explain()` and the top-`n` table."""
     try:
-        p = get_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
+        p = T.cached_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
         explain = p.explain()
     except INPUT_ERRORS as exc:
         return f"(no feasible configuration: {error_text(exc)})"
@@ -159,7 +159,7 @@ def render_planner(
     """Left: the winner's time components (compute and each communication; the longest sets the step).
     Right: the step time of the best configuration of each family (DP, FSDP, TP, FSDP+TP, pipeline)."""
     try:
-        p = get_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
+        p = T.cached_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
         b = p.best
     except INPUT_ERRORS as exc:
         return message_figure(f"cannot draw: {error_text(exc)}", figsize=(10, 1.4))

@@ -10,8 +10,9 @@ This module draws the chapter's central picture (T_math / T_comms of DP, FSDP, T
 batch per chip) and step time against the batch. The planner (readout, table, figure, widget) is in
 `ch05_planner` and the pipeline schedule in `ch05_pipelines`; this module re-exports both, so
 `training_views` is still the one name the notebooks import. The numbers it shows (`slice_info`,
-`picture_ratios`, `picture_thresholds`, `step_time_curves`, `threshold_rows`, the cached `get_plan`) are
-computed in `core.training.pictures` and re-exported here; `format_rows` comes from the views' kit.
+`picture_ratios`, `picture_thresholds`, `step_time_curves`, `threshold_rows`) are computed in
+`core.training.pictures` and re-exported here, and `get_plan` is the planner's cached plan
+(`training.cached_plan`) under the name the notebooks use; `format_rows` comes from the views' kit.
 Chapter 6's views (parameters, days to train, memory, the budget widget, the decision path) are in
 `applied_training_views`, which uses the same core module and kit.
 
@@ -33,7 +34,6 @@ from scalebook_utils.core.training import planner as T
 # the numbers these views show (pure, in core; re-exported here: training_views.slice_info, … as before)
 from scalebook_utils.core.training.pictures import (
     SCHEMES,
-    get_plan,
     picture_ratios,
     picture_thresholds,
     rank_schemes,
@@ -41,6 +41,9 @@ from scalebook_utils.core.training.pictures import (
     step_time_curves,
     threshold_rows,
 )
+
+# `training_views.get_plan` (notebooks 5 and 6): the planner's cached plan, `training.cached_plan`
+from scalebook_utils.core.training.planner import cached_plan as get_plan
 from scalebook_utils.core.units import format_si, format_time
 from scalebook_utils.views._kit import (
     INPUT_ERRORS,

@@ -5,7 +5,7 @@ The same three layers as `training_views` (DESIGN §3): a pure *readout* returni
 a fixed prefix, a *render* function returning a matplotlib Figure, and a *builder* wiring ipywidgets
 controls to both. Bad input (an unknown model) gives a readable line and a message figure, never an
 exception. The numbers it draws and prints (`param_breakdown`, `days_to_train`, `memory_per_chip`,
-`min_chips_for_memory`, `decision_path`) are computed in `core.training.applied` and re-exported here
+`min_chips_for_model`, `decision_path`) are computed in `core.training.applied` and re-exported here
 (`applied_training_views.days_to_train`, … as before). What it shares with chapter 5 comes from below the views:
 `model_name` from `core.training.pictures`, `format_rows` and the error handling from the views' kit
 (`views._kit`); the chapter-5 planner widget itself stays in `training_views`.
@@ -31,13 +31,13 @@ from scalebook_utils.core.training.applied import (
     days_to_train,
     decision_path,
     memory_per_chip,
-    min_chips_for_memory,
+    min_chips_for_model,
     param_breakdown,
 )
-from scalebook_utils.core.training.pictures import (  # noqa: F401 - get_plan re-exported: one planner cache for chs. 5 and 6
-    get_plan,
-    model_name,
-)
+from scalebook_utils.core.training.pictures import model_name
+
+# `applied_training_views.get_plan` is `training_views.get_plan`: one planner cache for chs. 5 and 6
+from scalebook_utils.core.training.planner import cached_plan as get_plan  # noqa: F401
 from scalebook_utils.core.units import format_bytes, format_si, format_time
 from scalebook_utils.views._kit import (
     INPUT_ERRORS,
@@ -57,7 +57,7 @@ __all__ = [
     "days_to_train",
     "render_days_to_train",
     "memory_per_chip",
-    "min_chips_for_memory",
+    "min_chips_for_model",
     "render_memory_vs_checkpoints",
     "budget_readout",
     "render_budget",
@@ -293,7 +293,7 @@ def budget_readout(
         days = days_to_train(model, tokens, chips, spec, mfu)
         mem = memory_per_chip(model, batch_tokens, chips, checkpoints_per_layer)
         per_chip = sum(mem.values())
-        need = min_chips_for_memory(model, batch_tokens, checkpoints_per_layer, spec)
+        need = min_chips_for_model(model, batch_tokens, checkpoints_per_layer, spec)
     except INPUT_ERRORS as exc:
         return f"{head} → cannot evaluate: {error_text(exc)}"
     fits = "fits" if per_chip <= spec.hbm_bytes else "does NOT fit"

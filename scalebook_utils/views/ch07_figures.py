@@ -20,7 +20,7 @@ from scalebook_utils.core.hardware import get_chip
 from scalebook_utils.core.inference import costs as inf
 from scalebook_utils.core.units import format_bytes, require_number, require_positive
 from scalebook_utils.views._kit import INPUT_ERRORS, error_text, log_axes, message_figure
-from scalebook_utils.views.ch07_plans import COLORS, format_value
+from scalebook_utils.views.ch07_common import COLORS, format_value
 
 __all__ = [
     "render_intensity",

@@ -19,23 +19,23 @@ from scalebook_utils.core.inference import costs as inf
 from scalebook_utils.core.inference import serving as sv
 from scalebook_utils.core.units import require_positive
 from scalebook_utils.views._kit import INPUT_ERRORS, attach, emit, error_text, log_axes, message_figure
-from scalebook_utils.views.ch07_plans import (
+from scalebook_utils.views.ch07_common import (
     CONTEXTS,
     FRONTIER_PREFIX,
     PARETO_PREFIX,
     format_value,
-    get_plan,
+    get_serving_plan,
     serving_chips,
 )
-from scalebook_utils.views.ch07_plans import contexts as _contexts
-from scalebook_utils.views.ch07_plans import cost_text as _cost
-from scalebook_utils.views.ch07_plans import decode_at as _decode
-from scalebook_utils.views.ch07_plans import model_name as _name
-from scalebook_utils.views.ch07_plans import model_options as _model_options
-from scalebook_utils.views.ch07_plans import plan_on as _on
-from scalebook_utils.views.ch07_plans import precision_text as _pl
-from scalebook_utils.views.ch07_plans import shape_text as _shape
-from scalebook_utils.views.ch07_plans import sig as _sig
+from scalebook_utils.views.ch07_common import contexts as _contexts
+from scalebook_utils.views.ch07_common import cost_text as _cost
+from scalebook_utils.views.ch07_common import decode_at as _decode
+from scalebook_utils.views.ch07_common import model_name as _name
+from scalebook_utils.views.ch07_common import model_options as _model_options
+from scalebook_utils.views.ch07_common import plan_on as _on
+from scalebook_utils.views.ch07_common import precision_text as _pl
+from scalebook_utils.views.ch07_common import shape_text as _shape
+from scalebook_utils.views.ch07_common import sig as _sig
 
 __all__ = [
     "frontier_readout",
@@ -238,7 +238,7 @@ def context_pareto_readout(model="llama3-70b", chip="tpu-v5e", slice_="4x4", pre
     the throughput of B=1 | llama3-70b int8-weights on tpu-v5e 4x4`` (book ch. 8 "pareto" figure)."""
     head = f"{PARETO_PREFIX}S={format_value(S)}"
     try:
-        plan = get_plan(model, chip, slice_, precision, S)
+        plan = get_serving_plan(model, chip, slice_, precision, S)
     except INPUT_ERRORS as exc:
         return f"{head} → cannot evaluate: {error_text(exc)}"
     lo, top = plan.min_latency, sv.fastest_of_best(plan.points)
@@ -263,7 +263,7 @@ def render_context_pareto(
     """Latency (ms/step) against tokens/s/chip over the feasible batches of one slice, one curve per context
     length (faint), the selected S bold with its ends and B_crit marked. Book ch. 8 "pareto" figure."""
     try:
-        plan = get_plan(model, chip, slice_, precision, S)
+        plan = get_serving_plan(model, chip, slice_, precision, S)
     except INPUT_ERRORS as exc:
         return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(9.5, 5.2), layout="constrained")
@@ -272,7 +272,7 @@ def render_context_pareto(
     skipped = []
     for i, s in enumerate(sorted({*contexts, S})):
         try:
-            pl = get_plan(model, chip, slice_, precision, s)
+            pl = get_serving_plan(model, chip, slice_, precision, s)
         except INPUT_ERRORS:
             skipped.append(format_value(s))
             continue

@@ -19,7 +19,8 @@ The chapter's static figures (attention intensity, B_crit per precision, weight-
 latency-bound AllGathers, speculative decoding) are in `inference_figures`.
 
 This module holds (1); the others live beside it and are re-exported here, so `inference_views` keeps every
-name: `ch07_plans` (prefixes, colours, `get_plan` and the shared helpers), `ch07_kv` (2), `ch07_frontier` (3, 4).
+name: `ch07_common` (prefixes, colours, `get_serving_plan` and the shared helpers), `ch07_kv` (2),
+`ch07_frontier` (3, 4).
 """
 
 from __future__ import annotations
@@ -35,6 +36,27 @@ from matplotlib.figure import Figure
 from scalebook_utils.core.inference import costs as inf
 from scalebook_utils.core.inference import serving as sv
 from scalebook_utils.views._kit import INPUT_ERRORS, attach, emit, error_text, log_axes, message_figure
+from scalebook_utils.views.ch07_common import (
+    COLORS,
+    CONTEXTS,
+    FRONTIER_PREFIX,
+    KV_PREFIX,
+    PARETO_PREFIX,
+    STEP_PREFIX,
+    format_value,
+    get_serving_plan,
+    serving_chips,
+    slice_options,
+)
+from scalebook_utils.views.ch07_common import contexts as _contexts
+from scalebook_utils.views.ch07_common import cost_text as _cost
+from scalebook_utils.views.ch07_common import decode_at as _decode
+from scalebook_utils.views.ch07_common import model_options as _model_options
+from scalebook_utils.views.ch07_common import plan_on as _on
+from scalebook_utils.views.ch07_common import precision_text as _pl
+from scalebook_utils.views.ch07_common import quiet as _quiet
+from scalebook_utils.views.ch07_common import shape_text as _shape
+from scalebook_utils.views.ch07_common import sig as _sig
 from scalebook_utils.views.ch07_frontier import (
     context_pareto_readout,
     context_pareto_widget,
@@ -44,27 +66,6 @@ from scalebook_utils.views.ch07_frontier import (
     render_frontier,
 )
 from scalebook_utils.views.ch07_kv import kv_explorer, kv_readout, render_kv
-from scalebook_utils.views.ch07_plans import (
-    COLORS,
-    CONTEXTS,
-    FRONTIER_PREFIX,
-    KV_PREFIX,
-    PARETO_PREFIX,
-    STEP_PREFIX,
-    format_value,
-    get_plan,
-    serving_chips,
-    slice_options,
-)
-from scalebook_utils.views.ch07_plans import contexts as _contexts
-from scalebook_utils.views.ch07_plans import cost_text as _cost
-from scalebook_utils.views.ch07_plans import decode_at as _decode
-from scalebook_utils.views.ch07_plans import model_options as _model_options
-from scalebook_utils.views.ch07_plans import plan_on as _on
-from scalebook_utils.views.ch07_plans import precision_text as _pl
-from scalebook_utils.views.ch07_plans import quiet as _quiet
-from scalebook_utils.views.ch07_plans import shape_text as _shape
-from scalebook_utils.views.ch07_plans import sig as _sig
 
 __all__ = [
     "STEP_PREFIX",
@@ -74,7 +75,7 @@ __all__ = [
     "CONTEXTS",
     "serving_chips",
     "slice_options",
-    "get_plan",
+    "get_serving_plan",
     "step_time_curves",
     "step_time_readout",
     "render_step_time",
@@ -116,7 +117,7 @@ def step_time_curves(
 ) -> dict:
     """Every term of the decode step (seconds) at each batch: {"B", "weights", "kv", "flops", "ici", "total",
     "tokens" (tokens/s/chip), "plan"}. Batches past B_max are computed as if the HBM were large enough."""
-    plan = get_plan(model, chip, slice_, precision, S, max_context=max_context)
+    plan = get_serving_plan(model, chip, slice_, precision, S, max_context=max_context)
     B = np.asarray(batches if batches is not None else [p.B for p in plan.points], dtype=float)
     steps = [_decode(plan, model, precision, int(b), check_memory=False) for b in B]
     get = lambda f: np.array([f(d) for d in steps])  # noqa: E731
@@ -139,7 +140,7 @@ def step_time_readout(
     B_max=138) | llama3-70b int8-weights on tpu-v5e 4x4, S=8192`` (`inference.decode_step` on the slice)."""
     head = f"{STEP_PREFIX}B={format_value(B)}"
     try:
-        plan = get_plan(model, chip, slice_, precision, S, max_context=max_context)
+        plan = get_serving_plan(model, chip, slice_, precision, S, max_context=max_context)
         d = _decode(plan, model, precision, B)
     except INPUT_ERRORS as exc:
         return f"{head} → cannot evaluate: {error_text(exc)}"
@@ -192,7 +193,7 @@ def render_step_time(
     batch. Linear axes: batches 1 … B_max. `log=True`: log axes up to max(B_max, 4·B_crit), past B_max hatched
     (book ch. 8 "latency_breakdown_log", the compute-bound MLP region in red)."""
     try:
-        plan = get_plan(model, chip, slice_, precision, S, max_context=max_context)
+        plan = get_serving_plan(model, chip, slice_, precision, S, max_context=max_context)
         if B is not None:
             _decode(plan, model, precision, B)
         hi = max(plan.B_max, 4 * math.ceil(plan.B_crit)) if log else plan.B_max
@@ -280,7 +281,9 @@ def step_time_widget(
         if change is not None and getattr(box, "quiet", False):
             return
         with contextlib.suppress(*INPUT_ERRORS):
-            b_sl.max = max(get_plan(model_dd.value, chip_dd.value, slice_dd.value, prec_dd.value, s_dd.value).B_max, 1)
+            b_sl.max = max(
+                get_serving_plan(model_dd.value, chip_dd.value, slice_dd.value, prec_dd.value, s_dd.value).B_max, 1
+            )
 
     def on_chip(change):  # keep the chip count when the new chip offers it
         old = slice_dd.value

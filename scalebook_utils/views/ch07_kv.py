@@ -14,12 +14,12 @@ from scalebook_utils.core.hardware import get_chip
 from scalebook_utils.core.inference import costs as inf
 from scalebook_utils.core.units import format_bytes, require_number
 from scalebook_utils.views._kit import INPUT_ERRORS, attach, emit, error_text, log_axes, message_figure
-from scalebook_utils.views.ch07_plans import KV_PREFIX, format_value, serving_chips
-from scalebook_utils.views.ch07_plans import contexts as _contexts
-from scalebook_utils.views.ch07_plans import model_name as _name
-from scalebook_utils.views.ch07_plans import model_options as _model_options
-from scalebook_utils.views.ch07_plans import quiet as _quiet
-from scalebook_utils.views.ch07_plans import sig as _sig
+from scalebook_utils.views.ch07_common import KV_PREFIX, format_value, serving_chips
+from scalebook_utils.views.ch07_common import contexts as _contexts
+from scalebook_utils.views.ch07_common import model_name as _name
+from scalebook_utils.views.ch07_common import model_options as _model_options
+from scalebook_utils.views.ch07_common import quiet as _quiet
+from scalebook_utils.views.ch07_common import sig as _sig
 
 __all__ = ["kv_readout", "render_kv", "kv_explorer"]
 

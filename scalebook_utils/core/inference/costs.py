@@ -41,11 +41,11 @@ from scalebook_utils.core.inference.decode import (
     DecodeStep,
     Prefill,
     collective_time,
+    collective_wait_hops,
     decode_step,
     latency_bound_bytes,
     latency_bound_tp_degree,
     prefill_time,
-    ring_hops,
 )
 from scalebook_utils.core.inference.economics import (
     KVEviction,
@@ -110,7 +110,7 @@ __all__ = [
     # decode
     "COLLECTIVES_PER_LAYER",
     "collective_time",
-    "ring_hops",
+    "collective_wait_hops",
     "latency_bound_bytes",
     "latency_bound_tp_degree",
     "DecodeStep",

@@ -66,10 +66,11 @@ def collective_time(nbytes: float, n_shards: int, chip="tpu-v5e") -> float:
     return max(hop * n_shards / 2, nbytes / axis_bandwidth(c))
 
 
-def ring_hops(n_chips: int, ici_axes: int = 1, shape=None) -> float:
+def collective_wait_hops(n_chips: int, ici_axes: int = 1, shape=None) -> float:
     """Hops a bidirectional-ring collective waits for: |X|/2 per axis (ch. 7 Appendix C). With a slice `shape`
     (e.g. (8, 16)) the sum over its axes (4 + 8 = 12); otherwise `ici_axes` equal axes of n^(1/ici_axes) chips
-    (a 16-chip single axis: 8; 16 chips on 2 axes: 2 + 2)."""
+    (a 16-chip single axis: 8; 16 chips on 2 axes: 2 + 2). A float, the book's |X|/2 on every axis; a slice's
+    longest path is `topology.ring_hops` (⌊n/2⌋ with wraparound, n − 1 without)."""
     if shape is not None:
         dims = tuple(shape)
         if not dims or math.prod(dims) != n_chips or not all(isinstance(d, numbers.Integral) and d >= 1 for d in dims):
@@ -209,10 +210,10 @@ def decode_step(
     require_int("n_chips", n_chips)
     require_int("ici_axes", ici_axes)
     if shape is not None:
-        hops = ring_hops(n_chips, shape=shape)
+        hops = collective_wait_hops(n_chips, shape=shape)
         ici_axes = max(1, sum(1 for d in shape if d > 1))
     else:
-        hops = ring_hops(n_chips, ici_axes)
+        hops = collective_wait_hops(n_chips, ici_axes)
     if max_context is not None and S > max_context:
         raise ValueError(f"context S={S} is longer than the maximum context {max_context}")
     c, m, p = get_chip(chip), served_model(model), get_precision(precision)
@@ -333,7 +334,7 @@ def prefill_time(
     conv = check_conventions(conventions)
     hops = None
     if shape is not None:
-        hops = ring_hops(n_chips, shape=shape)
+        hops = collective_wait_hops(n_chips, shape=shape)
         ici_axes = max(1, sum(1 for d in shape if d > 1))
     c, m, p = get_chip(chip), served_model(model), get_precision(precision)
     attention = (conv == "practice") if include_attention is None else include_attention
@@ -356,7 +357,7 @@ def prefill_time(
 __all__ = [
     "COLLECTIVES_PER_LAYER",
     "collective_time",
-    "ring_hops",
+    "collective_wait_hops",
     "latency_bound_bytes",
     "latency_bound_tp_degree",
     "DecodeStep",

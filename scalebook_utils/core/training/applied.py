@@ -1,9 +1,10 @@
 """Chapter 6's applied training numbers (book ch. 6, "Training LLaMA 3 on TPUs"), pure.
 
 Where a model's parameters are (`param_breakdown`), days to train (`days_to_train`), memory per chip and the
-fewest chips that hold it (`memory_per_chip`, `min_chips_for_memory`), and the book's decision path from pure
-FSDP to FSDP + TP (`decision_path`). The chapter 6 views (`views.ch06_applied_training`, public name
-`applied_training_views`) draw and print these; a test can check them without matplotlib or ipywidgets.
+fewest chips that hold it (`memory_per_chip`, `min_chips_for_model`), and the book's decision path from pure
+FSDP to FSDP + TP (`decision_path`). Public name `applied_training`. The chapter 6 views
+(`views.ch06_applied_training`, public name `applied_training_views`) draw and print these;
+tests/test_applied_training_core.py checks them without matplotlib or ipywidgets.
 
 Formulas (book ch. 6, LLaMA 3-70B on a v5p pod):
 - parameters by part: FFW 3·L·D·F, attention L·(2DNH + 2DKH), vocab 2·V·D, norms (2L + 1)·D;
@@ -23,13 +24,12 @@ import math
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
 from scalebook_utils.core.training import planner as T
-from scalebook_utils.core.training.pictures import get_plan
 
 __all__ = [
     "param_breakdown",
     "days_to_train",
     "memory_per_chip",
-    "min_chips_for_memory",
+    "min_chips_for_model",
     "decision_path",
 ]
 
@@ -73,12 +73,13 @@ def memory_per_chip(
     return {"params": m.params, "optimizer": m.optimizer, "activations": m.activations}
 
 
-def min_chips_for_memory(
+def min_chips_for_model(
     model="llama3-70b", batch_tokens: float = 4 * 2**20, checkpoints_per_layer: float = 2, chip="tpu-v5p"
 ) -> int:
-    """The fewest chips whose HBM holds params, Adam state and checkpoints: ceil(total / HBM) (book ch. 6)."""
+    """The fewest chips whose HBM holds a model's params, Adam state and checkpoints: ceil(total / HBM) (book
+    ch. 6), the total being `memory_per_chip` on one chip and the count `training.min_chips_for_memory`'s."""
     total = sum(memory_per_chip(model, batch_tokens, 1, checkpoints_per_layer).values())
-    return math.ceil(total / get_chip(chip).hbm_bytes)
+    return T.min_chips_for_memory(total, chip)
 
 
 # --- the decision path (book ch. 6: how to shard LLaMA 3-70B for training) ----------------------------------
@@ -143,7 +144,7 @@ def decision_path(
         "α/M_X",
         T.dp_min_batch_per_chip(spec, n),
     )
-    best = get_plan(cfg, spec, N, 1, batch_tokens, seq_len, True).best_of("fsdp+tp")
+    best = T.cached_plan(cfg, spec, N, 1, batch_tokens, seq_len, True).best_of("fsdp+tp")
     X, Y = (best.config.X, best.config.Y) if best else (N // 4, 4)
     M_X, M_Y = T.ici_axes(spec, X, Y)
     row(

@@ -9,7 +9,6 @@ without matplotlib or ipywidgets.
 - `step_time_curves`: per-layer T_math and each scheme's T_comms of a training step against the total batch B
   (book figure "math-comms-time"), FSDP+TP at its best X·Y split.
 - `threshold_rows`: the compute-bound thresholds of several chips as text cells.
-- `get_plan`: `training.plan` for a widget's inputs, cached (a redraw asks for the same plan several times).
 - `model_name`: a model's name for a readout, whether given by name or as a `TransformerConfig`.
 
 Notation as in `training_costs`: B tokens per batch, D, F; N chips; X data, Y tensor degrees; C/W_ici = α.
@@ -17,7 +16,6 @@ Notation as in `training_costs`: B tokens per batch, D, F; N chips; X data, Y te
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 
@@ -38,7 +36,6 @@ __all__ = [
     "best_mixed_split",
     "step_time_curves",
     "threshold_rows",
-    "get_plan",
     "model_name",
 ]
 
@@ -159,30 +156,3 @@ def threshold_rows(
             }
         )
     return rows
-
-
-# --- the planner, cached ---------------------------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=64)
-def _plan_cached(model, chip, n_chips, slices, batch_tokens, seq_len, allow_seq) -> T.Plan:
-    return T.plan(
-        model, batch_tokens, chip, n_chips=n_chips, slices=slices, seq_len=seq_len, allow_sequence_sharding=allow_seq
-    )
-
-
-def get_plan(
-    model="llama3-70b",
-    chip="tpu-v5p",
-    chips: int | None = None,
-    slices: int = 1,
-    batch_tokens: float = 4 * 2**20,
-    seq_len: int = 4096,
-    allow_sequence_sharding: bool = True,
-) -> T.Plan:
-    """`training.plan` for these inputs, cached (the last 64 plans; a widget redraw asks for the same plan
-    several times). `chips`: chips per slice, None or 0 for the chip's pod."""
-    cfg = tf.get_model(model)
-    spec = get_chip(chip)
-    n = spec.pod_chips if chips in (None, 0) else chips
-    return _plan_cached(cfg, spec.name, n, slices, float(batch_tokens), int(seq_len), bool(allow_sequence_sharding))

@@ -18,7 +18,7 @@ The planner's modules (`scalebook_utils.core.training`; every name below is re-e
 `estimate` (`Config`, `Estimate`, the book's TPU estimate `evaluate`, `ici_axes`), `practitioner`
 (`evaluate_layout` and the practitioner's estimate of one layout), `plan_report` (`Plan`: the ranked estimates,
 `best`, `table`, `explain()`) and this module (`plan`: the search — the layouts it enumerates and how it keeps
-the fastest of each).
+the fastest of each; `cached_plan`: the book's `plan` for a widget's inputs, cached).
 
 One entry point for both kinds of chip (issue 17): `plan(model, chip, n_chips=, batch_tokens=, seq_len=, …)`
 ranks layouts and `evaluate_layout(model, chip, n_chips=, batch_tokens=, seq_len=, dp=, tp=, pp=, …)` estimates
@@ -34,6 +34,7 @@ takes max(T_math, T_comms on each axis) — a roofline (lower bound), not a simu
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Iterable, Sequence
@@ -107,6 +108,7 @@ __all__ = [
     "evaluate_layout",
     "ici_axes",
     "plan",
+    "cached_plan",
     "CONVENTIONS",
     "REMAT_POLICIES",
     "MemoryOptions",
@@ -283,6 +285,33 @@ def plan(model, chip="tpu-v5p", *book_form, **options) -> Plan:
             "as its only positional arguments (the book's form is plan(model, batch_tokens, chip))"
         )
     return _plan(model, chip, **options)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_book_plan(model, chip, n_chips, slices, batch_tokens, seq_len, allow_seq) -> Plan:
+    return plan(
+        model, batch_tokens, chip, n_chips=n_chips, slices=slices, seq_len=seq_len, allow_sequence_sharding=allow_seq
+    )
+
+
+def cached_plan(
+    model="llama3-70b",
+    chip="tpu-v5p",
+    chips: int | None = None,
+    slices: int = 1,
+    batch_tokens: float = 4 * 2**20,
+    seq_len: int = 4096,
+    allow_sequence_sharding: bool = True,
+) -> Plan:
+    """The book's `plan(model, batch_tokens, chip, n_chips=chips, slices=, seq_len=, allow_sequence_sharding=)`,
+    cached: the last 64 plans, the same `Plan` object for the same inputs (a widget redraw, or chapters 5 and 6,
+    ask for the same plan several times). `chips`: chips per slice, None or 0 for the chip's pod."""
+    cfg = tf.get_model(model)
+    spec = get_chip(chip)
+    n = spec.pod_chips if chips in (None, 0) else chips
+    return _cached_book_plan(
+        cfg, spec.name, n, slices, float(batch_tokens), int(seq_len), bool(allow_sequence_sharding)
+    )
 
 
 def _plan(

@@ -1,7 +1,7 @@
 """Chapter 7 views, shared part: the readout prefixes, the context lengths and colours the widgets use, and the
 small helpers the chapter's view modules share (`ch07_inference`: step time; `ch07_kv`: KV cache; `ch07_frontier`:
-frontier and context pareto; `ch07_figures`: static figures) — serving plans (`get_plan`), the decode step at a
-batch (`decode_at`), labels and number formats.
+frontier and context pareto; `ch07_figures`: static figures) — serving plans (`get_serving_plan`), the decode
+step at a batch (`decode_at`), labels and number formats.
 
 Book ch. 7 "All About Transformer Inference". Imports `core` and `views._kit` only.
 """
@@ -28,7 +28,7 @@ __all__ = [
     "format_value",
     "serving_chips",
     "slice_options",
-    "get_plan",
+    "get_serving_plan",
     "sig",
     "model_name",
     "shape_text",
@@ -127,10 +127,11 @@ def _plan_cached(model, chip, slice_, precision, S, max_context):
     return sv.plan_serving(model, chip, slice_, precision, S, max_context=max_context)
 
 
-def get_plan(
+def get_serving_plan(
     model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision="int8-weights", S=8192, *, max_context=None
 ) -> sv.ServingPlan:
-    """`serving.plan_serving` (cached): the feasible batches 1 … B_max, B_crit and the slice shape."""
+    """`serving.plan_serving`, cached (the last 512 plans): the feasible batches 1 … B_max, B_crit and the slice
+    shape."""
     slice_ = tuple(slice_) if isinstance(slice_, list) else slice_
     try:
         return _plan_cached(model, chip, slice_, precision, S, max_context)

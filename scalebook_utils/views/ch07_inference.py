@@ -18,8 +18,8 @@ Book ch. 7 "All About Transformer Inference" (and the two ch. 8 figures built fr
 The chapter's static figures (attention intensity, B_crit per precision, weight-stationary sharding,
 latency-bound AllGathers, speculative decoding) are in `inference_figures`.
 
-This module holds (1); the others live beside it and are re-exported here, so `inference_views` keeps every
-name: `ch07_common` (prefixes, colours, `get_serving_plan` and the shared helpers), `ch07_kv` (2),
+This module holds (1); the others live beside it and their chapter-facing names are re-exported here (the
+shared part's helpers are not): `ch07_common` (prefixes, colours, `get_serving_plan`), `ch07_kv` (2),
 `ch07_frontier` (3, 4).
 """
 

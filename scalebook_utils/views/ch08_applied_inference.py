@@ -14,8 +14,8 @@ parameters; `BOOK_70B` is that model (the preset counts 70.55e9, 0.8% more).
 Book ch. 8 "Serving LLaMA 3-70B on TPUs".
 
 This module holds sections 4–6 (prefill, disaggregation, the book's roofline); the others live beside it and are
-re-exported here, so `applied_inference_views` keeps every name: `ch08_common` (prefixes, `BOOK_70B`, labels),
-`ch08_configs` (1, 2), `ch08_tp` (3).
+re-exported here, so `applied_inference_views` keeps every chapter-facing name (the shared part's helpers stay in
+it): `ch08_common` (prefixes, `BOOK_70B`, labels), `ch08_configs` (1, 2), `ch08_tp` (3).
 """
 
 from __future__ import annotations

@@ -22,11 +22,11 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 from scalebook_utils.core.gpu import chips as G
+from scalebook_utils.core.gpu.network import CLUSTER_CHIPS
 from scalebook_utils.core.training import schedules as PS
 from scalebook_utils.core.training.costs import dp_min_batch_per_chip
 from scalebook_utils.core.units import format_count, format_time
 from scalebook_utils.views._kit import INPUT_ERRORS, attach, emit, error_text, message_figure, plain_formatter
-from scalebook_utils.views.ch12_networks import CLUSTER_CHIPS
 
 __all__ = [
     "render_dp_thresholds",

@@ -276,3 +276,25 @@ def test_axis_note_says_which_axes_are_real_by_ch2s_rule():
     assert C.axis_note("tpu-v5p", 4, True) == C.axis_note("tpu-v5p", 16, True) == ""
     assert C.axis_note("tpu-v5p", 4, False) == C.axis_note("tpu-v5p", 6, False) == ""
     assert C.axis_note("tpu-v5p", 6, True) == "a tpu-v5p axis of 6 has no wraparound by ch. 2's rule"
+
+
+def test_axes_by_link_bandwidth_groups_real_axes_by_link():
+    """ch. 3's figure table: ch. 2's axes per one-way link bandwidth, wraparound by ch. 2's rule, one per size."""
+    g45, g90 = C.axes_by_link_bandwidth()
+    assert (g45.link_bytes_per_s, g45.chips) == (45e9, ("tpu-v5e", "tpu-v4p"))
+    assert (g90.link_bytes_per_s, g90.chips) == (90e9, ("tpu-v6e", "tpu-v5p"))
+    assert g45.axes == (
+        (4, False, "v5e 4×4: no wrap below 16"),
+        (4, True, "v4p 4×4×4 cube"),
+        (16, True, "v5e pod side; v4p 16×16×16"),
+    )
+    assert [a[:2] for a in g90.axes] == [(4, False), (4, True), (16, True), (28, True)]
+    assert g90.axes[-1][2] == "v5p pod's long axis"
+    for g in (g45, g90):  # every axis is one the cost model calls real on some chip of its group
+        assert all(any(C.axis_note(c, n, w) == "" for c in g.chips) for n, w, _ in g.axes)
+    (v3,) = C.axes_by_link_bandwidth(("tpu-v3",))  # a 32×32 pod: its 4×4 has no wrap below 32
+    assert v3.axes == ((4, False, "v3 4×4: no wrap below 32"), (32, True, "v3 pod side"))
+    (g,) = C.axes_by_link_bandwidth(("tpu7x",))  # no 16×16×16 in a 4×4×576 pod
+    assert [a[0] for a in g.axes] == [4, 576]
+    with pytest.raises(ValueError, match="not a TPU"):
+        C.axes_by_link_bandwidth(("h100",))

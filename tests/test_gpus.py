@@ -265,3 +265,14 @@ def test_v100_tensor_cores_and_fp16():
     assert per_sub == approx(2 * per_tc) and per_tc == approx(125e12 / (640 * 1.38e9))
     # from Ampere on one Tensor Core per subpartition: the two counts agree
     assert G.tensor_core_flops_per_cycle("h100") == G.tensor_core_flops_per_cycle("h100", per_subpartition=True)
+
+
+def test_cluster_chips_are_gpus_with_nvlink_nodes_and_node_egress():
+    """The chapter's cluster GPUs (the ch. 12 widgets' dropdowns): each has an NVLink node and a scale-out egress."""
+    from scalebook_utils import gpu_network, hardware
+
+    assert G.CLUSTER_CHIPS is gpu_network.CLUSTER_CHIPS == ("h100", "h200", "b200", "gb200")
+    for name in G.CLUSTER_CHIPS:
+        spec = hardware.get_chip(name)
+        assert spec.kind == "gpu" and spec.node_egress_bytes_per_s and spec.gpus_per_node in (8, 72)
+        assert G.superpod(name, 1).total_gpus > 0

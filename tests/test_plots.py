@@ -177,3 +177,13 @@ def test_si_scale():
     assert plots.si_scale(1.97e14) == (1e12, "T")
     assert plots.si_scale(3e-5) == (1e-6, "µ")
     assert plots.si_scale(0) == (1.0, "")
+
+
+def test_plain_tick_keeps_fractions_plain_formatter_rounds_them():
+    """views._kit's two plain tick labels agree on whole numbers and below 1; only plain_tick keeps 1.5."""
+    from scalebook_utils.views import _kit
+
+    fmt = _kit.plain_formatter()
+    for v, text in ((1000, "1,000"), (1, "1"), (0.5, "0.5"), (0.01, "0.01"), (0, ""), (-3, "")):
+        assert _kit.plain_tick(v, None) == fmt(v, None) == text
+    assert (_kit.plain_tick(1.5, None), fmt(1.5, None)) == ("1.5", "2")

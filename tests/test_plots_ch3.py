@@ -85,3 +85,14 @@ def test_allgather_axes_figure_only_real_axes():
             assert topology.default_wraparound(chip, pad)[0] == wrap, (x, wrap, where)
     curves = [tuple(ln.get_ydata()) for ax in fig.axes for ln in ax.get_lines() if ln.get_linestyle() == "-"]
     assert len(curves) == len(set(curves)) == 7  # every line differs from every other
+
+
+def test_allgather_axes_figure_panel_chip_from_data():
+    """Each default panel is drawn on a chip of its link bandwidth (not found in the title); own panels name theirs."""
+    fig = plots.allgather_axes_figure()
+    last = [ax.get_lines()[0].get_ydata()[-1] for ax in fig.axes]  # 1 GB over an axis of 4, no wrap
+    assert last[0] == pytest.approx(2 * last[1])  # 45 vs 90 GB/s links
+    rows = {"mine": [(16, True, "an axis")]}
+    v5e, v5p = (plots.allgather_axes_figure(axes=rows, chips={"mine": c}) for c in ("tpu-v5e", "tpu-v5p"))
+    assert v5e.axes[0].get_lines()[0].get_ydata()[-1] == pytest.approx(2 * v5p.axes[0].get_lines()[0].get_ydata()[-1])
+    assert plots.allgather_axes_figure(axes=rows).axes[0].get_title() == "mine"

@@ -86,6 +86,18 @@ def test_short_shapes_are_padded_and_strings_parse():
     assert T.make_slice("v5p", (28, 16, 20)).n_chips == 8960
 
 
+def test_shape_text_is_the_inverse_of_parse_shape():
+    """The one 'x'-joined shape text the views, the ch. 8 numbers and the capstone print."""
+    from scalebook_utils import applied_inference
+    from scalebook_utils.core.capstone import text
+
+    assert T.shape_text((4, 2)) == "4x2" and T.shape_text((8,)) == "8" and T.shape_text([16, 20, 28]) == "16x20x28"
+    for shape in ((4, 4), (2, 2, 1), (16,)):
+        assert T.parse_shape(T.shape_text(shape)) == shape
+    assert T.make_slice("v5e", "4x8").name == "tpu-v5e 4x8"
+    assert applied_inference.shape_text is text.shape_text is T.shape_text
+
+
 def test_wraparound_override():
     s = T.make_slice("v5e", (4, 4), wraparound=True)
     assert s.wraparound == (True, True)

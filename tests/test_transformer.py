@@ -92,6 +92,22 @@ def test_deepseek_v3_like():
     assert ours == pytest.approx(mfu, rel=0.02) and 0.2 < mfu < 0.25
 
 
+def test_moe_coefficient():
+    """c in B > c·E/k: α·bytes/2 (v5e int8: 120 with the book's α = 240); moe_critical_batch is c·E/k."""
+    from scalebook_utils import hardware
+
+    alpha = hardware.get_chip("tpu-v5e").critical_intensity("bf16")
+    assert tf.moe_coefficient("tpu-v5e", "int8") == pytest.approx(alpha / 2)
+    assert tf.moe_coefficient("tpu-v5e", "bf16") == pytest.approx(alpha)
+    assert tf.moe_coefficient("tpu-v5e", "int8", book_rounding=True) == 120.0  # ch4.q8: 120·E/k
+    assert tf.moe_coefficient("tpu-v5e", "int4", book_rounding=True) == 60.0
+    cfg = get_model("deepseek-v3-like")
+    for chip, w in (("tpu-v5e", "int8"), ("tpu-v5p", "bf16"), ("h100", "fp8")):
+        assert tf.moe_coefficient(chip, w) * cfg.E / cfg.k == pytest.approx(tf.moe_critical_batch(cfg, chip, w))
+    with pytest.raises(UnknownNameError):
+        tf.moe_coefficient("tpu-v99")
+
+
 def test_get_model_unknown_lists_names():
     with pytest.raises(UnknownNameError, match="llama3-70b") as e:
         get_model("llama-99b")

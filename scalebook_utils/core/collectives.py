@@ -168,6 +168,47 @@ def axis_note(chip, axis_size: int, wraparound: bool) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class LinkAxes:
+    """Mesh axes that occur on TPUs of one one-way ICI link bandwidth: `axes` are (size, wraps, where it occurs)."""
+
+    link_bytes_per_s: float
+    chips: tuple[str, ...]
+    axes: tuple[tuple[int, bool, str], ...]
+
+
+def axes_by_link_bandwidth(chips=("tpu-v5e", "tpu-v4p", "tpu-v6e", "tpu-v5p")) -> tuple[LinkAxes, ...]:
+    """Axes of ch. 2's slices on `chips`, grouped by one-way ICI link bandwidth (the only chip number a collective's
+    bandwidth term reads), each with the wraparound `topology.make_slice` gives it (book ch. 2, ch. 3).
+
+    A 2-D chip gives its 4×4 slice's axis and its pod side; a 3-D chip the axis of a 4×4×4 cube, of a 16×16×16
+    slice where one fits, and the pod's longest side where it is longer than 16 (v5p: 28). One size and
+    wraparound on two chips is one axis ("v5e pod side; v4p 16×16×16"). Groups in the order of their first chip.
+    """
+    groups: dict[float, tuple[list[str], dict]] = {}
+    for name in chips:
+        spec = tpu_chip(name)
+        g, side = spec.generation, max(spec.pod_shape)
+        if spec.ici_torus_dims == 2:
+            shapes = [((4, 4), f"{g} 4×4"), (spec.pod_shape, f"{g} pod side")]
+        else:
+            shapes = [((4, 4, 4), f"{g} 4×4×4 cube"), ((16, 16, 16), f"{g} 16×16×16")]
+            shapes += [(spec.pod_shape, f"{g} pod's long axis")] if side > 16 else []
+        names, rows = groups.setdefault(spec.ici_link_bandwidth_oneway_bytes_per_s, ([], {}))
+        names.append(spec.name)
+        for shape, where in shapes:
+            if any(n > p for n, p in zip(sorted(shape), sorted(spec.pod_shape))):
+                continue  # no such slice on this chip (TPU7x has no 16×16×16)
+            n = max(shape)
+            wrap = default_wraparound(spec, shape)[shape.index(n)]
+            note = f": no wrap below {side}" if spec.ici_torus_dims == 2 and not wrap else ""
+            rows.setdefault((n, wrap), []).append(where + note)
+    return tuple(
+        LinkAxes(bw, tuple(names), tuple((n, w, "; ".join(ws)) for (n, w), ws in sorted(rows.items())))
+        for bw, (names, rows) in groups.items()
+    )
+
+
 def _finish(kind, bw, lat, bytes_per_device, sizes, wraps, latency, note, n_bytes, spec, bidirectional):
     seconds = max(bw, lat) if latency else bw
     regime = "latency" if latency and lat > bw else "bandwidth"
@@ -440,6 +481,8 @@ __all__ = [
     "CollectiveCost",
     "check_fits",
     "axis_note",
+    "LinkAxes",
+    "axes_by_link_bandwidth",
     "all_gather",
     "reduce_scatter",
     "all_reduce",

@@ -76,6 +76,11 @@ def parse_shape(shape) -> tuple[int, ...]:
     return tuple(int(s) for s in shape)
 
 
+def shape_text(shape) -> str:
+    """A slice's shape as the book writes it, the inverse of `parse_shape`: (4, 2) → '4x2', (8,) → '8'."""
+    return "x".join(map(str, shape))
+
+
 # --- slices -----------------------------------------------------------------------------------------
 
 
@@ -149,7 +154,7 @@ class Slice:
     @property
     def name(self) -> str:
         """e.g. 'tpu-v5e 4x4'."""
-        return f"{self.chip} {'x'.join(map(str, self.shape))}"
+        return f"{self.chip} {shape_text(self.shape)}"
 
     def coords(self) -> Iterator[tuple[int, ...]]:
         """Every chip coordinate, in row-major order."""
@@ -425,6 +430,7 @@ __all__ = [
     "Transfer",
     "tpu_chip",
     "parse_shape",
+    "shape_text",
     "default_wraparound",
     "make_slice",
     "pod",

@@ -358,3 +358,18 @@ def moe_critical_batch(
         raise ValueError(f"cfg must be an MoE (E > 0); {cfg.name!r} is dense")
     c = get_chip(chip)
     return c.critical_intensity(flops_dtype) * cfg.E * dtype_bytes(weight_dtype) / (2 * cfg.k)
+
+
+def moe_coefficient(
+    chip="tpu-v5e", weight_dtype: str = "int8", flops_dtype: str = "bf16", *, book_rounding: bool = False
+) -> float:
+    """c in an MoE layer's critical batch B > c · E/k tokens (`moe_critical_batch` per unit of E/k):
+    c = (C/W_hbm) · bytes_per_weight / 2 (v5e, int8 weights: ≈ 120.1, so DeepSeek-V3's E/k = 32 needs ≈ 3844).
+
+    `book_rounding=True` rounds α = C/W_hbm to an integer first, as the book does (v5e: α = 240 → c = 120,
+    3840 tokens; book ch. 4 "Mixture of experts", ch4.q8).
+    """
+    alpha = get_chip(chip).critical_intensity(flops_dtype)
+    if book_rounding:
+        alpha = round(alpha)
+    return alpha * dtype_bytes(weight_dtype) / 2

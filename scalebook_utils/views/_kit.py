@@ -4,9 +4,10 @@
   (`.controls`, `.readout()`, `.snapshot()`…), `emit` prints a view's line and draws its figure (through the
   box's `LiveFigure`), `show` displays a widget once with its static PNG, `live_output` redraws once per change.
 - Messages instead of tracebacks: `INPUT_ERRORS`, `error_text`, `message_figure`.
-- Formatting and figures: `format_number`, `plain_formatter`, `si_scale`, `si_tick`, `log_axes`, `log_span`,
-  `new_figure`, `PALETTE`, `LINE_COLORS`, `SHARD_COLORS`, `format_rows` (fixed-width text tables).
-- TPU pickers: `tpu_names` (a chip dropdown's options), `format_shape` ((4, 4) → "4x4", as a shape box takes it).
+- Formatting and figures: `format_number`, `plain_tick`, `plain_formatter`, `si_scale`, `si_tick`, `log_axes`,
+  `log_span`, `new_figure`, `PALETTE`, `LINE_COLORS`, `SHARD_COLORS`, `format_rows` (fixed-width text tables).
+- TPU pickers: `tpu_names` (a chip dropdown's options), `format_shape` ((4, 4) → "4x4", as a shape box takes it;
+  `topology.shape_text`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
 
 from scalebook_utils.core.hardware import chip_names
+from scalebook_utils.core.topology import shape_text as format_shape  # (4, 4) → '4x4', as a shape box reads it
 from scalebook_utils.core.units import format_si
 from scalebook_utils.views.live_figure import LiveFigure
 
@@ -125,8 +127,22 @@ def format_number(x) -> str:
     return f"{x:.0f}" if x.is_integer() else f"{x:.4g}"
 
 
+def plain_tick(v, _pos) -> str:
+    """A log axis's tick label as a plain number: 1000 → '1,000', 1.5 → '1.5', 0.5 → '0.5', nothing at or below 0.
+
+    A `FuncFormatter` function (chapter 1's intensity axes). Unlike `plain_formatter` it keeps a fraction above
+    1 ('1.5', where `plain_formatter` rounds to '2'); on whole numbers and below 1 the two agree.
+    """
+    if v <= 0:
+        return ""
+    if v >= 1:
+        return f"{v:,.0f}" if abs(v - round(v)) < 1e-9 else f"{v:g}"
+    return f"{v:g}"
+
+
 def plain_formatter() -> FuncFormatter:
-    """Log-axis tick labels as plain numbers: 1000 → '1,000', 0.5 → '0.5', nothing at or below 0."""
+    """Log-axis tick labels as plain numbers: 1000 → '1,000', 0.5 → '0.5', nothing at or below 0 (values above
+    1 rounded to whole numbers; `plain_tick` keeps their fractions)."""
 
     def fmt(v, _p):
         if v <= 0:
@@ -193,11 +209,6 @@ LINE_COLORS = ["#1f4e9c", "#7b3294", "#008080", "#b35806"]
 def tpu_names() -> list[str]:
     """The TPU names of `hardware.CHIPS` (what a chip dropdown of chapters 2, 3 and 5 offers)."""
     return chip_names("tpu")
-
-
-def format_shape(shape) -> str:
-    """(4, 4) → '4x4', (16, 20, 28) → '16x20x28': a slice shape as a shape box reads it."""
-    return "x".join(str(n) for n in shape)
 
 
 def live_output(controls: dict, view, on_change: dict | None = None):
@@ -293,6 +304,7 @@ __all__ = [
     "error_text",
     "message_figure",
     "format_number",
+    "plain_tick",
     "plain_formatter",
     "si_scale",
     "si_tick",

@@ -5,8 +5,11 @@ Built over the pure functions in `roofline`: a matmul's achievable FLOPs/s again
 batch per chip (`critical_batch_figure`), and the two-chip network roofline (`two_chip_figure`; "Network
 communication rooflines"). The classic and the measured roofline (`roofline_figure`, `measured_roofline_figure`,
 "Visualizing rooflines") and the region colours `REGION_COLORS` live in `ch01_roofline_plots`; this module
-re-exports them, so every chapter-1 figure name still resolves here. The chapter's widgets (`ch01_rooflines`)
-draw with both; the notebooks reach them through the `plots` and `widgets` façades.
+re-exports them, so every chapter-1 figure name still resolves here. How the two differ: this module's figures
+put a problem's size across (a matmul's batch B, the two-chip D), show its times as bars, or compare chips
+(critical batch); `ch01_roofline_plots`' put arithmetic intensity across (the roofline, classic and measured).
+The chapter's widgets (`ch01_rooflines`) draw with both; the notebooks reach them through the `plots` and
+`widgets` façades.
 
 Every builder returns a `matplotlib.figure.Figure` made without pyplot, so nothing is registered in
 pyplot's figure manager (no leaks, no `plt.close` needed) and `fig.savefig(...)` works headless with
@@ -29,12 +32,11 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 from scalebook_utils.core import roofline
 from scalebook_utils.core.hardware import ChipSpec, get_chip
 from scalebook_utils.core.units import format_si
-from scalebook_utils.views._kit import LINE_COLORS, log_span, new_figure, si_scale, si_tick
+from scalebook_utils.views._kit import LINE_COLORS, log_span, new_figure, plain_tick, si_scale, si_tick
 from scalebook_utils.views.ch01_roofline_plots import (
     REGION_ALPHA,
     REGION_COLORS,
     measured_roofline_figure,
-    plain_tick,
     roofline_figure,
 )
 

@@ -8,7 +8,12 @@ rooflines"). The numbers are `core.roofline`'s; these figures only draw them.
 `measured_roofline_figure` draws the calibrated roofline of this machine with measured points on it ("predict,
 then measure"). Colours follow the book's roofline figure (`REGION_COLORS`): red where an algorithm is
 bandwidth-bound under every bandwidth, yellow where it is bound only under the slower one, green where it is
-compute-bound; `REGION_ALPHA` and `plain_tick` are shared with the chapter's other figures (`ch01_figures`).
+compute-bound; `REGION_ALPHA` is shared with the chapter's other figures (`ch01_figures`).
+
+How this module differs from `ch01_figures`: both of these figures put arithmetic intensity (FLOPs/byte)
+across and attainable throughput up (the roofline itself, classic and measured); `ch01_figures` draws one
+problem against its size (a matmul's batch B, the two-chip D), its T_math / T_comms bars, and the critical
+batch per chip.
 
 Every builder returns a `matplotlib.figure.Figure` made without pyplot (no leaks, no `plt.close` needed) and
 accepts `ax=` to draw into a caller's panel. `ch01_figures` re-exports these names, and the notebooks reach
@@ -25,7 +30,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from scalebook_utils.core import roofline
 from scalebook_utils.core.units import format_si
-from scalebook_utils.views._kit import LINE_COLORS, log_span, new_figure, si_scale, si_tick
+from scalebook_utils.views._kit import LINE_COLORS, log_span, new_figure, plain_tick, si_scale, si_tick
 
 __all__ = [
     "REGION_COLORS",
@@ -37,15 +42,6 @@ REGION_COLORS = {"bandwidth-bound": "#e45756", "bound-at-slower": "#f2cf5b", "co
 #: the alpha of the region backgrounds (the bound-at-slower band is drawn at 0.22)
 REGION_ALPHA = 0.13
 _ALGO_COLORS = ["#d62728", "#2c7fb8", "#6a3d9a", "#e6550d", "#31a354", "#636363"]
-
-
-def plain_tick(v, _pos):
-    """A log axis's tick label as a plain number: 1000 → '1,000', 1.5 → '1.5', 0.5 → '0.5', nothing at or below 0."""
-    if v <= 0:
-        return ""
-    if v >= 1:
-        return f"{v:,.0f}" if abs(v - round(v)) < 1e-9 else f"{v:g}"
-    return f"{v:g}"
 
 
 # --- the classic roofline -------------------------------------------------------------------------

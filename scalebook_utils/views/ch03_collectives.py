@@ -6,7 +6,8 @@ bytes, latency-bound (flat in V) below the knee and bandwidth-bound (linear in V
 
 Figures (each returns a matplotlib Figure made without pyplot; the one-panel one accepts ``ax=``):
 `collective_time_figure` (one collective on one axis, the knee marked) and `allgather_axes_figure` (one panel
-per ICI link bandwidth, over the axes `ALLGATHER_AXES` lists), with `collective_knee_bytes`, the regime boundary.
+per ICI link bandwidth, over the axes `ALLGATHER_AXES` lists, `collectives.axes_by_link_bandwidth`), with
+`collective_knee_bytes`, the regime boundary.
 
 The collective-cost explorer is a testable triple (DESIGN §3: `collective_readout`, a pure line with the prefix
 `COLLECTIVES_PREFIX`; `render_collective`, a pure render; `collective_cost_explorer`, the builder with
@@ -21,10 +22,11 @@ import ipywidgets as W
 import numpy as np
 from matplotlib.figure import Figure
 
-from scalebook_utils.core.collectives import KINDS
+from scalebook_utils.core import collectives
+from scalebook_utils.core.collectives import KINDS, axes_by_link_bandwidth
 from scalebook_utils.core.collectives import knee_bytes as collective_knee_bytes
 from scalebook_utils.core.hardware import ChipSpec, get_chip
-from scalebook_utils.core.units import format_si
+from scalebook_utils.core.units import format_si, format_time
 from scalebook_utils.views._kit import (
     LINE_COLORS,
     attach,
@@ -73,8 +75,6 @@ def collective_time_figure(
     (bandwidth-bound). The dashed line is the bandwidth term alone. `n_bytes` adds a marker at that
     size. Call again with the same `ax` to overlay another chip or axis size.
     """
-    from scalebook_utils.core import collectives
-
     k = collectives.normalize_kind(kind)
     kw = {"hops": 1} if k == "ppermute" else {"wraparound": wraparound}
     spec = get_chip(chip)
@@ -130,44 +130,42 @@ def collective_time_figure(
     return fig
 
 
+def _panel(group) -> tuple[str, str]:
+    """(title, chip) of one link bandwidth's panel: drawn on its chip with the longest pod side (v5p of v6e, v5p)."""
+    gens = ", ".join(get_chip(c).generation for c in group.chips)
+    chip = max(group.chips, key=lambda c: max(get_chip(c).pod_shape))
+    return f"TPU {gens}: {group.link_bytes_per_s / 1e9:.0f} GB/s one-way links", chip
+
+
+_PANELS = {_panel(g): list(g.axes) for g in axes_by_link_bandwidth()}
 #: Axes that exist, with the wraparound ch. 2 gives them, grouped by one-way ICI link bandwidth (the only
-#: chip number the bandwidth-bound part depends on): (axis size, wraps?, where such an axis occurs).
-ALLGATHER_AXES = {
-    "TPU v5e, v4p: 45 GB/s one-way links": [
-        (4, False, "v5e 4×4: no wrap below 16"),
-        (4, True, "v4p 4×4×4 cube"),
-        (16, True, "v5e pod side; v4p 16×16×16"),
-    ],
-    "TPU v6e, v5p: 90 GB/s one-way links": [
-        (4, False, "v6e 4×4: no wrap below 16"),
-        (4, True, "v5p 4×4×4 cube"),
-        (16, True, "v6e pod side; v5p 16×16×16"),
-        (28, True, "v5p pod's long axis"),
-    ],
-}
+#: chip number the bandwidth-bound part depends on): {panel title: [(axis size, wraps?, where such an axis
+#: occurs), …]}, from `collectives.axes_by_link_bandwidth`.
+ALLGATHER_AXES = {title: rows for (title, _chip), rows in _PANELS.items()}
+_PANEL_CHIPS = {title: chip for title, chip in _PANELS}
 
 
 def allgather_axes_figure(
-    kind: str = "all_gather", axes=None, *, bytes_range=(1e3, 1e9), figsize=(12.5, 4.4)
+    kind: str = "all_gather", axes=None, *, chips=None, bytes_range=(1e3, 1e9), figsize=(12.5, 4.4)
 ) -> Figure:
     """One panel per link bandwidth: `kind`'s time vs bytes on axes that exist, with their wraparound.
 
     `axes`: {panel title: [(axis size, wraps, label), …]}, default ALLGATHER_AXES (v5e/v6e pods are
     16×16, so no axis is longer than 16 there; a v5e/v6e axis under 16 has no wraparound; v4p/v5p
     wrap in whole 4×4×4 cubes; book ch. 2). Chips with equal link bandwidth share a panel because
-    their curves coincide (v4p = v5e, v5p = v6e). Book ch. 3, "A Deeper Dive…".
+    their curves coincide (v4p = v5e, v5p = v6e). `chips`: {panel title: chip} for panels of your own
+    (default: the chip `collectives.axes_by_link_bandwidth` gives a default panel, else tpu-v5e).
+    Book ch. 3, "A Deeper Dive…".
     """
-    from scalebook_utils.core.hardware import get_chip as _chip
-
     axes = ALLGATHER_AXES if axes is None else axes
-    chips = {"45": "tpu-v5e", "90": "tpu-v5p"}
+    chips = _PANEL_CHIPS | dict(chips or {})
     fig = Figure(figsize=figsize, layout="constrained")
     for ax, (title, rows) in zip(np.atleast_1d(fig.subplots(1, len(axes))), axes.items()):
-        chip = next((c for bw, c in chips.items() if f"{bw} GB/s" in title), "tpu-v5e")
+        spec = get_chip(chips.get(title, "tpu-v5e"))
         for x, wrap, where in rows:
             collective_time_figure(
                 kind,
-                _chip(chip),
+                spec,
                 (x,),
                 wrap,
                 ax=ax,
@@ -201,9 +199,6 @@ def collective_readout(
     bandwidth terms are equal: below it the collective is latency-bound). ppermute: one hop (the axis
     size and wraparound do not matter). A bad value gives a readable line, never an exception.
     """
-    from scalebook_utils.core import collectives
-    from scalebook_utils.core.units import format_time
-
     head = f"{COLLECTIVES_PREFIX}{kind}"
     try:
         k = collectives.normalize_kind(kind)
@@ -231,8 +226,6 @@ def render_collective(
     kind: str = "all_gather", chip: str = "tpu-v5e", axis_size: int = 16, wraparound: bool = True, n_bytes: float = 1e6
 ) -> Figure:
     """Time vs bytes for this collective on `chip`, with and without wraparound, the current size starred."""
-    from scalebook_utils.core import collectives
-
     try:
         k = collectives.normalize_kind(kind)
         fig = collective_time_figure(k, chip, (int(axis_size),), bool(wraparound), n_bytes=float(n_bytes))

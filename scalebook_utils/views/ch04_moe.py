@@ -2,10 +2,10 @@
 
 `moe_readout` gives one line with the prefix ``MoE critical batch: `` (the notebook waits for it) and
 `render_moe_critical_batch` the log-log critical batch against the sparsity E/k: B_crit = c · E/k tokens, with
-c = (C/W_hbm) · bytes_per_weight / 2 (`moe_coefficient`; 120 for int8 weights on a TPU v5e, so DeepSeek-V3's
-E = 256, k = 8 needs 3840 tokens; book ch. 4, "Sparsity and Mixture-of-Experts", ch4.q8). Bad input gives a
-readable line or a message figure, never an exception. `transformer_views` (`ch04_transformers`) re-exports
-these names with the chapter's other views.
+c = (C/W_hbm) · bytes_per_weight / 2 (`transformer.moe_coefficient`, re-exported here; 120 for int8 weights on a
+TPU v5e, so DeepSeek-V3's E = 256, k = 8 needs 3840 tokens; book ch. 4, "Sparsity and Mixture-of-Experts",
+ch4.q8). Bad input gives a readable line or a message figure, never an exception. `transformer_views`
+(`ch04_transformers`) re-exports these names with the chapter's other views.
 """
 
 from __future__ import annotations
@@ -17,21 +17,14 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
 
-from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
-from scalebook_utils.core.units import dtype_bytes
+from scalebook_utils.core.transformer import moe_coefficient
 from scalebook_utils.views._kit import INPUT_ERRORS, PALETTE, error_text, message_figure, new_figure, plain_formatter
 
 __all__ = ["MOE_PREFIX", "moe_coefficient", "moe_readout", "render_moe_critical_batch"]
 
 #: The notebook waits for this prefix; do not change it.
 MOE_PREFIX = "MoE critical batch: "
-
-
-def moe_coefficient(chip: str = "tpu-v5e", weight_dtype: str = "int8", flops_dtype: str = "bf16") -> float:
-    """c in B_crit = c · E/k: (C/W_hbm) · bytes_per_weight / 2 (`transformer.moe_critical_batch`; v5e, int8: 120)."""
-    probe = tf.TransformerConfig("probe", L=1, D=1, F=1, N=1, K=1, H=1, V=1, E=1, k=1)
-    return tf.moe_critical_batch(probe, chip, weight_dtype, flops_dtype)
 
 
 def moe_readout(chip: str = "tpu-v5e", weight_dtype: str = "int8", E: int = 256, k: int = 8) -> str:
@@ -44,7 +37,7 @@ def moe_readout(chip: str = "tpu-v5e", weight_dtype: str = "int8", E: int = 256,
             raise ValueError(f"need integers 1 ≤ k ≤ E, got E={E!r}, k={k!r}")
     except INPUT_ERRORS as exc:
         return f"{MOE_PREFIX}{chip}, {weight_dtype} weights → cannot evaluate: {error_text(exc)}"
-    book = round(spec.critical_intensity("bf16")) * dtype_bytes(weight_dtype) / 2 * E / k
+    book = moe_coefficient(chip, weight_dtype, book_rounding=True) * E / k
     who = " (DeepSeek)" if (E, k) == (256, 8) else ""
     return (
         f"{MOE_PREFIX}{spec.name}, {weight_dtype} weights, bf16 FLOPs → B > {c:.0f}·E/k tokens | "
@@ -76,7 +69,7 @@ def render_moe_critical_batch(
         ax.plot(r, c * r, color=PALETTE[i], lw=2, label=f"{d} weights: B > {c:.0f}·E/k")
         ax.plot([1], [c], "s", color=PALETTE[i], ms=6)
     first = next(iter(coef))
-    book = round(spec.critical_intensity("bf16")) * dtype_bytes(first) / 2
+    book = moe_coefficient(spec.name, first, book_rounding=True)
     for E, k, who in ((256, 8, "DeepSeek-V3"), (16, 2, "ch. 7 MoE")):
         if lo <= E / k <= hi:
             v = coef[first] * E / k

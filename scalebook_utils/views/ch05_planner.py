@@ -135,16 +135,16 @@ def planner_text(
     )
 
 
-def _family(c: T.Config) -> str:
-    """The family `Plan.best_of` groups a configuration into."""
-    if c.Z > 1:
-        return "pp"
-    if c.Y > 1:
-        return "fsdp+tp" if c.X > 1 else "tp"
-    return "fsdp" if c.zero == 3 else "dp"
-
-
-_FAMILY_LABELS = {"dp": "DP, ZeRO-1/2", "fsdp": "FSDP", "tp": "TP", "fsdp+tp": "DP or FSDP + TP", "pp": "with pipeline"}
+#: The right panel's bars, keyed by `Estimate.family` (what `Plan.best_of` groups by); DP + TP and FSDP + TP
+#: share one bar, so the bar shows the faster of the two.
+_FAMILY_LABELS = {
+    "dp": "DP, ZeRO-1/2",
+    "fsdp": "FSDP",
+    "tp": "TP",
+    "dp+tp": "DP or FSDP + TP",
+    "fsdp+tp": "DP or FSDP + TP",
+    "pp": "with pipeline",
+}
 
 
 def render_planner(
@@ -178,18 +178,18 @@ def render_planner(
     ax1.set_title(
         f"winner: {b.config.name}\n{format_time(b.step_time)}/step, MFU {b.mfu:.0%}, bound by {b.bound}", fontsize=9
     )
-    # grouped as the labels say (`_family`: DP+ZeRO-1/2 with TP counts as "DP or FSDP + TP"); p.feasible is ranked
+    # one bar per label (`_FAMILY_LABELS`: DP + TP and FSDP + TP share one); p.feasible is ranked
     fam = [
-        (k, next((e for e in p.feasible if _family(e.config) == k), None))
-        for k in ("dp", "fsdp", "tp", "fsdp+tp", "pp")
+        (k, next((e for e in p.feasible if _FAMILY_LABELS[e.family] == k), None))
+        for k in dict.fromkeys(_FAMILY_LABELS.values())
     ]
     labels, steps, cols, notes = [], [], [], []
     for k, e in fam:
-        labels.append(_FAMILY_LABELS[k])
+        labels.append(k)
         if e is None:
             steps.append(0.0)
             cols.append("0.8")
-            why = next((x.reason for x in p.estimates if _family(x.config) == k), None)
+            why = next((x.reason for x in p.estimates if _FAMILY_LABELS[x.family] == k), None)
             if why is None:
                 notes.append(" not tried: the planner keeps TP ≤ 64, PP ≤ 16")
             else:

@@ -15,6 +15,7 @@ from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import CHIPS, get_chip
 from scalebook_utils.core.inference import costs as inf
 from scalebook_utils.core.inference import serving as sv
+from scalebook_utils.core.topology import shape_text
 from scalebook_utils.core.units import require_number
 from scalebook_utils.views._kit import format_number
 
@@ -80,10 +81,6 @@ def format_value(v) -> str:
 
 def model_name(x) -> str:
     return getattr(x, "name", str(x))
-
-
-def shape_text(shape) -> str:
-    return "x".join(map(str, shape))
 
 
 def plan_on(plan: sv.ServingPlan) -> str:

@@ -10,8 +10,7 @@ from __future__ import annotations
 from matplotlib.ticker import NullLocator
 
 from scalebook_utils.core.inference import costs as I
-from scalebook_utils.core.inference import serving as SV
-from scalebook_utils.core.inference.applied import BOOK_70B, BOOK_PRECISIONS
+from scalebook_utils.core.inference.applied import BOOK_70B, BOOK_PRECISIONS, shape_text, slice_chips
 from scalebook_utils.core.units import format_bytes
 from scalebook_utils.views._kit import INPUT_ERRORS, error_text, format_number
 from scalebook_utils.views._kit import log_axes as _log_scale
@@ -66,15 +65,6 @@ def model_label(model) -> str:
     """'llama3-70b (70B params)' — the parameter count shows which rounding a number uses."""
     m = I.served_model(model)
     return f"{m.name} ({m.params / 1e9:.4g}B params)"
-
-
-def slice_chips(chip, slice_) -> tuple[int, tuple[int, ...]]:
-    """(chips, shape) of a slice given as "4x4", (4, 4) or a chip count; ValueError beyond one pod."""
-    return SV.parse_slice(chip, slice_)
-
-
-def shape_text(shape) -> str:
-    return "x".join(map(str, shape))
 
 
 def gb(x: float) -> str:

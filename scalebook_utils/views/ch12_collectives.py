@@ -20,9 +20,10 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator, NullFormatter
 
 from scalebook_utils.core.gpu import chips as G
+from scalebook_utils.core.gpu.network import CLUSTER_CHIPS
 from scalebook_utils.core.units import format_si, format_time
 from scalebook_utils.views._kit import INPUT_ERRORS, attach, emit, error_text, message_figure, plain_formatter
-from scalebook_utils.views.ch12_networks import CLUSTER_CHIPS, bandwidth_text
+from scalebook_utils.views.ch12_networks import bandwidth_text
 
 __all__ = [
     "GPU_COLLECTIVE_PREFIX",

@@ -4,7 +4,7 @@ widget, plus figures of the chapter's rooflines — readouts, figures and widget
 `gpu_views`, a façade: nothing is defined here. Every name is re-exported from the module of the book section it
 belongs to (book ch. 12 "How to Think About GPUs"):
 
-- `views/ch12_networks.py` — "Networking": the topology explorer, `CLUSTER_CHIPS`;
+- `views/ch12_networks.py` — "Networking": the topology explorer, `CLUSTER_CHIPS` (from `gpu_network`);
 - `views/ch12_collectives.py` — "How Do Collectives Work on GPUs?": the collective-cost widget and the sharded
   AllGather figure;
 - `views/ch12_rooflines.py` — "Rooflines for LLM Scaling on GPUs": the data-parallel critical batch, the roofline

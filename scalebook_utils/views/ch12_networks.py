@@ -5,9 +5,9 @@ GPUs, the bandwidth one GPU gets when all talk at once, the cables into one unit
 bandwidth D·W/(D − 1) (bytes/s; book ch. 12 SuperPod tables, Appendix B). `render_topology` draws the per-GPU
 bandwidth per level (log scale) next to cable vs switch bandwidth per unit; `topology_explorer` wires a GPU
 dropdown and an SUs slider to both (`_kit.attach` / `_kit.emit`). Bad input (an unknown GPU, zero SUs) gives a
-readable line and a message figure, never an exception. Also the chapter's cluster GPUs (`CLUSTER_CHIPS`) and
-its bandwidth text (`bandwidth_text`), which the other ch. 12 views share. `gpu_views` (`ch12_gpus`) re-exports
-these names with the chapter's other views.
+readable line and a message figure, never an exception. Also the chapter's bandwidth text (`bandwidth_text`),
+which the other ch. 12 views share, and its cluster GPUs (`CLUSTER_CHIPS`, re-exported from `gpu_network`).
+`gpu_views` (`ch12_gpus`) re-exports these names with the chapter's other views.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from scalebook_utils.core.gpu import chips as G
+from scalebook_utils.core.gpu.network import CLUSTER_CHIPS
 from scalebook_utils.core.units import format_si
 from scalebook_utils.views._kit import INPUT_ERRORS, attach, emit, error_text, message_figure, plain_formatter
 
@@ -32,8 +33,6 @@ __all__ = [
 
 #: The topology explorer's readout starts with this prefix; do not change it.
 TOPOLOGY_PREFIX = "gpu topology: "
-#: GPUs the chapter builds clusters of (node egress known)
-CLUSTER_CHIPS = ("h100", "h200", "b200", "gb200")
 _LEVEL_COLORS = {"node": "#1f4e9c", "leaf": "#e6550d", "spine": "#31a354"}
 
 

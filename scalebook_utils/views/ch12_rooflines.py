@@ -22,10 +22,11 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 from scalebook_utils.core.gpu import chips as G
+from scalebook_utils.core.gpu.network import CLUSTER_CHIPS
 from scalebook_utils.core.training import schedules as PS
+from scalebook_utils.core.training.costs import dp_min_batch_per_chip
 from scalebook_utils.core.units import format_count, format_time
 from scalebook_utils.views._kit import INPUT_ERRORS, attach, emit, error_text, message_figure, plain_formatter
-from scalebook_utils.views.ch12_networks import CLUSTER_CHIPS
 
 __all__ = [
     "render_dp_thresholds",
@@ -43,10 +44,13 @@ GPU_ROOFLINE_PREFIX = "gpu roofline: "
 # --- the data-parallel critical batch ---------------------------------------------------------------------
 
 
-def render_dp_thresholds(chips: Sequence[str] = ("h100", "b200", "gb200"), tpu_value: float = 850.0) -> Figure:
+def render_dp_thresholds(chips: Sequence[str] = ("h100", "b200", "gb200"), tpu_value: float | None = None) -> Figure:
     """Tokens per GPU that data parallelism needs, C/W, inside a node and across nodes, per GPU type
-    (book ch. 12, "Data Parallelism" and Appendix A), with the TPU v5p's 850 (three ICI axes, ch. 5) for scale."""
+    (book ch. 12, "Data Parallelism" and Appendix A), with the TPU v5p's for scale (`tpu_value`, default
+    `training_costs.dp_min_batch_per_chip("tpu-v5p", M_X=3)`: 850 tokens per chip over three ICI axes, ch. 5)."""
     try:
+        if tpu_value is None:
+            tpu_value = dp_min_batch_per_chip("tpu-v5p", M_X=3)
         inside = [G.dp_critical_batch(c, across_nodes=False) for c in chips]
         across = [G.dp_critical_batch(c) for c in chips]
     except INPUT_ERRORS as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from scalebook_utils.core.topology import shape_text  # re-exported: a slice's shape as the book writes it
 from scalebook_utils.core.units import format_count
 
 __all__ = [
@@ -50,11 +51,6 @@ def days_text(seconds: float) -> str:
 def ms_text(seconds: float) -> str:
     """Seconds as milliseconds: 0.0172 → '17.2 ms'."""
     return f"{seconds * 1e3:.3g} ms"
-
-
-def shape_text(shape) -> str:
-    """A slice's shape as the book writes it: (4, 2) → '4x2'."""
-    return "x".join(map(str, shape))
 
 
 def chips_text(n: int, gpu: bool = False) -> str:

@@ -54,6 +54,7 @@ from scalebook_utils.core.gpu.collectives import (
 from scalebook_utils.core.gpu.network import (
     CH12_APPB,
     CH12_NET,
+    CLUSTER_CHIPS,
     IB_PORT_BYTES_PER_S,
     IB_SWITCH_PORTS,
     NICS_PER_NODE,
@@ -454,6 +455,7 @@ __all__ = [
 __all__ += [
     "CH12_NET",
     "CH12_APPB",
+    "CLUSTER_CHIPS",
     "NVSWITCH_PORTS",
     "IB_SWITCH_PORTS",
     "IB_PORT_BYTES_PER_S",

@@ -74,6 +74,8 @@ NVSWITCH_PORTS = 64  # NVLink ports per NVSwitch (book ch. 12, "At the node leve
 IB_SWITCH_PORTS = 64  # NDR InfiniBand switch ports ("Beyond the node level")
 IB_PORT_BYTES_PER_S = 50e9  # 400 Gb/s NDR per port and cable, per direction
 NICS_PER_NODE = 8  # one 400 Gb/s ConnectX-7 NIC per GPU on a DGX H100 / B200
+#: GPUs the chapter builds clusters of (Hopper and Blackwell: NVLink nodes with a known scale-out egress)
+CLUSTER_CHIPS = ("h100", "h200", "b200", "gb200")
 
 
 def nvlink_generation(chip: str | ChipSpec) -> NVLinkGeneration:
@@ -334,6 +336,7 @@ __all__ = [
     "IB_SWITCH_PORTS",
     "IB_PORT_BYTES_PER_S",
     "NICS_PER_NODE",
+    "CLUSTER_CHIPS",
     "nvlink_generation",
     "node_switch_bytes_per_s",
     "node_bandwidth",

@@ -17,20 +17,17 @@ from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
 from scalebook_utils.core.inference import costs as I
 from scalebook_utils.core.inference import serving as SV
+from scalebook_utils.core.topology import shape_text
 from scalebook_utils.core.units import require_number
 
 #: the precisions chapter 8 compares (bf16, int8 and int4 weights)
 BOOK_PRECISIONS = ("bf16", "int8-weights", "int4-weights")
-INPUT_ERRORS = (ValueError, KeyError, TypeError, ZeroDivisionError, OverflowError)  # what a curve point may raise
+_POINT_ERRORS = (ValueError, KeyError, TypeError, ZeroDivisionError, OverflowError)  # what a curve point may raise
 
 
 def slice_chips(chip, slice_) -> tuple[int, tuple[int, ...]]:
     """(chips, shape) of a slice given as "4x4", (4, 4) or a chip count; ValueError beyond one pod."""
     return SV.parse_slice(chip, slice_)
-
-
-def shape_text(shape) -> str:
-    return "x".join(map(str, shape))
 
 
 #: LLaMA 3-70B as ch. 8 counts it: 70e9 parameters (the preset's architecture and KV size).
@@ -261,7 +258,7 @@ def disaggregation_curve_cached(decode, B, prefill_slice, generate_slice, precis
     for t in DISAGG_PROMPTS:
         try:
             ys.append(disaggregation(t, decode, B, prefill_slice, generate_slice, precision, mfu, model, chip).ratio)
-        except INPUT_ERRORS:
+        except _POINT_ERRORS:
             ys.append(np.nan)
     return tuple(ys)
 

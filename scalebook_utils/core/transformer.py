@@ -58,6 +58,7 @@ __all__ = [
     "remat_recompute_flops_per_token",
     "kv_cache_bytes_per_token",
     "moe_critical_batch",
+    "moe_coefficient",
     # re-exported: the config (`transformer_config`) and the presets (`model_presets`)
     "TransformerConfig",
     "MODELS",

@@ -35,7 +35,7 @@ import numbers
 from dataclasses import dataclass
 
 from scalebook_utils.core.hardware import ChipSpec
-from scalebook_utils.core.topology import CUBE_SIDE, Slice, default_wraparound, ring_hops, tpu_chip
+from scalebook_utils.core.topology import CUBE_SIDE, Slice, default_wraparound, ring_hops, shape_text, tpu_chip
 from scalebook_utils.core.units import is_int, require_bytes
 
 #: Kind names `collective` accepts, canonical spelling.
@@ -141,7 +141,7 @@ def check_fits(axis_sizes: tuple[int, ...], chip) -> None:
     if pod is not None and n > pod:
         raise ValueError(
             f"axis_sizes {tuple(axis_sizes)} span {n} devices, more than one {spec.name} pod "
-            f"({pod} chips, {'x'.join(map(str, spec.pod_shape))}); ICI ends at the pod (across "
+            f"({pod} chips, {shape_text(spec.pod_shape)}); ICI ends at the pod (across "
             "pods is DCN, book ch. 2)"
         )
 

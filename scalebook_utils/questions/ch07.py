@@ -29,7 +29,7 @@ from dataclasses import replace
 
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
-from scalebook_utils.core.inference import costs as I
+from scalebook_utils.core.inference import costs as inf
 from scalebook_utils.core.inference.serving import slice_shape
 from scalebook_utils.questions.registry import add
 
@@ -39,7 +39,7 @@ INT8 = "int8"  # int8 weights, KV cache, activations and OPs (Questions 2–4, 6
 SLICE = 16  # a v5e 4x4
 AXES = len(slice_shape(V5E, SLICE))
 #: pop quiz: a 30B dense model, int8 weights with bf16 FLOPs, 8192 tokens of context, 100 kB of KV per token
-PQ_MODEL = I.ServedModel("pop-quiz-30b", params=30e9, active_params=30e9, kv_elements_per_token=100e3)
+PQ_MODEL = inf.ServedModel("pop-quiz-30b", params=30e9, active_params=30e9, kv_elements_per_token=100e3)
 PQ_CONTEXT, PQ_BATCHES, PQ_PRECISION = 8192, (4, 256), "int8-weights"
 #: Question 2: 128k-token sequences, read as 128,000
 Q2_CONTEXT = 128_000
@@ -71,41 +71,41 @@ DECODE_OPTIONS = (
 # --- helpers ------------------------------------------------------------------------------------------
 
 
-def pq1(B: int) -> I.DecodeStep:
+def pq1(B: int) -> inf.DecodeStep:
     """The pop quiz's generate step on 16 v5e chips."""
-    return I.decode_step(PQ_MODEL, B, PQ_CONTEXT, V5E, SLICE, PQ_PRECISION, conventions="book")
+    return inf.decode_step(PQ_MODEL, B, PQ_CONTEXT, V5E, SLICE, PQ_PRECISION, conventions="book")
 
 
 def q4_prefill() -> str:
     """Widest model parallelism under the compute-bound TP limit (int8 OPs and activations), then sequences."""
     F, axis = _cfg().F, max(slice_shape(V5E, SLICE))
-    if I.min_chips(MODEL, V5E, INT8, pow2=False) <= 1:
+    if inf.min_chips(MODEL, V5E, INT8, pow2=False) <= 1:
         return PREFILL_OPTIONS[2]
-    if SLICE <= I.tp_limit_large_batch(F, V5E, INT8, M_Y=AXES):
+    if SLICE <= inf.tp_limit_large_batch(F, V5E, INT8, M_Y=AXES):
         return PREFILL_OPTIONS[0]
-    if axis <= I.tp_limit_large_batch(F, V5E, INT8, M_Y=1):
+    if axis <= inf.tp_limit_large_batch(F, V5E, INT8, M_Y=1):
         return PREFILL_OPTIONS[1]
     return PREFILL_OPTIONS[3]
 
 
-def q4_decode_step() -> I.DecodeStep:
+def q4_decode_step() -> inf.DecodeStep:
     """16-way model parallelism, B = 32 sequences of 8192 tokens, everything int8."""
-    return I.decode_step(
+    return inf.decode_step(
         MODEL, Q4_BATCH, Q4_CONTEXT, V5E, SLICE, INT8, shape=slice_shape(V5E, SLICE), conventions="book"
     )
 
 
 def q4_decode_candidates() -> dict[str, float]:
     """Step time (s) of each decode layout at Q4's batch; math.inf where it does not fit in HBM."""
-    m, chip = I.served_model(MODEL), get_chip(V5E)
-    kv_full = I.kv_cache_bytes(m, Q4_BATCH, Q4_CONTEXT, INT8)
+    m, chip = inf.served_model(MODEL), get_chip(V5E)
+    kv_full = inf.kv_cache_bytes(m, Q4_BATCH, Q4_CONTEXT, INT8)
     replicated_kv = m.weight_bytes(INT8) / SLICE + kv_full
     return {
         DECODE_OPTIONS[0]: q4_decode_step().step_time,
-        DECODE_OPTIONS[1]: I.decode_step(
+        DECODE_OPTIONS[1]: inf.decode_step(
             MODEL, Q4_BATCH // 4, Q4_CONTEXT, V5E, SLICE // 4, INT8, conventions="book"
         ).step_time,
-        DECODE_OPTIONS[2]: I.collective_time(m.weight_bytes(INT8), SLICE, V5E),  # the weight AllGather alone
+        DECODE_OPTIONS[2]: inf.collective_time(m.weight_bytes(INT8), SLICE, V5E),  # the weight AllGather alone
         DECODE_OPTIONS[3]: math.inf if replicated_kv > chip.hbm_bytes else q4_decode_step().step_time,
     }
 
@@ -113,14 +113,14 @@ def q4_decode_candidates() -> dict[str, float]:
 def q4_decode() -> str:
     """The fastest decode layout; model parallelism must also stay under the memory-bound TP limit F/(B·β)."""
     times = q4_decode_candidates()
-    if SLICE > I.tp_limit_small_batch(_cfg().F, Q4_BATCH, V5E, INT8):
+    if SLICE > inf.tp_limit_small_batch(_cfg().F, Q4_BATCH, V5E, INT8):
         times[DECODE_OPTIONS[0]] = times[DECODE_OPTIONS[3]] = math.inf
     return min(times, key=times.get)
 
 
-def q6_step() -> I.DecodeStep:
+def q6_step() -> inf.DecodeStep:
     """The MoE fully sharded over the 8x16 (128 chips); one step loads every expert (B·k ≥ E)."""
-    return I.decode_step(MOE, 1, 1, V5E, Q6_Y * Q6_Z, INT8, shape=(Q6_Y, Q6_Z), conventions="book")
+    return inf.decode_step(MOE, 1, 1, V5E, Q6_Y * Q6_Z, INT8, shape=(Q6_Y, Q6_Z), conventions="book")
 
 
 def _chip(C: float | None = None, W: float | None = None):
@@ -135,12 +135,12 @@ def _chip(C: float | None = None, W: float | None = None):
 
 def q7_t_math(B, D, F, N, C):
     """Two FFW matmuls, 4·B·D·F FLOPs, split over N chips."""
-    return I.weight_stationary_2d(B, D, F, N, _chip(C=C)).t_math
+    return inf.weight_stationary_2d(B, D, F, N, _chip(C=C)).t_math
 
 
 def q7_t_comms(B, D, F, X, Y, Z, W):
     """AllGather_YZ + ReduceScatter_YZ of [B, D_X] and AllReduce_X of [B, F_YZ], bf16."""
-    return I.weight_stationary_2d(B, D, F, X * Y * Z, _chip(W=W), X=X).t_comms
+    return inf.weight_stationary_2d(B, D, F, X * Y * Z, _chip(W=W), X=X).t_comms
 
 
 def moe_book_activated() -> float:
@@ -189,7 +189,7 @@ add(
     "ch7.q1b",
     "number",
     "Same: KV-cache bytes per token in int8, 2·L·K·H",
-    lambda: I.served_model(MODEL).kv_bytes_per_token(INT8),
+    lambda: inf.served_model(MODEL).kv_bytes_per_token(INT8),
     unit="bytes",
     accept=(2.542e05, 2.701e05),
     note="Book: '262kB' (2^18 bytes).",
@@ -199,7 +199,7 @@ add(
     "number",
     "Question 2: the same model on a v5e 4x4 (16 × 16 GB), weights and KV cache in int8 and the "
     "KV cache fully sharded, 128k-token (128,000) sequences: the largest batch that fits",
-    lambda: I.max_batch(MODEL, Q2_CONTEXT, V5E, SLICE, INT8),
+    lambda: inf.max_batch(MODEL, Q2_CONTEXT, V5E, SLICE, INT8),
     unit="sequences",
     accept=(6.79, 7.21),
     note="(256e9 − 18.4e9) / (128,000 · 262,144) = 7.08 → 7.",
@@ -208,7 +208,7 @@ add(
     "ch7.q2b",
     "number",
     "Same with K=1 (MQA: an 8× smaller KV cache)",
-    lambda: I.max_batch(replace(_cfg(), K=1), Q2_CONTEXT, V5E, SLICE, INT8),
+    lambda: inf.max_batch(replace(_cfg(), K=1), Q2_CONTEXT, V5E, SLICE, INT8),
     unit="sequences",
     accept=(54.32, 57.68),
     note="K=1 also drops 7/8 of W_K and W_V: 17.4e9 params, 56.9 → 56.",
@@ -218,7 +218,7 @@ add(
     "number",
     "Question 3: the same model, int8 parameters fully sharded over a v5e 4x4: time to load all "
     "of them from HBM (a lower bound on one step)",
-    lambda: I.decode_step(MODEL, 1, 1, V5E, SLICE, INT8, conventions="book").t_hbm_weights,
+    lambda: inf.decode_step(MODEL, 1, 1, V5E, SLICE, INT8, conventions="book").t_hbm_weights,
     unit="s",
     accept=(0.001358, 0.001442),
     note="18.4e9 B / (16 · 8.2e11 B/s) = 1.40 ms.",
@@ -280,7 +280,7 @@ add(
     "ch7.q5d",
     "number",
     "Same: KV-cache bytes per token in int8 (unchanged from the dense model)",
-    lambda: I.served_model(MOE).kv_bytes_per_token(INT8),
+    lambda: inf.served_model(MOE).kv_bytes_per_token(INT8),
     unit="bytes",
     accept=(2.542e05, 2.701e05),
 )
@@ -310,7 +310,7 @@ add(
     "ch7.q6b",
     "number",
     "Same: HBM left free per TPU (bytes)",
-    lambda: I.free_hbm(MOE, V5E, Q6_Y * Q6_Z, INT8) / (Q6_Y * Q6_Z),
+    lambda: inf.free_hbm(MOE, V5E, Q6_Y * Q6_Z, INT8) / (Q6_Y * Q6_Z),
     unit="bytes",
     note="Not answered in the book. 16 GB − 211.7e9/128 = 14.3 GB per chip.",
 )
@@ -318,7 +318,7 @@ add(
     "ch7.q6c",
     "number",
     "Same: the smallest v5e slice (a power of two of chips) whose HBM holds the int8 weights",
-    lambda: I.min_chips(MOE, V5E, INT8),
+    lambda: inf.min_chips(MOE, V5E, INT8),
     unit="count",
     rtol=0.01,
     note="Not answered in the book. ⌈211.7/16⌉ = 14 → 16 chips (a 4x4), with no room to spare for KV caches.",
@@ -354,7 +354,7 @@ add(
     "ch7.q7c",
     "formula",
     "Same with F = 4D: the X that minimizes T_comms, as a function of N",
-    lambda: lambda N: I.ws_2d_optimal_X(N, 1, 4),
+    lambda: lambda N: inf.ws_2d_optimal_X(N, 1, 4),
     unit="count",
     variables=("N",),
     note="X = sqrt(N/8), YZ = sqrt(8N); then T_comms = sqrt(128)·B·D/(sqrt(N)·W).",
@@ -363,7 +363,7 @@ add(
     "ch7.q7d",
     "number",
     "Same: chip count N above which 2D weight-stationary beats 1D model sharding for F = 4D, 128·(3/4)²",
-    lambda: I.ws_2d_crossover_chips(1, 4),
+    lambda: inf.ws_2d_crossover_chips(1, 4),
     unit="count",
     accept=(69.84, 74.16),
     note="An older version printed 81 (an arithmetic slip).",
@@ -372,7 +372,7 @@ add(
     "ch7.q7e",
     "formula",
     "Same: the crossover N for general F/D, as a function of F and D",
-    lambda: lambda F, D: I.ws_2d_crossover_chips(D, F),
+    lambda: lambda F, D: inf.ws_2d_crossover_chips(D, F),
     unit="count",
     variables=("F", "D"),
 )

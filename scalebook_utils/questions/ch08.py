@@ -24,14 +24,15 @@ from __future__ import annotations
 
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
-from scalebook_utils.core.inference import costs as I
+from scalebook_utils.core.inference import costs as inf
 from scalebook_utils.core.inference import serving as sv
+from scalebook_utils.core.topology import shape_text
 from scalebook_utils.questions.registry import add
 
 V5E = "tpu-v5e"
 #: LLaMA 3-70B with the chapter's round parameter count
 P70 = 70e9
-L70 = I.served_model("llama3-70b", params=P70)
+L70 = inf.served_model("llama3-70b", params=P70)
 F70 = tf.get_model("llama3-70b").F
 CONTEXT = 8192  # 8k-token sequences throughout the chapter
 BF16, INT8W, INT4W = "bf16", "int8-weights", "int4-weights"  # weights and KV in that dtype, bf16 FLOPs
@@ -52,44 +53,44 @@ BOTTLENECKS = ("ICI", "HBM bandwidth", "FLOPs")
 
 def shape(n: int) -> str:
     """The v5e slice of n chips as the package names it ("4x2", "8x8", …)."""
-    return "x".join(map(str, sv.slice_shape(V5E, n)))
+    return shape_text(sv.slice_shape(V5E, n))
 
 
 # --- helpers ------------------------------------------------------------------------------------------
 
 
-def step(n_chips: int, precision: str, B: int, model=L70, S: float = CONTEXT) -> I.DecodeStep:
+def step(n_chips: int, precision: str, B: int, model=L70, S: float = CONTEXT) -> inf.DecodeStep:
     """One generate step with n_chips-way model parallelism; the collectives span the slice's axes."""
-    return I.decode_step(model, B, S, V5E, n_chips, precision, shape=sv.slice_shape(V5E, n_chips), conventions="book")
+    return inf.decode_step(model, B, S, V5E, n_chips, precision, shape=sv.slice_shape(V5E, n_chips), conventions="book")
 
 
 def smallest(precision: str) -> int:
     """Fewest v5e chips (a power of two) that hold LLaMA 3-70B's weights (KV ignored when sizing)."""
-    return I.min_chips(L70, V5E, precision)
+    return inf.min_chips(L70, V5E, precision)
 
 
 def full_batch(precision: str, n_chips: int) -> int:
     """The most 8k-token KV caches that fit beside the weights."""
-    return I.max_batch(L70, CONTEXT, V5E, n_chips, precision)
+    return inf.max_batch(L70, CONTEXT, V5E, n_chips, precision)
 
 
 def qps_per_chip(precision: str, n_chips: int) -> float:
     """Finished queries/s per chip at the largest batch, STEP_S per step, DECODE_LEN steps per query."""
-    return I.queries_per_s_per_chip(full_batch(precision, n_chips), STEP_S, DECODE_LEN, n_chips)
+    return inf.queries_per_s_per_chip(full_batch(precision, n_chips), STEP_S, DECODE_LEN, n_chips)
 
 
-def iq9() -> I.TPMatmulTimes:
+def iq9() -> inf.TPMatmulTimes:
     """One [64, D] × [D, F_Y] matmul of LLaMA 3-70B with 32-way TP."""
-    return I.tp_matmul_times(IQ9_BATCH, L70.D, F70, IQ9_CHIPS, V5E, BF16)
+    return inf.tp_matmul_times(IQ9_BATCH, L70.D, F70, IQ9_CHIPS, V5E, BF16)
 
 
 def iq9_large_batch_limit() -> float:
     """TP degree above which bf16 matmuls are ICI-bound with the TP axis over M_Y = 2 axes: F·M_Y/α_ici."""
-    return I.tp_limit_large_batch(F70, V5E, BF16, M_Y=IQ9_M_Y)
+    return inf.tp_limit_large_batch(F70, V5E, BF16, M_Y=IQ9_M_Y)
 
 
 def prefill_s() -> float:
-    return I.prefill_time(L70, CONTEXT, V5E, PREFILL_CHIPS, BF16, mfu=PREFILL_MFU, conventions="book").time
+    return inf.prefill_time(L70, CONTEXT, V5E, PREFILL_CHIPS, BF16, mfu=PREFILL_MFU, conventions="book").time
 
 
 # --- the in-text questions -------------------------------------------------------------------------------------
@@ -106,7 +107,7 @@ add(
     "ch8.iq2a",
     "number",
     "LLaMA 3-70B (70e9 params), batch 32 of 8192-token sequences, int8 parameters and KV cache: total memory (bytes)",
-    lambda: I.inference_memory(L70, BATCH, CONTEXT, INT8W),
+    lambda: inf.inference_memory(L70, BATCH, CONTEXT, INT8W),
     unit="bytes",
     accept=(1.086e11, 1.154e11),
     note="70 GB + 32·8192·163,840 B = 70 + 43 = 113 GB (book: 112 GB).",
@@ -115,7 +116,7 @@ add(
     "ch8.iq2b",
     "number",
     "Same: memory ÷ 16 GB (TPU v5e chips' worth of HBM)",
-    lambda: I.inference_memory(L70, BATCH, CONTEXT, INT8W) / get_chip(V5E).hbm_bytes,
+    lambda: inf.inference_memory(L70, BATCH, CONTEXT, INT8W) / get_chip(V5E).hbm_bytes,
     unit="count",
     accept=(6.79, 7.21),
 )
@@ -123,7 +124,7 @@ add(
     "ch8.iq2c",
     "choice",
     "Same: the smallest v5e slice that holds it",
-    lambda: shape(I.min_chips(L70, V5E, INT8W, B=BATCH, S=CONTEXT)),
+    lambda: shape(inf.min_chips(L70, V5E, INT8W, B=BATCH, S=CONTEXT)),
     options=SLICE_OPTIONS,
     note="Tight: 113 of 128 GB; in practice a 4x4 or a smaller batch.",
 )
@@ -165,7 +166,7 @@ add(
     "ch8.iq4a",
     "number",
     "TPU v5e: token batch above which matmuls are compute-bound, bf16 weights and activations",
-    lambda: I.critical_batch(V5E, BF16),
+    lambda: inf.critical_batch(V5E, BF16),
     unit="tokens",
     accept=(232.8, 247.2),
 )
@@ -173,7 +174,7 @@ add(
     "ch8.iq4b",
     "number",
     "Same: int8 weights, bf16 FLOPs",
-    lambda: I.critical_batch(V5E, INT8W),
+    lambda: inf.critical_batch(V5E, INT8W),
     unit="tokens",
     accept=(116.4, 123.6),
 )
@@ -181,7 +182,7 @@ add(
     "ch8.iq4c",
     "number",
     "Same: int8 weights, int8 FLOPs",
-    lambda: I.critical_batch(V5E, "int8"),
+    lambda: inf.critical_batch(V5E, "int8"),
     unit="tokens",
     accept=(232.8, 247.2),
 )
@@ -271,7 +272,7 @@ add(
     "ch8.iq8a",
     "number",
     "LLaMA 3-70B with each topology doubled: HBM free for KV caches, bf16 on a 4x8 (32 × 16 GB − 140 GB)",
-    lambda: I.free_hbm(L70, V5E, 2 * smallest(BF16), BF16),
+    lambda: inf.free_hbm(L70, V5E, 2 * smallest(BF16), BF16),
     unit="bytes",
     accept=(3.608e11, 3.832e11),
 )
@@ -339,7 +340,7 @@ add(
     "ch8.iq9c",
     "number",
     "Same at a small batch: the memory-bound TP bound F/(8B) for B = 64 (β ≈ 8)",
-    lambda: I.tp_limit_small_batch(F70, IQ9_BATCH, V5E, BF16, beta=BOOK_BETA),
+    lambda: inf.tp_limit_small_batch(F70, IQ9_BATCH, V5E, BF16, beta=BOOK_BETA),
     unit="count",
     accept=(54.32, 57.68),
     note="With v5e's exact β = 9.1: 49.",
@@ -383,7 +384,7 @@ add(
     "ch8.iq11a",
     "number",
     "Median prefill 8192 tokens, median decode 4096, generate batch 32: sequences finishing per step",
-    lambda: I.kv_eviction_rate(BATCH, IQ11_PREFILL, IQ11_DECODE).sequences_per_step,
+    lambda: inf.kv_eviction_rate(BATCH, IQ11_PREFILL, IQ11_DECODE).sequences_per_step,
     unit="sequences",
     accept=(0.007578, 0.008047),
 )
@@ -391,7 +392,7 @@ add(
     "ch8.iq11b",
     "number",
     "Same: KV tokens evicted (and refilled) per step, B·(P+G)/G",
-    lambda: I.kv_eviction_rate(BATCH, IQ11_PREFILL, IQ11_DECODE).tokens_per_step,
+    lambda: inf.kv_eviction_rate(BATCH, IQ11_PREFILL, IQ11_DECODE).tokens_per_step,
     unit="tokens",
     accept=(93.12, 98.88),
 )
@@ -400,7 +401,7 @@ add(
     "number",
     "Disaggregated serving: prefill of 8192 tokens (iq10's bf16 latency), decode of 512 "
     "tokens at 19 ms per step, generate batch 32: prefill servers per generate server",
-    lambda: I.prefill_servers_per_generate_server(prefill_s(), STEP_S, BATCH, DECODE_LEN),
+    lambda: inf.prefill_servers_per_generate_server(prefill_s(), STEP_S, BATCH, DECODE_LEN),
     unit="ratio",
     accept=(2.91, 3.09),
     note="0.91 · 32 / (0.019 · 512) = 2.99.",

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from scalebook_utils.core.inference import costs as I
+from scalebook_utils.core.inference import costs as inf
 from scalebook_utils.core.inference import serving as sv
 from scalebook_utils.questions.ch08 import BF16, INT8W, V5E, shape
 from scalebook_utils.questions.registry import add
@@ -61,7 +61,7 @@ Q3_BEST_OPTIONS = tuple(
 
 def _forward_405b(P, N, field: str) -> float:
     """One token's forward pass of a P-parameter LLaMA 3-405B-shaped model on N v5e chips, bf16."""
-    return getattr(I.prefill_time(I.served_model(L405, params=P), 1, V5E, N, BF16, conventions="book"), field)
+    return getattr(inf.prefill_time(inf.served_model(L405, params=P), 1, V5E, N, BF16, conventions="book"), field)
 
 
 def q1_flops_bound(P, N):
@@ -74,7 +74,7 @@ def q1_hbm_bound(P, N):
 
 def q2_activation_bytes() -> float:
     """Peak working activations at one decode step: max(one layer's 20·D per token, logits [B, V]) in bf16."""
-    return I.decode_activation_bytes(L8, Q2_BATCH, BF16)
+    return inf.decode_activation_bytes(L8, Q2_BATCH, BF16)
 
 
 @cache
@@ -98,7 +98,7 @@ add(
     "number",
     "Worked problem 1: LLaMA 3-405B (L=126, D=16,384, F=53,248, N=128, K=8, H=128, V=128,256): "
     "forward FLOPs per token (2 · params)",
-    lambda: I.prefill_time(L405, 1, V5E, conventions="book").flops,
+    lambda: inf.prefill_time(L405, 1, V5E, conventions="book").flops,
     unit="FLOPs",
     note="Not answered in the book. 2 · 405.9e9 = 8.1e11 (2·matmul params without the embedding lookup is "
     "0.5% less, also accepted).",
@@ -128,7 +128,7 @@ add(
     "ch8.q2a",
     "number",
     "Worked problem 2: LLaMA 3-8B at batch 240, int8 weights and KV cache, 8192-token sequences: parameter bytes",
-    lambda: I.served_model(L8).weight_bytes(INT8W),
+    lambda: inf.served_model(L8).weight_bytes(INT8W),
     unit="bytes",
     note="Not answered in the book. 8.03e9 B.",
 )
@@ -136,7 +136,7 @@ add(
     "ch8.q2b",
     "number",
     "Same: KV-cache bytes",
-    lambda: I.kv_cache_bytes(L8, Q2_BATCH, Q2_CONTEXT, INT8W),
+    lambda: inf.kv_cache_bytes(L8, Q2_BATCH, Q2_CONTEXT, INT8W),
     unit="bytes",
     note="Not answered in the book; the sequence length is ours. 240 · 8192 · 65,536 B = 129 GB.",
 )
@@ -154,7 +154,7 @@ add(
     "ch8.q2d",
     "number",
     "Same: the smallest v5e topology (chips, a power of two) that holds weights and KV caches",
-    lambda: I.min_chips(L8, V5E, INT8W, B=Q2_BATCH, S=Q2_CONTEXT),
+    lambda: inf.min_chips(L8, V5E, INT8W, B=Q2_BATCH, S=Q2_CONTEXT),
     unit="count",
     rtol=0.01,
     note="Not answered in the book. 137 GB / 16 GB = 8.6 → 9 → 16 chips (a 4x4).",

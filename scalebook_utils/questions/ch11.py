@@ -20,7 +20,7 @@ import math
 from scalebook_utils.core import capstone
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
-from scalebook_utils.core.training import planner as T
+from scalebook_utils.core.training import planner as training
 from scalebook_utils.questions.registry import add
 
 MODEL = "llama3-70b"
@@ -49,7 +49,7 @@ def x1_usd() -> float:
     """The run's cost at x1_gpus(): chip-hours · the book's H100 $/hour."""
     spec = get_chip(X1_CHIP)
     n = int(x1_gpus())
-    return T.training_time(_params(), X1_TOKENS, n, spec, X1_MFU) / 3600 * n * spec.price_per_hour_usd
+    return training.training_time(_params(), X1_TOKENS, n, spec, X1_MFU) / 3600 * n * spec.price_per_hour_usd
 
 
 def _x2():

@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
-from scalebook_utils.core.training import planner as T
+from scalebook_utils.core.training import planner as training
 from scalebook_utils.core.training.pictures import model_name
 from scalebook_utils.core.units import format_bytes, format_si, format_time
 from scalebook_utils.views._kit import (
@@ -76,7 +76,7 @@ def planner_readout(
     except INPUT_ERRORS:  # a batch that is not a number: keep the line readable
         head = f"{PLANNER_PREFIX}{model_name(model)}, {getattr(chip, 'name', chip)}, chips={chips}, slices={slices}"
     try:
-        p = T.cached_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
+        p = training.cached_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
         b = p.best
     except INPUT_ERRORS as exc:
         return f"{head} → no plan: {error_text(exc)}"
@@ -97,7 +97,7 @@ def planner_rows(
     n: int = 6,
 ) -> list[dict[str, str]]:
     """The `n` fastest feasible configurations as text cells: config, ZeRO, remat, step, MFU, bound, memory/chip."""
-    p = T.cached_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
+    p = training.cached_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
     return [
         {
             "config": e.config.name,
@@ -124,7 +124,7 @@ def planner_text(
 ) -> str:
     """The lines the planner widget prints under its readout: `Plan.explain()` and the top-`n` table."""
     try:
-        p = T.cached_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
+        p = training.cached_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
         explain = p.explain()
     except INPUT_ERRORS as exc:
         return f"(no feasible configuration: {error_text(exc)})"
@@ -159,7 +159,7 @@ def render_planner(
     """Left: the winner's time components (compute and each communication; the longest sets the step).
     Right: the step time of the best configuration of each family (DP, FSDP, TP, FSDP+TP, pipeline)."""
     try:
-        p = T.cached_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
+        p = training.cached_plan(model, chip, chips, slices, batch_tokens, seq_len, allow_sequence_sharding)
         b = p.best
     except INPUT_ERRORS as exc:
         return message_figure(f"cannot draw: {error_text(exc)}", figsize=(10, 1.4))

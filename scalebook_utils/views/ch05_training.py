@@ -29,7 +29,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from scalebook_utils.core.hardware import get_chip
-from scalebook_utils.core.training import planner as T
+from scalebook_utils.core.training import planner as training
 
 # the numbers these views show (pure, in core; re-exported here: training_views.slice_info, … as before)
 from scalebook_utils.core.training.pictures import (
@@ -171,7 +171,7 @@ def render_picture(
     if batch_per_chip is not None:
         lo, hi = min(lo, batch_per_chip / 2), max(hi, batch_per_chip * 2)
     b = np.logspace(math.log10(lo), math.log10(hi), 400)
-    curves = {s: np.array([T.comms_ratio(s, x, F, N, name, n_axes=n) for x in b]) for s in SCHEMES}
+    curves = {s: np.array([training.comms_ratio(s, x, F, N, name, n_axes=n) for x in b]) for s in SCHEMES}
     ax.plot(b, curves["fsdp"], color=_COLORS["fsdp"], lw=2.2, label=f"FSDP (∝ B, over {n} axes)")
     ax.plot(b, curves["dp"], color=_COLORS["dp"], lw=1.6, ls=(0, (5, 4)), label="DP (same ratio: backward AllReduce)")
     ax.plot(b, curves["tp"], color=_COLORS["tp"], lw=2.2, label=f"TP, Y = N = {N} (flat in B)")
@@ -212,7 +212,7 @@ def render_picture(
     if batch_per_chip is not None:
         ax.axvline(batch_per_chip, color="0.35", lw=1, label=f"current B/N = {format_number(batch_per_chip)}")
         for s in SCHEMES:
-            v = T.comms_ratio(s, batch_per_chip, F, N, name, n_axes=n)
+            v = training.comms_ratio(s, batch_per_chip, F, N, name, n_axes=n)
             if math.isfinite(v) and ymin < v < ymax:
                 ax.plot([batch_per_chip], [v], "o", color=_COLORS[s], ms=6, zorder=5)
     ax.xaxis.set_major_formatter(plain_formatter())
@@ -273,7 +273,7 @@ def step_time_readout(chip="tpu-v5p", shape="16x16x16", D: int = 8192, F: int = 
     try:
         c = step_time_curves(chip, shape, D, F, [B])
         name, shp, N, n = slice_info(chip, shape)
-        below = T.all_comm_bound_batch(N, F, name, max(n - 1, 1), 1)
+        below = training.all_comm_bound_batch(N, F, name, max(n - 1, 1), 1)
     except INPUT_ERRORS as exc:
         return f"{head} on {chip} {str(shape).strip()!r} → cannot evaluate: {error_text(exc)}"
     split = c["split"][0]
@@ -312,7 +312,7 @@ def render_step_time(
         lo, hi = b_range or (N * 4.0, N * 2e4)
         grid = np.logspace(math.log10(lo), math.log10(hi), 90)
         c = step_time_curves(name, shp, D, F, grid)
-        below = T.all_comm_bound_batch(N, F, name, max(n - 1, 1), 1)
+        below = training.all_comm_bound_batch(N, F, name, max(n - 1, 1), 1)
     except INPUT_ERRORS as exc:
         return message_figure(f"cannot draw: {error_text(exc)}")
     fig, ax = new_figure((9.0, 5.2), ax)

@@ -28,7 +28,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from scalebook_utils.core.hardware import get_chip
-from scalebook_utils.core.inference import costs as I
+from scalebook_utils.core.inference import costs as inf
 from scalebook_utils.core.inference import serving as SV
 from scalebook_utils.core.inference.applied import DISAGG_PROMPTS, Disaggregation, disaggregation, disaggregation_curve
 from scalebook_utils.core.units import format_bytes, format_time
@@ -119,8 +119,8 @@ def prefill_readout(
     conventions, `inference.prefill_time(..., conventions="book")`: no communication term)."""
     head = f"{PREFILL_PREFIX}T={_safe_num(T)} on {n_chips} × {chip} at MFU {_pct(mfu)}"
     try:
-        pf = I.prefill_time(model, T, chip, n_chips, precision, mfu=mfu, conventions="book")
-        att = I.prefill_time(model, T, chip, n_chips, precision, mfu=mfu, include_attention=True, conventions="book")
+        pf = inf.prefill_time(model, T, chip, n_chips, precision, mfu=mfu, conventions="book")
+        att = inf.prefill_time(model, T, chip, n_chips, precision, mfu=mfu, include_attention=True, conventions="book")
     except INPUT_ERRORS as exc:
         return _fail(head, exc)
     bound = "compute-bound" if pf.t_math >= pf.t_hbm_weights else "weight-load-bound"
@@ -154,12 +154,12 @@ def render_prefill(
         book = dict(mfu=mfu, conventions="book")  # ch. 8's 2·P·T/(N·C·MFU): no communication term
         curves = {
             n: (
-                [I.prefill_time(model, t, chip, n, precision, **book).time for t in Ts],
-                [I.prefill_time(model, t, chip, n, precision, include_attention=True, **book).time for t in Ts],
+                [inf.prefill_time(model, t, chip, n, precision, **book).time for t in Ts],
+                [inf.prefill_time(model, t, chip, n, precision, include_attention=True, **book).time for t in Ts],
             )
             for n in chips
         }
-        here = {n: I.prefill_time(model, T, chip, n, precision, mfu=mfu, conventions="book").time for n in chips}
+        here = {n: inf.prefill_time(model, T, chip, n, precision, mfu=mfu, conventions="book").time for n in chips}
         name, meaning = _label(model), _meaning(precision)
     except INPUT_ERRORS as exc:
         return message_figure(f"cannot draw: {error_text(exc)}")

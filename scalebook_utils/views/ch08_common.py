@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from matplotlib.ticker import NullLocator
 
-from scalebook_utils.core.inference import costs as I
+from scalebook_utils.core.inference import costs as inf
 from scalebook_utils.core.inference.applied import BOOK_70B, BOOK_PRECISIONS, shape_text, slice_chips
 from scalebook_utils.core.units import format_bytes
 from scalebook_utils.views._kit import INPUT_ERRORS, error_text, format_number
@@ -53,17 +53,17 @@ def precision_label(precision) -> str:
     """The project's name of a precision mode, the same in every chapter: 'int8-weights' (int8 params and KV,
     bf16 FLOPs — what book ch. 8 calls "int8") stays 'int8-weights', never shortened to 'int8', which is the
     mode with int8 FLOPs too. For tick labels; readout heads and titles print `precision_meaning(...)` as well."""
-    return I.get_precision(precision).name
+    return inf.get_precision(precision).name
 
 
 def precision_meaning(precision) -> str:
     """'int8-weights (int8 weights + KV, bf16 math)' (`inference.Precision.label`)."""
-    return I.get_precision(precision).label
+    return inf.get_precision(precision).label
 
 
 def model_label(model) -> str:
     """'llama3-70b (70B params)' — the parameter count shows which rounding a number uses."""
-    m = I.served_model(model)
+    m = inf.served_model(model)
     return f"{m.name} ({m.params / 1e9:.4g}B params)"
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from scalebook_utils.core.hardware import get_chip
-from scalebook_utils.core.inference import costs as I
+from scalebook_utils.core.inference import costs as inf
 from scalebook_utils.core.inference.applied import BOOK_CONFIGS, config_rows, smallest_slice_rows
 from scalebook_utils.core.units import format_bytes, format_time
 from scalebook_utils.views._kit import INPUT_ERRORS, PALETTE, error_text, format_number, format_rows, message_figure
@@ -71,7 +71,7 @@ def smallest_slice_readout(
     try:
         head = f"{SLICE_PREFIX}{_label(model)} in {_meaning(precision)}, S={format_number(S)}"
         r = smallest_slice_rows(model, chip, S, (precision,), doubled=doubled)[0]
-        per_seq = I.kv_cache_bytes(model, 1, S, precision)
+        per_seq = inf.kv_cache_bytes(model, 1, S, precision)
     except INPUT_ERRORS as exc:
         return _fail(head, exc)
     how = "doubled: " if doubled else ""

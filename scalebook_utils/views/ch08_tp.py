@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from scalebook_utils.core import transformer as tf
-from scalebook_utils.core.inference import costs as I
+from scalebook_utils.core.inference import costs as inf
 from scalebook_utils.core.inference.applied import tp_check
 from scalebook_utils.core.units import format_time
 from scalebook_utils.views._kit import INPUT_ERRORS, PALETTE, attach, emit, error_text, format_number, message_figure
@@ -70,9 +70,9 @@ def render_tp_check(
     try:
         r = tp_check(model, chip, slice_, precision, B, beta=beta)
         Bs = np.geomspace(B_range[0], B_range[1], 200)
-        small = np.array([I.tp_limit_small_batch(tf.get_model(model).F, b, chip, precision, beta=beta) for b in Bs])
+        small = np.array([inf.tp_limit_small_batch(tf.get_model(model).F, b, chip, precision, beta=beta) for b in Bs])
         cfg = tf.get_model(model)
-        times = [I.tp_matmul_times(b, cfg.D, cfg.F, r["Y"], chip, precision) for b in Bs]
+        times = [inf.tp_matmul_times(b, cfg.D, cfg.F, r["Y"], chip, precision) for b in Bs]
     except INPUT_ERRORS as exc:
         return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(12.5, 4.6), layout="constrained")
@@ -81,7 +81,7 @@ def render_tp_check(
     env = np.maximum(small, large)
     top = max(env.max(), r["Y"]) * 4
     ax.fill_between(Bs, env, top, color=PALETTE[4], alpha=0.12, label="ICI-bound (T_ici above T_math and T_hbm)")
-    b = beta if beta else round(I.hbm_ici_beta(chip), 2)
+    b = beta if beta else round(inf.hbm_ici_beta(chip), 2)
     ax.plot(Bs, small, color=PALETTE[1], lw=2, label=f"memory-bound limit F/(B·β), β = {format_number(b)}")
     ax.axhline(large, color=PALETTE[2], lw=2, label=f"compute-bound limit F·M_Y/α_ici = {large:.3g} (M_Y = {r['M_Y']})")
     ax.axhline(r["Y"], color="k", lw=1.2, ls="--", label=f"this slice: Y = {r['Y']} ({r['slice']})")

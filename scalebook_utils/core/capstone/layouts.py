@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scalebook_utils.core.training import planner as T
+from scalebook_utils.core.training import planner as training
 from scalebook_utils.core.units import format_time
 
 __all__ = ["TIE", "LayoutRow", "layout_rows", "FAMILY_NAMES", "versus", "bound_label", "leanest"]
@@ -16,7 +16,7 @@ __all__ = ["TIE", "LayoutRow", "layout_rows", "FAMILY_NAMES", "versus", "bound_l
 TIE = 1.005
 
 
-def versus(e: T.Estimate, best: T.Estimate) -> str:
+def versus(e: training.Estimate, best: training.Estimate) -> str:
     """`e`'s step against the chosen one: "ties with it (within 0.5%)" or "1.12× slower"."""
     r = e.step_time / best.step_time
     return "ties with it (within 0.5%)" if r < TIE else f"is {r:.2f}× slower"
@@ -47,7 +47,7 @@ FAMILY_NAMES = {
 }
 
 
-def layout_rows(plan: T.Plan, best: T.Estimate | None) -> tuple[LayoutRow, ...]:
+def layout_rows(plan: training.Plan, best: training.Estimate | None) -> tuple[LayoutRow, ...]:
     """The chosen layout and, for every other kind, its fastest feasible member against it, or — when no member
     fits — the leanest member's reason (book ch. 5–6 and 12: memory, divisibility, the batch)."""
     rows = []
@@ -86,13 +86,13 @@ def layout_rows(plan: T.Plan, best: T.Estimate | None) -> tuple[LayoutRow, ...]:
     return tuple(rows)
 
 
-def bound_label(e: T.Estimate) -> str:
+def bound_label(e: training.Estimate) -> str:
     """'compute-bound', 'compute-bound (with a pipeline bubble)' or 'bound by <the slowest communication>'."""
     if e.bound == "compute":
         return "compute-bound"
     return "compute-bound (with a pipeline bubble)" if e.compute_bound else f"bound by {e.bound}"
 
 
-def leanest(plan: T.Plan) -> T.Estimate:
+def leanest(plan: training.Plan) -> training.Estimate:
     """The infeasible layout that needs the least memory per chip (its reason says what is missing)."""
     return min(plan.estimates, key=lambda e: e.memory.total)

@@ -18,7 +18,7 @@ from scalebook_utils.core.capstone.text import DAY, days_text, number_text, sent
 from scalebook_utils.core.gpu import chips as gpus
 from scalebook_utils.core.gpu import training as GT
 from scalebook_utils.core.hardware import ChipSpec, get_chip
-from scalebook_utils.core.training import planner as T
+from scalebook_utils.core.training import planner as training
 from scalebook_utils.core.units import format_bytes, format_count, format_time, require_int
 
 __all__ = [
@@ -72,11 +72,13 @@ def train_chip_count(chip, train_chips: int | None = None) -> int:
 
 
 @functools.lru_cache(maxsize=32)
-def _training_plan(cfg: tf.TransformerConfig, chip: str, n_chips: int, batch_tokens: float, seq_len: int) -> T.Plan:
+def _training_plan(
+    cfg: tf.TransformerConfig, chip: str, n_chips: int, batch_tokens: float, seq_len: int
+) -> training.Plan:
     """The planner for a TPU (`training.plan`, ch. 5–6) or a GPU (`gpu_training.plan`, ch. 12), cached: an app
     redraw asks for the same plan again."""
     if get_chip(chip).kind == "tpu":
-        return T.plan(cfg, batch_tokens, chip, n_chips=n_chips, seq_len=seq_len)
+        return training.plan(cfg, batch_tokens, chip, n_chips=n_chips, seq_len=seq_len)
     return GT.plan(cfg, batch_tokens, chip, n_gpus=n_chips, seq_len=seq_len)
 
 
@@ -115,7 +117,7 @@ class TrainingSide:
     meets_deadline: bool | None  # None when the budget sets no deadline (or nothing is feasible)
     meets_money: bool | None
     reasons: tuple[str, ...]
-    estimate: T.Estimate | None = field(default=None, repr=False, compare=False)
+    estimate: training.Estimate | None = field(default=None, repr=False, compare=False)
     #: one `LayoutRow` per kind of layout the planner tried (the chosen one first): why the others lost
     layouts: tuple[LayoutRow, ...] = field(default=(), repr=False, compare=False)
 
@@ -183,8 +185,8 @@ class _Facts:
     spec: ChipSpec
     n: int
     budget: Budget
-    plan: T.Plan
-    best: T.Estimate | None
+    plan: training.Plan
+    best: training.Estimate | None
     mfu: float | None
     seconds: float | None
     usd: float | None
@@ -197,10 +199,10 @@ class _Facts:
 def _memory_reason(f: _Facts) -> str:
     """Book ch. 6: bf16 weights + fp32 Adam are 10 bytes per parameter, before activations."""
     P = tf.param_count(f.cfg).total
-    state = T.ADAM_BYTES_PER_PARAM * P
-    need = T.min_chips_for_memory(state, f.spec)
+    state = training.ADAM_BYTES_PER_PARAM * P
+    need = training.min_chips_for_memory(state, f.spec)
     return (
-        f"Memory: bf16 weights + fp32 Adam take {T.ADAM_BYTES_PER_PARAM} bytes × {format_count(P)} "
+        f"Memory: bf16 weights + fp32 Adam take {training.ADAM_BYTES_PER_PARAM} bytes × {format_count(P)} "
         f"parameters = {format_bytes(state)}; at {format_bytes(f.spec.hbm_bytes)} of HBM per {f.unit} that needs "
         f"at least {number_text(need)} {f.unit}{'s' if need > 1 else ''} before activations (book ch. 6), "
         f"and the plan has {number_text(f.n)}."
@@ -225,8 +227,8 @@ def _batch_reason(f: _Facts) -> str:
     if f.spec.kind != "tpu":
         return line
     axes = f.spec.ici_torus_dims or 1
-    fsdp = T.dp_min_batch_per_chip(f.spec, axes)
-    mixed = T.mixed_min_batch_per_chip(f.cfg.F, f.spec, max(axes - 1, 1), 1)
+    fsdp = training.dp_min_batch_per_chip(f.spec, axes)
+    mixed = training.mixed_min_batch_per_chip(f.cfg.F, f.spec, max(axes - 1, 1), 1)
     if per_chip > fsdp:
         return line + f" {per_chip:,.0f} > {fsdp:.0f}: FSDP alone can be compute-bound."
     if per_chip > mixed:
@@ -323,8 +325,8 @@ def training_reasons(
     spec: ChipSpec,
     n: int,
     budget: Budget,
-    plan: T.Plan,
-    best: T.Estimate | None = None,
+    plan: training.Plan,
+    best: training.Estimate | None = None,
     mfu: float | None = None,
     seconds: float | None = None,
     usd: float | None = None,
@@ -390,7 +392,7 @@ def plan_training(model="llama3-70b", chip="tpu-v5p", budget: Budget = Budget())
         )
     best = plan.best
     mfu = min(budget.mfu, best.mfu)
-    seconds = T.training_time(P, budget.train_tokens, n, spec, mfu)
+    seconds = training.training_time(P, budget.train_tokens, n, spec, mfu)
     chip_hours = seconds / 3600 * n
     usd = None if spec.price_per_hour_usd is None else chip_hours * spec.price_per_hour_usd
     reasons = training_reasons(cfg, spec, n, budget, plan, best, mfu, seconds, usd)

@@ -35,7 +35,7 @@ from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.gpu import chips as gpus
 from scalebook_utils.core.hardware import ChipSpec, get_chip
 from scalebook_utils.core.training import layouts as TL
-from scalebook_utils.core.training import planner as T
+from scalebook_utils.core.training import planner as training
 from scalebook_utils.core.units import require_int, require_positive
 
 CH12 = "book ch. 12 'How to Think About GPUs', 'Rooflines for LLM Scaling on GPUs'"
@@ -106,7 +106,7 @@ def _per_gpu_bandwidth(group: int, cluster: gpus.Cluster) -> float:
 
 
 def layout_times(
-    cfg: tf.TransformerConfig, c: T.Config, load: TL.CommLoad, n: int, cluster: gpus.Cluster
+    cfg: tf.TransformerConfig, c: training.Config, load: TL.CommLoad, n: int, cluster: gpus.Cluster
 ) -> tuple[float, float, float, float]:
     """(T_fsdp, T_tp, T_pp, T_ep) of `load` (`training_layouts.CommLoad`) on a GPU cluster:
 
@@ -129,15 +129,15 @@ def layout_times(
         t_fsdp += gpus.sharded_all_gather(load.expert_bytes * ep * M, ep * M, n, cluster)
     t_tp = 0.0
     if c.Y > 1:
-        one = gpus.collective("all_gather", T.ACT_BYTES * T_s * cfg.D, c.Y, cluster, exact=False).seconds
+        one = gpus.collective("all_gather", training.ACT_BYTES * T_s * cfg.D, c.Y, cluster, exact=False).seconds
         t_tp = load.tp_layers * 2 * 6 * one
     t_pp = 0.0
     if c.Z > 1:
         W = _per_gpu_bandwidth(M, cluster)
-        t_pp = load.pp_chunks * 2 * gpus.pipeline_comms_time(T_s, cfg.D, c.microbatches, c.Z, W, T.ACT_BYTES)
+        t_pp = load.pp_chunks * 2 * gpus.pipeline_comms_time(T_s, cfg.D, c.microbatches, c.Z, W, training.ACT_BYTES)
     t_ep = 0.0
     if cfg.is_moe and ep > 1:
-        per_gpu = T.ACT_BYTES * cfg.k * T_s / c.Y * cfg.D * (ep - 1) / ep
+        per_gpu = training.ACT_BYTES * cfg.k * T_s / c.Y * cfg.D * (ep - 1) / ep
         t_ep = load.moe_layers * 4 * per_gpu / _per_gpu_bandwidth(ep * M, cluster)
     return t_fsdp, t_tp, t_pp, t_ep
 
@@ -148,7 +148,7 @@ def layout_times(
 def evaluate(
     model,
     batch_tokens: float,
-    config: T.Config,
+    config: training.Config,
     chip="h100",
     *,
     seq_len: int = 4096,
@@ -157,7 +157,7 @@ def evaluate(
     grad_bytes: float = 0.0,
     dtype: str = "bf16",
     cluster: gpus.Cluster | None = None,
-) -> T.Estimate:
+) -> training.Estimate:
     """Estimate one layout of a training step of `model` on GPUs (a `training.Estimate`; see the module
     docstring for the times). `config.slices` must be 1; X·Y·Z must equal `n_gpus` when given. The cluster
     defaults to `training_cluster(chip, X·Y·Z)`. Infeasible (with the reason) when the degrees do not divide
@@ -185,7 +185,7 @@ def evaluate(
     t_fsdp, t_tp, t_pp, t_ep = layout_times(cfg, c, load, n, cluster)
     memory = TL.book_memory(cfg, c, batch_tokens, grad_bytes)
     reasons += TL.hbm_reasons(memory, spec, "GPU")
-    return T.Estimate(
+    return training.Estimate(
         c,
         not reasons,
         "; ".join(reasons),
@@ -215,12 +215,12 @@ def plan(
     max_tp: int | None = None,
     max_pp: int = 16,
     zero_stages: Sequence[int] = (0, 1, 3),
-    remat: Iterable = T.REMAT_CHOICES,
+    remat: Iterable = training.REMAT_CHOICES,
     microbatches_per_stage: int = 4,
     allow_sequence_sharding: bool = True,
     grad_bytes: float = 0.0,
     dtype: str = "bf16",
-) -> T.Plan:
+) -> training.Plan:
     """Enumerate the layouts X·Y·Z = n_gpus of a training step on a GPU cluster and rank them by step time
     (book ch. 12's rooflines; the TPU planner's enumeration, microbatches and order — see `training.plan`).
 
@@ -242,7 +242,7 @@ def plan(
         mb = TL.pipeline_microbatches(batch_tokens, seq_len, X, Z, microbatches_per_stage)
         for zero in zero_stages if X > 1 else (0,):
             for r in remat:
-                layout = T.Config(X=X, Y=Y, Z=Z, zero=zero, remat=r, microbatches=mb)
+                layout = training.Config(X=X, Y=Y, Z=Z, zero=zero, remat=r, microbatches=mb)
                 estimates.append(
                     evaluate(
                         cfg,
@@ -257,10 +257,10 @@ def plan(
                     )
                 )
     estimates.sort(key=TL.rank_key)
-    return T.Plan(cfg, spec.name, n, batch_tokens, seq_len, tuple(estimates))
+    return training.Plan(cfg, spec.name, n, batch_tokens, seq_len, tuple(estimates))
 
 
-def rules_of_thumb(model, chip, n_gpus: int, best: T.Estimate) -> str:
+def rules_of_thumb(model, chip, n_gpus: int, best: training.Estimate) -> str:
     """Book ch. 12's rules of thumb ("Rooflines for LLM Scaling on GPUs") for a plan's explanation: DP/ZeRO across
     nodes needs B/X > C/W_node tokens per GPU (H100: 2475), ÷ M/D_node when M = Y·Z ways of model parallelism span
     M/D_node nodes (`gpus.dp_critical_batch`); in one node C/W_gpu (2200). TP stays compute-bound up to

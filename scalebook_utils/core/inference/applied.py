@@ -15,7 +15,7 @@ import numpy as np
 
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
-from scalebook_utils.core.inference import costs as I
+from scalebook_utils.core.inference import costs as inf
 from scalebook_utils.core.inference import serving as SV
 from scalebook_utils.core.topology import shape_text
 from scalebook_utils.core.units import require_number
@@ -31,7 +31,7 @@ def slice_chips(chip, slice_) -> tuple[int, tuple[int, ...]]:
 
 
 #: LLaMA 3-70B as ch. 8 counts it: 70e9 parameters (the preset's architecture and KV size).
-BOOK_70B = I.served_model("llama3-70b", params=70e9)
+BOOK_70B = inf.served_model("llama3-70b", params=70e9)
 
 
 def smallest_slice_rows(
@@ -42,23 +42,23 @@ def smallest_slice_rows(
     `doubled`, the HBM left for KV caches (`free_hbm`) and how many S-token caches fit (`max_batch`).
     Numbers are floats/ints in SI units; keys: precision, weights, kv_per_token, weight_chips, chips, slice,
     free, B_max, memory (weights + B_max caches), hbm (the slice's HBM)."""
-    c, m = get_chip(chip), I.served_model(model)
+    c, m = get_chip(chip), inf.served_model(model)
     rows = []
     for p in precisions:
-        n = I.min_chips(m, c, p) * (2 if doubled else 1)
+        n = inf.min_chips(m, c, p) * (2 if doubled else 1)
         _n, shape = slice_chips(c, n)
-        b = I.max_batch(m, S, c, n, p)
+        b = inf.max_batch(m, S, c, n, p)
         rows.append(
             {
-                "precision": I.get_precision(p).name,
+                "precision": inf.get_precision(p).name,
                 "weights": m.weight_bytes(p),
                 "kv_per_token": m.kv_bytes_per_token(p),
                 "weight_chips": m.weight_bytes(p) / c.hbm_bytes,
                 "chips": n,
                 "slice": shape_text(shape),
-                "free": I.free_hbm(m, c, n, p),
+                "free": inf.free_hbm(m, c, n, p),
                 "B_max": b,
-                "memory": I.inference_memory(m, b, S, p),
+                "memory": inf.inference_memory(m, b, S, p),
                 "hbm": n * c.hbm_bytes,
             }
         )
@@ -134,12 +134,12 @@ def tp_check(
 
     Returns a dict: model, chip, precision, slice, Y, M_Y, B, B_crit, large_limit, small_limit, times, bound,
     comm_bound_large, comm_bound_small, comm_bound_at_B (T_ici above both other terms)."""
-    cfg, c, p = tf.get_model(model), get_chip(chip), I.get_precision(precision)
+    cfg, c, p = tf.get_model(model), get_chip(chip), inf.get_precision(precision)
     Y, shape = slice_chips(c, slice_)
     M_Y = max(1, sum(1 for d in shape if d > 1))
-    large = I.tp_limit_large_batch(cfg.F, c, p, M_Y=M_Y)
-    small = I.tp_limit_small_batch(cfg.F, B, c, p, beta=beta)
-    t = I.tp_matmul_times(B, cfg.D, cfg.F, Y, c, p)
+    large = inf.tp_limit_large_batch(cfg.F, c, p, M_Y=M_Y)
+    small = inf.tp_limit_small_batch(cfg.F, B, c, p, beta=beta)
+    t = inf.tp_matmul_times(B, cfg.D, cfg.F, Y, c, p)
     return {
         "model": cfg.name,
         "chip": c.name,
@@ -148,7 +148,7 @@ def tp_check(
         "Y": Y,
         "M_Y": M_Y,
         "B": B,
-        "B_crit": I.critical_batch(c, p),
+        "B_crit": inf.critical_batch(c, p),
         "large_limit": large,
         "small_limit": small,
         "times": t,
@@ -176,10 +176,10 @@ class Disaggregation:
     context: float
     prefill_chips: int
     generate_chips: int
-    prefill: I.Prefill
+    prefill: inf.Prefill
     point: SV.ServingPoint
     ratio: float
-    eviction: I.KVEviction
+    eviction: inf.KVEviction
     kv_in_bytes_per_s: float
 
     @property
@@ -219,9 +219,9 @@ def disaggregation(
     ctx = prompt + decode / 2
     plan = SV.plan_serving(model, c, generate_slice, precision, ctx, batches=[B])
     pt = plan.points[0]
-    pf = I.prefill_time(model, prompt, c, n_pre, precision, mfu=mfu, conventions="book")
-    kv_tok = I.served_model(model).kv_bytes_per_token(precision)
-    ev = I.kv_eviction_rate(B, prompt, decode, kv_bytes_per_token=kv_tok, step_time=pt.latency)
+    pf = inf.prefill_time(model, prompt, c, n_pre, precision, mfu=mfu, conventions="book")
+    kv_tok = inf.served_model(model).kv_bytes_per_token(precision)
+    ev = inf.kv_eviction_rate(B, prompt, decode, kv_bytes_per_token=kv_tok, step_time=pt.latency)
     return Disaggregation(
         prompt=prompt,
         decode=decode,
@@ -231,7 +231,7 @@ def disaggregation(
         generate_chips=plan.n_chips,
         prefill=pf,
         point=pt,
-        ratio=I.prefill_servers_per_generate_server(pf.time, pt.latency, B, decode),
+        ratio=inf.prefill_servers_per_generate_server(pf.time, pt.latency, B, decode),
         eviction=ev,
         kv_in_bytes_per_s=ev.sequences_per_step * prompt * kv_tok / pt.latency,
     )

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from scalebook_utils.core.hardware import ChipSpec, get_chip
 from scalebook_utils.core.inference import costs as inf
-from scalebook_utils.core.topology import make_slice, parse_shape
+from scalebook_utils.core.topology import make_slice, parse_shape, shape_text
 from scalebook_utils.core.units import require_choices, require_int, require_number, require_positive
 
 #: batch grid density of `batch_grid` (points per doubling) used by plans and frontiers
@@ -194,7 +194,7 @@ class ServingPlan:
 
     def explain(self) -> str:
         lo, hi = self.min_latency, self.max_throughput
-        shape = "x".join(map(str, self.shape))
+        shape = shape_text(self.shape)
         return "\n".join(
             [
                 f"{self.model} in {self.precision_label or self.precision} on {self.chip} {shape} ({self.n_chips} chips), "

@@ -17,6 +17,7 @@ from scalebook_utils.core.hardware import ChipSpec, get_chip
 from scalebook_utils.core.sharding.cases import Matmul, MatmulCase, classify, contract_axes, free_axes, parse_matmul
 from scalebook_utils.core.sharding.comm import CommStep, StepBuilder, common_prefix, mesh_wraparound
 from scalebook_utils.core.sharding.notation import Mesh, ShardedArray, ShardingError, check, parse_mesh
+from scalebook_utils.core.topology import shape_text
 from scalebook_utils.core.units import canonical_dtype
 
 __all__ = ["MatmulPlan", "plan"]
@@ -291,7 +292,7 @@ def plan(
     if pod is not None and mesh.n_devices > pod:
         raise ShardingError(
             f"mesh {mesh} has {mesh.n_devices} devices, more than one {chip_spec.name} pod "
-            f"({pod} chips, {'x'.join(map(str, chip_spec.pod_shape))}); a sharded matmul runs over "
+            f"({pod} chips, {shape_text(chip_spec.pod_shape)}); a sharded matmul runs over "
             "ICI inside one pod (book ch. 2–3)"
         )
     wraparound = mesh_wraparound(mesh, chip_spec, wraparound)

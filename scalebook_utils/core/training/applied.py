@@ -23,7 +23,7 @@ import math
 
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
-from scalebook_utils.core.training import planner as T
+from scalebook_utils.core.training import planner as training
 
 __all__ = [
     "param_breakdown",
@@ -53,7 +53,7 @@ def days_to_train(
 ) -> float:
     """Days to train on `n_chips`: 6 · params · tokens / (chips · C · MFU) (`training.training_time`), book ch. 6."""
     P = tf.param_count(tf.get_model(model)).total
-    return T.training_time(P, tokens, n_chips, chip, mfu) / 86_400
+    return training.training_time(P, tokens, n_chips, chip, mfu) / 86_400
 
 
 def memory_per_chip(
@@ -63,12 +63,12 @@ def memory_per_chip(
     activation checkpoints 2·D·B·(checkpoints per layer)·L bytes (`training.checkpoint_bytes`)."""
     cfg = tf.get_model(model)
     P = tf.param_count(cfg).total
-    m = T.training_memory(
+    m = training.training_memory(
         P,
         zero=3,
         X=n_chips,
         n_chips=n_chips,
-        activation_bytes_total=T.checkpoint_bytes(cfg.D, cfg.L, batch_tokens, checkpoints_per_layer),
+        activation_bytes_total=training.checkpoint_bytes(cfg.D, cfg.L, batch_tokens, checkpoints_per_layer),
     )
     return {"params": m.params, "optimizer": m.optimizer, "activations": m.activations}
 
@@ -79,7 +79,7 @@ def min_chips_for_model(
     """The fewest chips whose HBM holds a model's params, Adam state and checkpoints: ceil(total / HBM) (book
     ch. 6), the total being `memory_per_chip` on one chip and the count `training.min_chips_for_memory`'s."""
     total = sum(memory_per_chip(model, batch_tokens, 1, checkpoints_per_layer).values())
-    return T.min_chips_for_memory(total, chip)
+    return training.min_chips_for_memory(total, chip)
 
 
 # --- the decision path (book ch. 6: how to shard LLaMA 3-70B for training) ----------------------------------
@@ -130,27 +130,29 @@ def decision_path(
             }
         )
 
-    fsdp = T.Config(X=N, remat=checkpoints_per_layer)
+    fsdp = training.Config(X=N, remat=checkpoints_per_layer)
     sequences = batch_tokens / seq_len
     row(
         "pure FSDP, batch only",
-        T.evaluate(cfg, batch_tokens, fsdp, spec, seq_len=seq_len, allow_sequence_sharding=False),
+        training.evaluate(cfg, batch_tokens, fsdp, spec, seq_len=seq_len, allow_sequence_sharding=False),
         "sequences",
         sequences,
     )
     row(
         "FSDP over batch and sequence",
-        T.evaluate(cfg, batch_tokens, fsdp, spec, seq_len=seq_len),
+        training.evaluate(cfg, batch_tokens, fsdp, spec, seq_len=seq_len),
         "α/M_X",
-        T.dp_min_batch_per_chip(spec, n),
+        training.dp_min_batch_per_chip(spec, n),
     )
-    best = T.cached_plan(cfg, spec, N, 1, batch_tokens, seq_len, True).best_of("fsdp+tp")
+    best = training.cached_plan(cfg, spec, N, 1, batch_tokens, seq_len, True).best_of("fsdp+tp")
     X, Y = (best.config.X, best.config.Y) if best else (N // 4, 4)
-    M_X, M_Y = T.ici_axes(spec, X, Y)
+    M_X, M_Y = training.ici_axes(spec, X, Y)
     row(
         "FSDP + TP (planner's split)",
-        T.evaluate(cfg, batch_tokens, T.Config(X=X, Y=Y, remat=checkpoints_per_layer), spec, seq_len=seq_len),
+        training.evaluate(
+            cfg, batch_tokens, training.Config(X=X, Y=Y, remat=checkpoints_per_layer), spec, seq_len=seq_len
+        ),
         "α²/(M_X·M_Y·F)",
-        T.mixed_min_batch_per_chip(cfg.F, spec, M_X, M_Y),
+        training.mixed_min_batch_per_chip(cfg.F, spec, M_X, M_Y),
     )
     return rows

@@ -24,7 +24,7 @@ import numpy as np
 from scalebook_utils.core import topology
 from scalebook_utils.core import transformer as tf
 from scalebook_utils.core.hardware import get_chip
-from scalebook_utils.core.training import planner as T
+from scalebook_utils.core.training import planner as training
 from scalebook_utils.core.units import format_si
 
 __all__ = [
@@ -68,16 +68,16 @@ def picture_ratios(chip="tpu-v5p", shape="4x4x4", F: float = 30_000, batch_per_c
     one axis; FSDP+TP the optimal real-valued split (M_X = axes − 1, M_Y = 1). Book ch. 5, central figure.
     """
     name, _shape, N, n_axes = slice_info(chip, shape)
-    return {s: T.comms_ratio(s, batch_per_chip, F, N, name, n_axes=n_axes) for s in SCHEMES}
+    return {s: training.comms_ratio(s, batch_per_chip, F, N, name, n_axes=n_axes) for s in SCHEMES}
 
 
 def picture_thresholds(chip="tpu-v5p", shape="4x4x4", F: float = 30_000) -> dict[str, float]:
     """The batch-per-chip thresholds of the picture: FSDP α/M_X, FSDP+TP α²/(M_X·M_Y·F), and TP's F/α (max Y)."""
     name, _shape, _N, n = slice_info(chip, shape)
     return {
-        "fsdp": T.dp_min_batch_per_chip(name, n),
-        "fsdp+tp": T.mixed_min_batch_per_chip(F, name, max(n - 1, 1), 1),
-        "tp_max_Y": T.tp_max_degree(F, name, 1),
+        "fsdp": training.dp_min_batch_per_chip(name, n),
+        "fsdp+tp": training.mixed_min_batch_per_chip(F, name, max(n - 1, 1), 1),
+        "tp_max_Y": training.tp_max_degree(F, name, 1),
     }
 
 
@@ -98,7 +98,9 @@ def best_mixed_split(B, D, F, N, chip, n_axes):
     step, FSDP over n_axes − 1 axes and TP over one; None when N has no such divisor (N prime or N ≤ 3)."""
     best = None
     for X in (d for d in range(2, N) if N % d == 0):
-        c = T.layer_costs("fsdp+tp", B, D, F, N, X=X, Y=N // X, chip=chip, M_X=max(n_axes - 1, 1), M_Y=1, phase="step")
+        c = training.layer_costs(
+            "fsdp+tp", B, D, F, N, X=X, Y=N // X, chip=chip, M_X=max(n_axes - 1, 1), M_Y=1, phase="step"
+        )
         if best is None or c.t_comms < best[2].t_comms:
             best = (X, N // X, c)
     return best
@@ -117,11 +119,11 @@ def step_time_curves(
     B = np.asarray(batches, dtype=float)
     out = {"B": B, "math": [], "dp": [], "fsdp": [], "tp": [], "fsdp+tp": [], "split": []}
     for b in B:
-        dp = T.layer_costs("dp", b, D, F, N, chip=name, M_X=n, phase="step")
+        dp = training.layer_costs("dp", b, D, F, N, chip=name, M_X=n, phase="step")
         out["math"].append(dp.t_math)
         out["dp"].append(dp.t_comms)
-        out["fsdp"].append(T.layer_costs("fsdp", b, D, F, N, chip=name, M_X=n, phase="step").t_comms)
-        out["tp"].append(T.layer_costs("tp", b, D, F, N, chip=name, M_Y=1, phase="step").t_comms)
+        out["fsdp"].append(training.layer_costs("fsdp", b, D, F, N, chip=name, M_X=n, phase="step").t_comms)
+        out["tp"].append(training.layer_costs("tp", b, D, F, N, chip=name, M_Y=1, phase="step").t_comms)
         mixed = best_mixed_split(b, D, F, N, name, n)
         out["fsdp+tp"].append(mixed[2].t_comms if mixed else math.nan)
         out["split"].append(mixed[:2] if mixed else None)
@@ -142,17 +144,17 @@ def threshold_rows(
     for c in chips:
         spec = get_chip(c)
         n = spec.ici_torus_dims
-        a = T.alpha(spec)
+        a = training.alpha(spec)
         rows.append(
             {
                 "chip": spec.name,
                 "α = C/W_ici": f"{a:,.0f}",
                 "DP/FSDP 1 axis": f"{a:,.0f}",
-                "all axes": f"{T.dp_min_batch_per_chip(spec, n):,.0f} ({n})",
-                "TP max Y (1 axis)": f"{T.tp_max_degree(F, spec, 1):.1f}",
-                "FSDP+TP": f"{T.mixed_min_batch_per_chip(F, spec, max(n - 1, 1), 1):,.0f}",
-                "FSDP pod batch": format_si(spec.pod_chips * T.dp_min_batch_per_chip(spec, n), digits=3),
-                "DCN tokens/slice": f"{T.alpha_dcn(spec):,.0f}",
+                "all axes": f"{training.dp_min_batch_per_chip(spec, n):,.0f} ({n})",
+                "TP max Y (1 axis)": f"{training.tp_max_degree(F, spec, 1):.1f}",
+                "FSDP+TP": f"{training.mixed_min_batch_per_chip(F, spec, max(n - 1, 1), 1):,.0f}",
+                "FSDP pod batch": format_si(spec.pod_chips * training.dp_min_batch_per_chip(spec, n), digits=3),
+                "DCN tokens/slice": f"{training.alpha_dcn(spec):,.0f}",
             }
         )
     return rows

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from scalebook_utils.core import roofline as R
-from scalebook_utils.core.gpu import chips as G
+from scalebook_utils.core import roofline
+from scalebook_utils.core.gpu import chips as gpus
 from scalebook_utils.core.hardware import get_chip
 from scalebook_utils.questions.registry import add
 
@@ -42,12 +42,12 @@ def _b200_q4():
 
 def q4_time(i: int) -> float:
     """Roofline lower bound of fp16[B, 4096] · fp16[4096, 8192] on one B200 at 2.3e15 FLOPs/s (fp16 = bf16 bytes)."""
-    return R.matmul_roofline(*Q4_SHAPES[i], _b200_q4(), "bf16").t_lower_s
+    return roofline.matmul_roofline(*Q4_SHAPES[i], _b200_q4(), "bf16").t_lower_s
 
 
 def q7_time(N):
     """fp32[N] + fp32[N] on one H100's CUDA cores: the roofline time (`gpus.vector_add_time`)."""
-    return G.vector_add_time(N, H100)
+    return gpus.vector_add_time(N, H100)
 
 
 # --- Quiz 1: GPU hardware -------------------------------------------------------------------------------
@@ -56,7 +56,7 @@ add(
     "ch12.q1a",
     "number",
     "Quiz 1 Q1: fp32 CUDA cores in an H100 (132 SMs × 4 subpartitions × 32 cores)",
-    lambda: G.sm_counts(H100).cuda_cores,
+    lambda: gpus.sm_counts(H100).cuda_cores,
     unit="count",
     accept=(16896, 16896),
 )
@@ -64,7 +64,7 @@ add(
     "ch12.q1b",
     "number",
     "Same for a B200 (148 SMs)",
-    lambda: G.sm_counts(B200).cuda_cores,
+    lambda: gpus.sm_counts(B200).cuda_cores,
     unit="count",
     rtol=1e-9,
     note="148 · 4 · 32 = 18,944.",
@@ -73,7 +73,7 @@ add(
     "ch12.q1c",
     "number",
     "Same: independent VPU ALUs of a TPU v5p chip (2 TensorCores × 4 ALUs × 8·128 lanes)",
-    lambda: G.tpu_vpu_alus("tpu-v5p"),
+    lambda: gpus.tpu_vpu_alus("tpu-v5p"),
     unit="count",
     accept=(8192, 8192),
 )
@@ -81,7 +81,7 @@ add(
     "ch12.q2a",
     "number",
     "Quiz 1 Q2: H100 fp32 vector FLOPs/s at the 1.59 GHz base clock (16,896 cores, one op per cycle)",
-    lambda: G.vector_flops_per_s(H100, G.clock_hz(H100, boost=False)),
+    lambda: gpus.vector_flops_per_s(H100, gpus.clock_hz(H100, boost=False)),
     unit="FLOPs/s",
     note="16,896 · 1.59e9 = 2.69e13.",
 )
@@ -89,7 +89,7 @@ add(
     "ch12.q2b",
     "number",
     "Same at the 1.98 GHz boost clock",
-    lambda: G.vector_flops_per_s(H100),
+    lambda: gpus.vector_flops_per_s(H100),
     unit="FLOPs/s",
     accept=(3.249e13, 3.451e13),
 )
@@ -97,7 +97,7 @@ add(
     "ch12.q2c",
     "number",
     "Same: Tensor Core bf16 FLOPs/s ÷ boost vector FLOPs/s",
-    lambda: get_chip(H100).peak_flops("bf16") / G.vector_flops_per_s(H100),
+    lambda: get_chip(H100).peak_flops("bf16") / gpus.vector_flops_per_s(H100),
     unit="ratio",
     accept=(29.1, 30.9),
     note="The spec sheet counts an FMA as 2 FLOPs (≈67 TFLOP/s), halving the ratio.",
@@ -156,7 +156,7 @@ add(
     "ch12.q5a",
     "number",
     "Quiz 1 Q5: total SMEM (L1) of an H100 (132 SMs × 256 kB)",
-    lambda: G.sm_counts(H100).smem_bytes,
+    lambda: gpus.sm_counts(H100).smem_bytes,
     unit="bytes",
     accept=(3.201e07, 3.461e07),
 )
@@ -164,7 +164,7 @@ add(
     "ch12.q5b",
     "number",
     "Same: total register memory (132 × 256 KiB)",
-    lambda: G.sm_counts(H100).register_bytes,
+    lambda: gpus.sm_counts(H100).register_bytes,
     unit="bytes",
     accept=(3.201e07, 3.461e07),
 )
@@ -172,7 +172,7 @@ add(
     "ch12.q5c",
     "number",
     "Same: SMEM + registers",
-    lambda: G.sm_counts(H100).onchip_bytes,
+    lambda: gpus.sm_counts(H100).onchip_bytes,
     unit="bytes",
     accept=(6.402e07, 6.921e07),
     note="About half a TPU's 128 MiB of VMEM.",
@@ -181,7 +181,7 @@ add(
     "ch12.q6",
     "number",
     "Quiz 1 Q6: B200 clock implied by 80 TFLOP/s of fp32 vector compute (18,944 cores × 2 FLOPs per cycle)",
-    lambda: G.implied_clock_hz(B200),
+    lambda: gpus.implied_clock_hz(B200),
     unit="Hz",
     accept=(2.037e09, 2.163e09),
 )
@@ -189,7 +189,7 @@ add(
     "ch12.q7a",
     "formula",
     "Quiz 1 Q7: adding two fp32[N] vectors on one H100: FLOPs, as a function of N",
-    lambda: lambda N: G.vector_add_fp32(N)[0],
+    lambda: lambda N: gpus.vector_add_fp32(N)[0],
     unit="FLOPs",
     variables=("N",),
 )
@@ -197,7 +197,7 @@ add(
     "ch12.q7b",
     "formula",
     "Same: bytes moved (read 2 × 4N, write 4N)",
-    lambda: lambda N: G.vector_add_fp32(N)[1],
+    lambda: lambda N: gpus.vector_add_fp32(N)[1],
     unit="bytes",
     variables=("N",),
 )
@@ -205,7 +205,7 @@ add(
     "ch12.q7c",
     "number",
     "Same: arithmetic intensity",
-    lambda: R.intensity(*G.vector_add_fp32(1.0)),
+    lambda: roofline.intensity(*gpus.vector_add_fp32(1.0)),
     unit="FLOPs/byte",
     accept=(0.08083, 0.08584),
 )
@@ -242,7 +242,7 @@ add(
     "ch12.q8",
     "number",
     "Quiz 2 Q1: total bandwidth of an 8×H100 node (4 NVSwitches × 64 ports × 25 GB/s vs 8 GPUs × 450 GB/s)",
-    lambda: G.node_bandwidth(H100),
+    lambda: gpus.node_bandwidth(H100),
     unit="B/s",
     accept=(3.492e12, 3.708e12),
     note="GPU-limited: the switches could carry 6.4 TB/s.",
@@ -251,7 +251,7 @@ add(
     "ch12.q9",
     "number",
     "Quiz 2 Q2: bisection bandwidth of an 8×H100 node, both directions",
-    lambda: G.node_bisection_bandwidth(H100),
+    lambda: gpus.node_bisection_bandwidth(H100),
     unit="B/s",
     accept=(3.492e12, 3.708e12),
 )
@@ -259,7 +259,7 @@ add(
     "ch12.q10",
     "number",
     "Quiz 2 Q3: throughput-bound AllGather of bf16[D_X, F], D = 4096, F = 65,536, on an 8×H100 node",
-    lambda: G.all_gather(2 * Q10_D * Q10_F, 8, H100).seconds,
+    lambda: gpus.all_gather(2 * Q10_D * Q10_F, 8, H100).seconds,
     unit="s",
     accept=(0.001008, 0.001072),
     note="537 MB · 7/(8 · 450 GB/s) = 1.04 ms (≈1.5 ms in practice).",
@@ -272,7 +272,7 @@ add(
     "ch12.q11a",
     "number",
     "Quiz 3 Q1: 1024-GPU DGX H100 SuperPod: bandwidth per node into the leaf level (8 × 400 Gb/s)",
-    lambda: G.su_bandwidths(H100)["node"],
+    lambda: gpus.su_bandwidths(H100)["node"],
     unit="B/s",
     accept=(3.88e11, 4.12e11),
 )
@@ -280,7 +280,7 @@ add(
     "ch12.q11b",
     "number",
     "Same: leaf-level bandwidth per scalable unit (32 nodes)",
-    lambda: G.su_bandwidths(H100)["leaf_per_su"],
+    lambda: gpus.su_bandwidths(H100)["leaf_per_su"],
     unit="B/s",
     accept=(1.241e13, 1.319e13),
 )
@@ -288,7 +288,7 @@ add(
     "ch12.q11c",
     "number",
     "Same: spine-level total (16 spine switches × 3.2 TB/s)",
-    lambda: G.su_bandwidths(H100)["spine_switches"],
+    lambda: gpus.su_bandwidths(H100)["spine_switches"],
     unit="B/s",
     accept=(4.966e13, 5.274e13),
     note="= 400 GB/s per node for all 128 nodes: full bisection. Appendix B counts 1.6 TB/s per switch.",
@@ -297,7 +297,7 @@ add(
     "ch12.q12a",
     "number",
     "Quiz 3 Q2: a pod of 2048 H100s: spine switches",
-    lambda: G.fat_tree_switches(2048)[-1],
+    lambda: gpus.fat_tree_switches(2048)[-1],
     unit="count",
     accept=(32, 32),
 )
@@ -305,9 +305,11 @@ add(
     "ch12.q12b",
     "number",
     "Same for 4096 H100s (three tiers): spine switches",
-    lambda: G.fat_tree_switches(4096)[1],
+    lambda: gpus.fat_tree_switches(4096)[1],
     unit="count",
     rtol=1e-9,
     note="Leaves and spines use 32 ports down and 32 up: 4096/32 = 128 of each; the core uses all 64 down.",
 )
-add("ch12.q12c", "number", "Same: core switches", lambda: G.fat_tree_switches(4096)[2], unit="count", accept=(64, 64))
+add(
+    "ch12.q12c", "number", "Same: core switches", lambda: gpus.fat_tree_switches(4096)[2], unit="count", accept=(64, 64)
+)

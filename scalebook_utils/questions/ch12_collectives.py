@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from scalebook_utils.core.gpu import chips as G
+from scalebook_utils.core.gpu import chips as gpus
 from scalebook_utils.questions.ch12 import H100
 from scalebook_utils.questions.registry import add
 
@@ -27,52 +27,52 @@ Q18_OPTIONS = ("yes", "no: the node switch must egress all B bytes, not B/Y")
 Q20_OPTIONS = ("node (NVLink) level", "cross-node (IB) level")
 
 
-def _su() -> G.Cluster:
-    return G.superpod(H100, 1)
+def _su() -> gpus.Cluster:
+    return gpus.superpod(H100, 1)
 
 
 def q14(B, N, W, k=None):
     """AllToAll of B bytes over N GPUs of one node whose GPUs have W B/s each (k non-zero targets if ragged)."""
-    return G.all_to_all(B, int(N), G.single_node(H100, nvlink_bandwidth=W), k=k).seconds
+    return gpus.all_to_all(B, int(N), gpus.single_node(H100, nvlink_bandwidth=W), k=k).seconds
 
 
 def q15a(D, F):
     """One SU, Y ≤ 8: the leaf level is the bottleneck, 2DF·31/(32·400e9)."""
-    return G.sharded_all_gather(2 * D * F, 1, 256, _su())
+    return gpus.sharded_all_gather(2 * D * F, 1, 256, _su())
 
 
 def q15b(D, F, Y):
     """Y > 8: the book's 2DF/(Y·50 GB/s) (no (D − 1)/D factor)."""
-    return G.sharded_all_gather(2 * D * F, int(Y), 256, _su(), exact=False)
+    return gpus.sharded_all_gather(2 * D * F, int(Y), 256, _su(), exact=False)
 
 
 def _q16(level: str, field: str):
-    return lambda B, N=8, M=32: getattr(G.su_all_gather_traffic(B, M, N, H100)[level], field)
+    return lambda B, N=8, M=32: getattr(gpus.su_all_gather_traffic(B, M, N, H100)[level], field)
 
 
 def _q17(field: str):
-    return lambda B, N, W=450e9: getattr(G.sharp_node_traffic(B, N, W), field)
+    return lambda B, N, W=450e9: getattr(gpus.sharp_node_traffic(B, N, W), field)
 
 
 def q18a(D, F, Y, W):
     """SHARP AllReduce of bf16[D, F_Y]{U_X} inside one node whose GPUs have W B/s each."""
-    return G.sharp_sharded_all_reduce(2 * D * F, int(Y), 8, G.single_node(H100, nvlink_bandwidth=W))[0]
+    return gpus.sharp_sharded_all_reduce(2 * D * F, int(Y), 8, gpus.single_node(H100, nvlink_bandwidth=W))[0]
 
 
 def q18b() -> str:
     """Across nodes (2 nodes here), doubling Y inside the node (2 → 4) no longer halves the time: the scale-out
     term bytes/W_node · D_node/max(D_node, Y) does not depend on Y ≤ D_node."""
-    small, big = (G.sharp_sharded_all_reduce(1.0, y, 16, H100)[0] for y in (2, 4))
+    small, big = (gpus.sharp_sharded_all_reduce(1.0, y, 16, H100)[0] for y in (2, 4))
     return Q18_OPTIONS[0] if math.isclose(big, small / 2) else Q18_OPTIONS[1]
 
 
 def q19a() -> float:
     """Bandwidth of the spine-level SHARP AllReduce with Y = 256: bytes / T."""
-    return 1.0 / G.sharp_sharded_all_reduce(1.0, 256, 1024, H100)[0]
+    return 1.0 / gpus.sharp_sharded_all_reduce(1.0, 256, 1024, H100)[0]
 
 
 def q20() -> dict[str, float]:
-    return G.all_gather_bytes_per_level(1.0, H100, 16)
+    return gpus.all_gather_bytes_per_level(1.0, H100, 16)
 
 
 _BYTES = (1e3, 1e10)
@@ -84,7 +84,7 @@ add(
     "ch12.q13",
     "number",
     "Pop Quiz 1: AllGather of bf16[B_X, F], B = 1024, F = 16,384 on an 8×H100 node",
-    lambda: G.all_gather(2 * Q13_B * Q13_F, 8, H100).seconds,
+    lambda: gpus.all_gather(2 * Q13_B * Q13_F, 8, H100).seconds,
     unit="s",
     note="33.6 MB · 7/(8 · 450 GB/s) = 65 µs.",
     ring=8,
@@ -209,7 +209,7 @@ add(
     "ch12.q17c",
     "formula",
     "Same: time, with W the per-GPU egress bandwidth",
-    lambda: lambda B, W: G.sharp_node_traffic(B, 8, W).seconds,
+    lambda: lambda B, W: gpus.sharp_node_traffic(B, 8, W).seconds,
     unit="s",
     variables=("B", "W"),
     domains={"B": _BYTES, "W": _W},
@@ -238,7 +238,7 @@ add(
     "ch12.q19b",
     "formula",
     "Same: SHARP AllReduce time as a function of D and F",
-    lambda: lambda D, F: G.sharp_sharded_all_reduce(2 * D * F, 256, 1024, H100)[0],
+    lambda: lambda D, F: gpus.sharp_sharded_all_reduce(2 * D * F, 256, 1024, H100)[0],
     unit="s",
     variables=("D", "F"),
 )
@@ -263,7 +263,7 @@ add(
     "ch12.q20c",
     "choice",
     "Same: which level bounds it?",
-    lambda: Q20_OPTIONS[0] if G.all_gather(1.0, 16, H100).bottleneck == "node" else Q20_OPTIONS[1],
+    lambda: Q20_OPTIONS[0] if gpus.all_gather(1.0, 16, H100).bottleneck == "node" else Q20_OPTIONS[1],
     options=Q20_OPTIONS,
     note="Why DeepSeek V3's 2-way DP at the spine is cheap.",
 )

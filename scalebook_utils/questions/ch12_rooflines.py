@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 
 from scalebook_utils.core import transformer as tf
-from scalebook_utils.core.gpu import chips as G
+from scalebook_utils.core.gpu import chips as gpu_chips
 from scalebook_utils.core.hardware import get_chip
 from scalebook_utils.core.training import planner as tr
 from scalebook_utils.questions.ch12 import B200, H100, YES_NO
@@ -75,7 +75,7 @@ def q22_pp_bandwidth() -> float:
 
 
 def q22_pp_threshold() -> float:
-    return G.alpha(H100, egress=q22_pp_bandwidth())
+    return gpu_chips.alpha(H100, egress=q22_pp_bandwidth())
 
 
 def q23_batch(name: str) -> float:
@@ -84,7 +84,7 @@ def q23_batch(name: str) -> float:
 
 
 def q23_threshold(name: str) -> float:
-    return G.dp_critical_batch(H100, model_parallel=Q23_CONFIGS[name][2])
+    return gpu_chips.dp_critical_batch(H100, model_parallel=Q23_CONFIGS[name][2])
 
 
 def q23g() -> str:
@@ -106,7 +106,7 @@ add(
     "ch12.q21b",
     "number",
     "Same: in-node TP critical intensity 2250e12/900e9",
-    lambda: G.alpha(B200, across_nodes=False),
+    lambda: gpu_chips.alpha(B200, across_nodes=False),
     unit="FLOPs/byte",
     accept=(2425, 2575),
 )
@@ -114,7 +114,7 @@ add(
     "ch12.q21c",
     "number",
     "Same: DP critical batch per GPU across nodes 2250e12/400e9",
-    lambda: G.dp_critical_batch(B200),
+    lambda: gpu_chips.dp_critical_batch(B200),
     unit="tokens",
     accept=(5456, 5794),
 )
@@ -156,7 +156,7 @@ add(
     "ch12.q22e",
     "number",
     "Same, F = 28,672: largest in-node TP degree that stays compute-bound (F·W_gpu/C)",
-    lambda: G.tp_max_degree(tf.get_model(Q22_MODEL).F, H100),
+    lambda: gpu_chips.tp_max_degree(tf.get_model(Q22_MODEL).F, H100),
     unit="count",
     accept=(13.03, 14.81),
     note="28,672/2198 = 13.0; the book divides by 1995 (14.4).",
@@ -165,7 +165,7 @@ add(
     "ch12.q22f",
     "number",
     "Same: realistic TP degree (one NVLink node)",
-    lambda: min(get_chip(H100).gpus_per_node, 2 ** int(math.log2(G.tp_max_degree(tf.get_model(Q22_MODEL).F)))),
+    lambda: min(get_chip(H100).gpus_per_node, 2 ** int(math.log2(gpu_chips.tp_max_degree(tf.get_model(Q22_MODEL).F)))),
     unit="count",
     accept=(8, 8),
 )
@@ -196,7 +196,7 @@ add(
     "ch12.q22j",
     "choice",
     "Same: compute-bound with ZeRO-3?",
-    lambda: YES_NO[0] if q22_batch_per_gpu() > G.dp_critical_batch(H100) else YES_NO[1],
+    lambda: YES_NO[0] if q22_batch_per_gpu() > gpu_chips.dp_critical_batch(H100) else YES_NO[1],
     options=YES_NO,
     note="976 < 2475 (and ZeRO-3 moves ~1.5× more than plain DP).",
 )

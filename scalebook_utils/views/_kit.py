@@ -17,7 +17,7 @@ import io
 import math
 from collections.abc import Sequence
 
-import ipywidgets as W
+import ipywidgets as widgets
 import numpy as np
 from IPython.display import Image, clear_output, display
 from matplotlib.figure import Figure
@@ -39,7 +39,7 @@ def static_png(fig: Figure, dpi: int = 100) -> Image:
 _WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
-def show(box: W.Widget) -> None:
+def show(box: widgets.Widget) -> None:
     """Display `box` once, as one output with two representations: the live widget and its static PNG.
 
     A front end with a kernel and the widget manager (JupyterLab, Notebook 7, Colab, Kaggle) draws the
@@ -57,14 +57,14 @@ def show(box: W.Widget) -> None:
     display(bundle, raw=True)
 
 
-def live_figure_of(box: W.Box) -> LiveFigure:
+def live_figure_of(box: widgets.Box) -> LiveFigure:
     live = getattr(box, "live_figure", None)
     if live is None:
         live = box.live_figure = LiveFigure()
     return live
 
 
-def figure_png(box: W.Box, render, key=None) -> bytes:
+def figure_png(box: widgets.Box, render, key=None) -> bytes:
     """`render()` drawn on `box`'s `LiveFigure` as PNG bytes; a failing render gives a message figure (never raises)."""
     try:
         return live_figure_of(box).png(render, key=key)
@@ -73,7 +73,7 @@ def figure_png(box: W.Box, render, key=None) -> bytes:
         return live_figure_of(box).png(lambda: message_figure(msg))
 
 
-def emit(box: W.Box, text: str, render, *, key=None, lines=()) -> None:
+def emit(box: widgets.Box, text: str, render, *, key=None, lines=()) -> None:
     """A view's output: the readout line (and any further `lines`), then the figure as a PNG, kept on `box`.
 
     The figure is rendered before anything is printed, so the line and the picture appear together
@@ -88,7 +88,7 @@ def emit(box: W.Box, text: str, render, *, key=None, lines=()) -> None:
     display(Image(data=png, format="png"))
 
 
-def attach(box: W.Box, controls: dict, output: W.Output, readout, render) -> W.Box:
+def attach(box: widgets.Box, controls: dict, output: widgets.Output, readout, render) -> widgets.Box:
     """Give a builder's container its test/notebook handles (see the module docstring).
 
     readout() and render() evaluate the pure functions at the controls' current values (kept as
@@ -218,7 +218,7 @@ def live_output(controls: dict, view, on_change: dict | None = None):
     that fills seven boxes); every change the handler makes is held back and the view redraws once, after it.
     Returns the Output widget.
     """
-    out = W.Output()
+    out = widgets.Output()
     on_change = on_change or {}
     held = [0]
 

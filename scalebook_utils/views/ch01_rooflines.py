@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-import ipywidgets as W
+import ipywidgets as widgets
 from matplotlib.figure import Figure
 
 from scalebook_utils.core import roofline
@@ -113,9 +113,9 @@ def render_explorer(chip: str | ChipSpec, mode: str, D: int, F: int, B: int, *, 
 
 def roofline_explorer(
     chip: str = "tpu-v5e", mode: str = "bf16", D: int = 8192, F: int = 8192, B: int = 128, *, B_max: int = 4096
-) -> W.VBox:
+) -> widgets.VBox:
     """Dropdowns for chip and dtype mode, boxes for D and F, a slider "B"; prints `explorer_readout`."""
-    mode_dd = W.Dropdown(options=list(EXPLORER_MODES), value=mode, description="mode")
+    mode_dd = widgets.Dropdown(options=list(EXPLORER_MODES), value=mode, description="mode")
     chip_names = chips_for_mode(mode)
     try:
         chip_name = get_chip(chip).name
@@ -123,17 +123,17 @@ def roofline_explorer(
         chip_name = str(chip)  # unknown name: kept, and the readout lists the known chips
     if chip_name not in chip_names:
         chip_names = [chip_name] + chip_names  # keep the caller's choice; the readout explains it
-    chip_dd = W.Dropdown(options=chip_names, value=chip_name, description="chip")
-    d_box = W.IntText(value=D, description="D")
-    f_box = W.IntText(value=F, description="F")
-    b_slider = W.IntSlider(
+    chip_dd = widgets.Dropdown(options=chip_names, value=chip_name, description="chip")
+    d_box = widgets.IntText(value=D, description="D")
+    f_box = widgets.IntText(value=F, description="F")
+    b_slider = widgets.IntSlider(
         value=B,
         min=1,
         max=max(B_max, B),
         step=1,
         description="B",
         continuous_update=False,
-        layout=W.Layout(width="60%"),
+        layout=widgets.Layout(width="60%"),
     )
 
     def on_mode(change):  # registered before interactive_output, so it runs first
@@ -143,7 +143,7 @@ def roofline_explorer(
         chip_dd.value = current if current in names else names[0]
 
     mode_dd.observe(on_mode, names="value")
-    box = W.VBox()
+    box = widgets.VBox()
 
     def view(chip, mode, D, F, B):
         emit(
@@ -154,8 +154,8 @@ def roofline_explorer(
         )
 
     controls = {"chip": chip_dd, "mode": mode_dd, "D": d_box, "F": f_box, "B": b_slider}
-    out = W.interactive_output(view, controls)
-    box.children = [W.HBox([chip_dd, mode_dd]), W.HBox([d_box, f_box]), b_slider, out]
+    out = widgets.interactive_output(view, controls)
+    box.children = [widgets.HBox([chip_dd, mode_dd]), widgets.HBox([d_box, f_box]), b_slider, out]
     values = lambda: (chip_dd.value, mode_dd.value, d_box.value, f_box.value, b_slider.value)  # noqa: E731
     return attach(
         box, controls, out, lambda: explorer_readout(*values()), lambda: render_explorer(*values(), B_max=b_slider.max)
@@ -222,20 +222,23 @@ def render_placer(chip: str | ChipSpec, intensity: float, label: str = "algorith
 
 def intensity_placer(
     chip: str = "tpu-v5e", intensity: float = 0.5, *, extra_chips: Mapping[str, ChipSpec] | None = None
-) -> W.VBox:
+) -> widgets.VBox:
     """A chip preset, an algorithm preset and an intensity slider (log); prints `placer_readout`.
 
     `extra_chips` adds named specs to the chip list, e.g. ``{"this CPU": calibration.as_chip()}``.
     """
     specs: dict[str, ChipSpec] = dict(CHIPS)
     specs.update(extra_chips or {})
-    chip_dd = W.Dropdown(
+    chip_dd = widgets.Dropdown(
         options=list(specs), value=get_chip(chip).name if chip not in specs else chip, description="chip"
     )
-    preset_dd = W.Dropdown(
-        options=[_CUSTOM] + list(PLACER_PRESETS), value=_CUSTOM, description="preset", layout=W.Layout(width="45%")
+    preset_dd = widgets.Dropdown(
+        options=[_CUSTOM] + list(PLACER_PRESETS),
+        value=_CUSTOM,
+        description="preset",
+        layout=widgets.Layout(width="45%"),
     )
-    slider = W.FloatLogSlider(
+    slider = widgets.FloatLogSlider(
         value=intensity,
         base=10,
         min=-2,
@@ -244,7 +247,7 @@ def intensity_placer(
         description="intensity",
         readout_format=".3g",
         continuous_update=False,
-        layout=W.Layout(width="60%"),
+        layout=widgets.Layout(width="60%"),
     )
 
     def on_preset(change):
@@ -252,7 +255,7 @@ def intensity_placer(
             slider.value = PLACER_PRESETS[change["new"]]
 
     preset_dd.observe(on_preset, names="value")
-    box = W.VBox()
+    box = widgets.VBox()
 
     def label_for(x: float) -> str:
         for name, v in PLACER_PRESETS.items():
@@ -270,8 +273,8 @@ def intensity_placer(
         )
 
     controls = {"chip": chip_dd, "intensity": slider}
-    out = W.interactive_output(view, controls)
-    box.children = [W.HBox([chip_dd, preset_dd]), slider, out]
+    out = widgets.interactive_output(view, controls)
+    box.children = [widgets.HBox([chip_dd, preset_dd]), slider, out]
     return attach(
         box,
         {"chip": chip_dd, "preset": preset_dd, "intensity": slider},
@@ -314,12 +317,18 @@ def render_two_chip(
 
 def two_chip_explorer(
     D: int = 8192, link_bytes_per_s: float = 4.5e10, *, B: int = 1024, F: int = 8192, flops_per_s: float = 1.97e14
-) -> W.VBox:
+) -> widgets.VBox:
     """Sliders for D and the link bandwidth W (B/s, one way); prints `two_chip_readout`."""
-    d_slider = W.IntSlider(
-        value=D, min=256, max=65536, step=256, description="D", continuous_update=False, layout=W.Layout(width="60%")
+    d_slider = widgets.IntSlider(
+        value=D,
+        min=256,
+        max=65536,
+        step=256,
+        description="D",
+        continuous_update=False,
+        layout=widgets.Layout(width="60%"),
     )
-    w_slider = W.FloatLogSlider(
+    w_slider = widgets.FloatLogSlider(
         value=link_bytes_per_s,
         base=10,
         min=9,
@@ -328,9 +337,9 @@ def two_chip_explorer(
         description="W (B/s)",
         readout_format=".3g",
         continuous_update=False,
-        layout=W.Layout(width="60%"),
+        layout=widgets.Layout(width="60%"),
     )
-    box = W.VBox()
+    box = widgets.VBox()
 
     def view(D, W_link):
         emit(
@@ -341,8 +350,8 @@ def two_chip_explorer(
         )
 
     controls = {"D": d_slider, "W_link": w_slider}
-    out = W.interactive_output(view, controls)
-    info = W.HTML(
+    out = widgets.interactive_output(view, controls)
+    info = widgets.HTML(
         f"B = {_num(B)}, F = {_num(F)}, C = {format_si(flops_per_s, 'FLOP/s')} per chip "
         "(the threshold does not depend on B or F)"
     )

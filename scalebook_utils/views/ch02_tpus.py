@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-import ipywidgets as W
+import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
@@ -290,25 +290,27 @@ def render_slice(chip: str | ChipSpec, shape_text: str) -> Figure:
     return fig
 
 
-def slice_calculator(chip: str = "tpu-v5e", shape: str = "4x4") -> W.VBox:
+def slice_calculator(chip: str = "tpu-v5e", shape: str = "4x4") -> widgets.VBox:
     """A TPU dropdown and a shape box ("4x4", "16x20x28"); prints `slice_readout` and draws the slice."""
     names = tpu_names()
-    chip_dd = W.Dropdown(options=names, value=get_chip(chip).name, description="chip")
-    shape_box = W.Text(value=shape, description="shape", continuous_update=False, placeholder="e.g. 4x4 or 16x20x28")
-    pod_btn = W.Button(description="full pod", tooltip="set the shape to this chip's pod")
+    chip_dd = widgets.Dropdown(options=names, value=get_chip(chip).name, description="chip")
+    shape_box = widgets.Text(
+        value=shape, description="shape", continuous_update=False, placeholder="e.g. 4x4 or 16x20x28"
+    )
+    pod_btn = widgets.Button(description="full pod", tooltip="set the shape to this chip's pod")
 
     def on_pod(_):
         shape_box.value = format_shape(get_chip(chip_dd.value).pod_shape)
 
     pod_btn.on_click(on_pod)
-    box = W.VBox()
+    box = widgets.VBox()
 
     def view(chip, shape):
         emit(box, slice_readout(chip, shape), lambda: render_slice(chip, shape), key=(chip, shape.count("x")))
 
     controls = {"chip": chip_dd, "shape": shape_box}
-    out = W.interactive_output(view, controls)
-    box.children = [W.HBox([chip_dd, shape_box, pod_btn]), out]
+    out = widgets.interactive_output(view, controls)
+    box.children = [widgets.HBox([chip_dd, shape_box, pod_btn]), out]
     return attach(
         box,
         controls,
@@ -392,19 +394,19 @@ def render_torus(chip: str | ChipSpec, shape_text: str, src="0,0", dst="3,3") ->
     return fig
 
 
-def torus_explorer(chip: str = "tpu-v5e", shape: str = "4x4", src: str = "0,0", dst: str = "3,3") -> W.VBox:
+def torus_explorer(chip: str = "tpu-v5e", shape: str = "4x4", src: str = "0,0", dst: str = "3,3") -> widgets.VBox:
     """A TPU dropdown, a shape box and src/dst boxes ("0,0"); prints `torus_readout`, draws both routes."""
-    chip_dd = W.Dropdown(options=tpu_names(), value=get_chip(chip).name, description="chip")
-    shape_box = W.Text(value=shape, description="shape", continuous_update=False)
-    src_box = W.Text(value=src, description="src", continuous_update=False, layout=W.Layout(width="180px"))
-    dst_box = W.Text(value=dst, description="dst", continuous_update=False, layout=W.Layout(width="180px"))
-    box = W.VBox()
+    chip_dd = widgets.Dropdown(options=tpu_names(), value=get_chip(chip).name, description="chip")
+    shape_box = widgets.Text(value=shape, description="shape", continuous_update=False)
+    src_box = widgets.Text(value=src, description="src", continuous_update=False, layout=widgets.Layout(width="180px"))
+    dst_box = widgets.Text(value=dst, description="dst", continuous_update=False, layout=widgets.Layout(width="180px"))
+    box = widgets.VBox()
 
     def view(chip, shape, src, dst):
         emit(box, torus_readout(chip, shape, src, dst), lambda: render_torus(chip, shape, src, dst), key=(chip, shape))
 
     controls = {"chip": chip_dd, "shape": shape_box, "src": src_box, "dst": dst_box}
-    out = W.interactive_output(view, controls)
-    box.children = [W.HBox([chip_dd, shape_box]), W.HBox([src_box, dst_box]), out]
+    out = widgets.interactive_output(view, controls)
+    box.children = [widgets.HBox([chip_dd, shape_box]), widgets.HBox([src_box, dst_box]), out]
     values = lambda: (chip_dd.value, shape_box.value, src_box.value, dst_box.value)  # noqa: E731
     return attach(box, controls, out, lambda: torus_readout(*values()), lambda: render_torus(*values()))

@@ -18,7 +18,7 @@ every name, and the notebooks reach them through the `plots` and `widgets` faça
 
 from __future__ import annotations
 
-import ipywidgets as W
+import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -238,13 +238,13 @@ def render_collective(
 
 def collective_cost_explorer(
     kind: str = "all_gather", chip: str = "tpu-v5e", axis_size: int = 16, wraparound: bool = True, n_bytes: float = 1e6
-) -> W.VBox:
+) -> widgets.VBox:
     """Kind, chip, axis size, wraparound and a bytes slider (log); prints `collective_readout`."""
-    kind_dd = W.Dropdown(options=list(COLLECTIVE_KINDS), value=kind, description="collective")
-    chip_dd = W.Dropdown(options=tpu_names(), value=get_chip(chip).name, description="chip")
-    axis_dd = W.Dropdown(options=[2, 4, 8, 16, 32, 64], value=axis_size, description="axis size")
-    wrap_cb = W.Checkbox(value=wraparound, description="wraparound")
-    bytes_sl = W.FloatLogSlider(
+    kind_dd = widgets.Dropdown(options=list(COLLECTIVE_KINDS), value=kind, description="collective")
+    chip_dd = widgets.Dropdown(options=tpu_names(), value=get_chip(chip).name, description="chip")
+    axis_dd = widgets.Dropdown(options=[2, 4, 8, 16, 32, 64], value=axis_size, description="axis size")
+    wrap_cb = widgets.Checkbox(value=wraparound, description="wraparound")
+    bytes_sl = widgets.FloatLogSlider(
         value=n_bytes,
         base=10,
         min=3,
@@ -253,9 +253,9 @@ def collective_cost_explorer(
         description="bytes",
         readout_format=".3g",
         continuous_update=False,
-        layout=W.Layout(width="60%"),
+        layout=widgets.Layout(width="60%"),
     )
-    box = W.VBox()
+    box = widgets.VBox()
 
     def view(kind, chip, axis_size, wraparound, n_bytes):
         emit(
@@ -266,7 +266,7 @@ def collective_cost_explorer(
         )
 
     controls = {"kind": kind_dd, "chip": chip_dd, "axis_size": axis_dd, "wraparound": wrap_cb, "n_bytes": bytes_sl}
-    out = W.interactive_output(view, controls)
-    box.children = [W.HBox([kind_dd, chip_dd]), W.HBox([axis_dd, wrap_cb]), bytes_sl, out]
+    out = widgets.interactive_output(view, controls)
+    box.children = [widgets.HBox([kind_dd, chip_dd]), widgets.HBox([axis_dd, wrap_cb]), bytes_sl, out]
     values = lambda: (kind_dd.value, chip_dd.value, axis_dd.value, wrap_cb.value, bytes_sl.value)  # noqa: E731
     return attach(box, controls, out, lambda: collective_readout(*values()), lambda: render_collective(*values()))

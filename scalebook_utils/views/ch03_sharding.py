@@ -18,7 +18,7 @@ names through the `plots` and `widgets` façades.
 
 from __future__ import annotations
 
-import ipywidgets as W
+import ipywidgets as widgets
 from IPython.display import clear_output
 from matplotlib.figure import Figure
 
@@ -326,23 +326,23 @@ def render_sharding(
 
 def sharding_explorer(
     mesh: str = "2×4", preset: str = _DEFAULT_PRESET, chip: str = "tpu-v5e", compile: bool = True
-) -> W.VBox:
+) -> widgets.VBox:
     """Mesh, preset, A / B / target boxes, chip, 'compile on CPU devices'; prints `sharding_readout` + details.
 
     Choosing a preset fills the three boxes; editing a box keeps the preset dropdown as it is.
     """
     a0, b0, t0 = SHARDING_PRESETS[preset]
-    mesh_dd = W.Dropdown(options=list(SHARDING_MESHES), value=mesh, description="mesh")
-    preset_dd = W.Dropdown(
-        options=list(SHARDING_PRESETS), value=preset, description="preset", layout=W.Layout(width="55%")
+    mesh_dd = widgets.Dropdown(options=list(SHARDING_MESHES), value=mesh, description="mesh")
+    preset_dd = widgets.Dropdown(
+        options=list(SHARDING_PRESETS), value=preset, description="preset", layout=widgets.Layout(width="55%")
     )
-    a_box = W.Text(value=a0, description="A", continuous_update=False)
-    b_box = W.Text(value=b0, description="B", continuous_update=False)
-    t_box = W.Text(
+    a_box = widgets.Text(value=a0, description="A", continuous_update=False)
+    b_box = widgets.Text(value=b0, description="B", continuous_update=False)
+    t_box = widgets.Text(
         value=t0 or "", description="target", continuous_update=False, placeholder="e.g. C[I, K_Y] (optional)"
     )
-    chip_dd = W.Dropdown(options=tpu_names(), value=get_chip(chip).name, description="chip")
-    comp_cb = W.Checkbox(value=compile, description="compile on 8 CPU devices")
+    chip_dd = widgets.Dropdown(options=tpu_names(), value=get_chip(chip).name, description="chip")
+    comp_cb = widgets.Checkbox(value=compile, description="compile on 8 CPU devices")
 
     holding = [False]  # while a preset fills the three boxes: one redraw at the end, not one per box
 
@@ -360,7 +360,7 @@ def sharding_explorer(
             view(**{k: c.value for k, c in controls.items()})
 
     preset_dd.observe(on_preset, names="value")
-    box = W.VBox()
+    box = widgets.VBox()
 
     def view(mesh, a, b, target, chip, compile):
         if holding[0]:
@@ -375,8 +375,13 @@ def sharding_explorer(
         )
 
     controls = {"mesh": mesh_dd, "a": a_box, "b": b_box, "target": t_box, "chip": chip_dd, "compile": comp_cb}
-    out = W.interactive_output(view, controls)
-    box.children = [W.HBox([mesh_dd, preset_dd]), W.HBox([a_box, b_box, t_box]), W.HBox([chip_dd, comp_cb]), out]
+    out = widgets.interactive_output(view, controls)
+    box.children = [
+        widgets.HBox([mesh_dd, preset_dd]),
+        widgets.HBox([a_box, b_box, t_box]),
+        widgets.HBox([chip_dd, comp_cb]),
+        out,
+    ]
     values = lambda: (mesh_dd.value, a_box.value, b_box.value, t_box.value or None, chip_dd.value)  # noqa: E731
     return attach(
         box,

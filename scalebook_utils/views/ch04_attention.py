@@ -22,7 +22,7 @@ import functools
 import math
 from collections.abc import Sequence
 
-import ipywidgets as W
+import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
@@ -275,16 +275,16 @@ def render_attention_intensity(
     return fig
 
 
-def intensity_widget(chip: str = "tpu-v5e", Gs: Sequence[int] = (1, 4, 8, 16)) -> W.VBox:
+def intensity_widget(chip: str = "tpu-v5e", Gs: Sequence[int] = (1, 4, 8, 16)) -> widgets.VBox:
     """A chip dropdown; prints `intensity_readout` and draws `render_attention_intensity`."""
-    chip_dd = W.Dropdown(options=intensity_chips(), value=get_chip(chip).name, description="chip")
-    box = W.VBox()
+    chip_dd = widgets.Dropdown(options=intensity_chips(), value=get_chip(chip).name, description="chip")
+    box = widgets.VBox()
 
     def view(chip):
         emit(box, intensity_readout(chip, Gs), lambda: render_attention_intensity(chip, Gs), key=tuple(Gs))
 
     controls = {"chip": chip_dd}
-    out = W.interactive_output(view, controls)
+    out = widgets.interactive_output(view, controls)
     box.children = [chip_dd, out]
     return attach(
         box,
@@ -433,14 +433,14 @@ def render_flash(
     return fig
 
 
-def flash_widget(chunk: int = 16, S: int = 64, H: int = 16, seed: int = 0) -> W.VBox:
+def flash_widget(chunk: int = 16, S: int = 64, H: int = 16, seed: int = 0) -> widgets.VBox:
     """A "chunk" size dropdown and a "step" slider (chunks merged so far); prints `flash_readout`, draws
     `render_flash`. Changing the chunk size resets the slider to the last step."""
     sizes = sorted({4, 8, 16, 32, int(chunk)})
-    chunk_dd = W.Dropdown(options=sizes, value=int(chunk), description="chunk")
+    chunk_dd = widgets.Dropdown(options=sizes, value=int(chunk), description="chunk")
     n = -(-S // chunk)
-    step_sl = W.IntSlider(value=n, min=1, max=n, description="step", continuous_update=False)
-    box = W.VBox()
+    step_sl = widgets.IntSlider(value=n, min=1, max=n, description="step", continuous_update=False)
+    box = widgets.VBox()
 
     def view(chunk, step):
         emit(box, flash_readout(step, chunk, S, H, seed), lambda: render_flash(step, chunk, S, H, seed), key=(chunk,))
@@ -453,7 +453,7 @@ def flash_widget(chunk: int = 16, S: int = 64, H: int = 16, seed: int = 0) -> W.
         step_sl.value = m
 
     out = live_output(controls, view, {"chunk": on_chunk})
-    box.children = [W.HBox([chunk_dd, step_sl]), out]
+    box.children = [widgets.HBox([chunk_dd, step_sl]), out]
     return attach(
         box,
         controls,

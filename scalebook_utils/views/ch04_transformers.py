@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 
-import ipywidgets as W
+import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
@@ -218,7 +218,7 @@ def render_calculator(
     return fig
 
 
-def calculator_widget(model: str = "llama3-70b", T: int = 4096, B: int = 1) -> W.VBox:
+def calculator_widget(model: str = "llama3-70b", T: int = 4096, B: int = 1) -> widgets.VBox:
     """A model dropdown (the presets and "custom"), boxes D, F, N, K, H, L, V, gated and tied checkboxes, a batch
     box B and a log slider T (128 … 1M tokens); prints `calculator_readout` and draws `render_calculator`.
 
@@ -228,12 +228,15 @@ def calculator_widget(model: str = "llama3-70b", T: int = 4096, B: int = 1) -> W
     """
     presets = list(tf.MODELS)
     start = tf.get_model(model)
-    model_dd = W.Dropdown(options=presets + [CUSTOM], value=start.name, description="model")
-    boxes = {f: W.IntText(value=getattr(start, f), description=f, layout=W.Layout(width="170px")) for f in SIZE_FIELDS}
-    gated_cb = W.Checkbox(value=start.gated_mlp, description="gated MLP", indent=False)
-    tied_cb = W.Checkbox(value=start.tied_embeddings, description="tied embeddings", indent=False)
-    b_box = W.IntText(value=int(B), description="B", layout=W.Layout(width="170px"))
-    t_slider = W.FloatLogSlider(
+    model_dd = widgets.Dropdown(options=presets + [CUSTOM], value=start.name, description="model")
+    boxes = {
+        f: widgets.IntText(value=getattr(start, f), description=f, layout=widgets.Layout(width="170px"))
+        for f in SIZE_FIELDS
+    }
+    gated_cb = widgets.Checkbox(value=start.gated_mlp, description="gated MLP", indent=False)
+    tied_cb = widgets.Checkbox(value=start.tied_embeddings, description="tied embeddings", indent=False)
+    b_box = widgets.IntText(value=int(B), description="B", layout=widgets.Layout(width="170px"))
+    t_slider = widgets.FloatLogSlider(
         value=float(T),
         base=2,
         min=7,
@@ -242,9 +245,9 @@ def calculator_widget(model: str = "llama3-70b", T: int = 4096, B: int = 1) -> W
         description="T",
         readout_format=",.0f",
         continuous_update=False,
-        layout=W.Layout(width="60%"),
+        layout=widgets.Layout(width="60%"),
     )
-    box = W.VBox()
+    box = widgets.VBox()
 
     def view(model, D, F, N, K, H, L, V, gated, tied, B, T):
         kw = dict(D=D, F=F, N=N, K=K, H=H, L=L, V=V, gated=gated, tied=tied)
@@ -268,9 +271,9 @@ def calculator_widget(model: str = "llama3-70b", T: int = 4096, B: int = 1) -> W
     out = live_output(controls, view, {"model": on_model})
     fields = list(boxes.values())
     box.children = [
-        W.HBox([model_dd, gated_cb, tied_cb]),
-        W.HBox(fields[:4]),
-        W.HBox(fields[4:] + [b_box]),
+        widgets.HBox([model_dd, gated_cb, tied_cb]),
+        widgets.HBox(fields[:4]),
+        widgets.HBox(fields[4:] + [b_box]),
         t_slider,
         out,
     ]

@@ -17,7 +17,7 @@ scaling across pods over DCN, searched together).
 
 from __future__ import annotations
 
-import ipywidgets as W
+import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -230,27 +230,31 @@ def planner_widget(
     allow_sequence_sharding: bool = True,
     *,
     n: int = 6,
-) -> W.VBox:
+) -> widgets.VBox:
     """Model, chip, chips per slice (default: the pod), a "slices" slider (DCN), global batch, sequence length and
     'allow sequence sharding'; prints `planner_readout`, `Plan.explain()` and the top-`n` table, draws `render_planner`."""
     spec = get_chip(chip)
     models = list(tf.MODELS)
-    model_dd = W.Dropdown(options=models if model in models else [model] + models, value=model, description="model")
-    chip_dd = W.Dropdown(options=[c for c in tpu_names() if get_chip(c).pod_chips], value=spec.name, description="chip")
-    chips_box = W.BoundedIntText(value=int(chips or spec.pod_chips), min=1, max=10**6, description="chips/slice")
-    slices_sl = W.IntSlider(value=slices, min=1, max=16, description="slices", continuous_update=False)
+    model_dd = widgets.Dropdown(
+        options=models if model in models else [model] + models, value=model, description="model"
+    )
+    chip_dd = widgets.Dropdown(
+        options=[c for c in tpu_names() if get_chip(c).pod_chips], value=spec.name, description="chip"
+    )
+    chips_box = widgets.BoundedIntText(value=int(chips or spec.pod_chips), min=1, max=10**6, description="chips/slice")
+    slices_sl = widgets.IntSlider(value=slices, min=1, max=16, description="slices", continuous_update=False)
     batches = dict(_BATCH_CHOICES)
     if batch_tokens not in batches.values():
         batches = {format_si(float(batch_tokens), digits=3): int(batch_tokens)} | batches
-    batch_dd = W.Dropdown(options=list(batches.items()), value=int(batch_tokens), description="batch")
-    seq_dd = W.Dropdown(options=[1024, 2048, 4096, 8192, 16384, 32768], value=seq_len, description="seq len")
-    seq_cb = W.Checkbox(value=allow_sequence_sharding, description="allow sequence sharding")
+    batch_dd = widgets.Dropdown(options=list(batches.items()), value=int(batch_tokens), description="batch")
+    seq_dd = widgets.Dropdown(options=[1024, 2048, 4096, 8192, 16384, 32768], value=seq_len, description="seq len")
+    seq_cb = widgets.Checkbox(value=allow_sequence_sharding, description="allow sequence sharding")
 
     def on_chip(change):  # registered before interactive_output: the chip's pod arrives with the chip
         chips_box.value = get_chip(change["new"]).pod_chips
 
     chip_dd.observe(on_chip, names="value")
-    box = W.VBox()
+    box = widgets.VBox()
 
     def view(model, chip, chips, slices, batch, seq, allow):
         emit(
@@ -270,7 +274,12 @@ def planner_widget(
         "seq": seq_dd,
         "allow": seq_cb,
     }
-    out = W.interactive_output(view, controls)
-    box.children = [W.HBox([model_dd, chip_dd, chips_box]), W.HBox([batch_dd, seq_dd, seq_cb]), slices_sl, out]
+    out = widgets.interactive_output(view, controls)
+    box.children = [
+        widgets.HBox([model_dd, chip_dd, chips_box]),
+        widgets.HBox([batch_dd, seq_dd, seq_cb]),
+        slices_sl,
+        out,
+    ]
     values = lambda: tuple(c.value for c in controls.values())  # noqa: E731
     return attach(box, controls, out, lambda: planner_readout(*values()), lambda: render_planner(*values()))

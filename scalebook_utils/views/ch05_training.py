@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 
-import ipywidgets as W
+import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
@@ -232,13 +232,15 @@ def render_picture(
 
 def training_picture(
     chip: str = "tpu-v5p", shape: str = "4x4x4", F: int = 30_000, batch_per_chip: float = 850
-) -> W.VBox:
+) -> widgets.VBox:
     """Chip, slice shape, F and a log slider "B/N"; prints `picture_readout` and draws `render_picture`."""
-    chip_dd = W.Dropdown(options=tpu_names(), value=get_chip(chip).name, description="chip")
-    shape_box = W.Text(value=shape, description="slice", continuous_update=False, placeholder="e.g. 4x4x4 or 16x20x28")
-    pod_btn = W.Button(description="full pod", tooltip="set the slice to this chip's pod")
-    f_box = W.BoundedIntText(value=int(F), min=1, max=10**7, step=1024, description="F")
-    b_slider = W.FloatLogSlider(
+    chip_dd = widgets.Dropdown(options=tpu_names(), value=get_chip(chip).name, description="chip")
+    shape_box = widgets.Text(
+        value=shape, description="slice", continuous_update=False, placeholder="e.g. 4x4x4 or 16x20x28"
+    )
+    pod_btn = widgets.Button(description="full pod", tooltip="set the slice to this chip's pod")
+    f_box = widgets.BoundedIntText(value=int(F), min=1, max=10**7, step=1024, description="F")
+    b_slider = widgets.FloatLogSlider(
         value=batch_per_chip,
         base=10,
         min=0,
@@ -247,17 +249,17 @@ def training_picture(
         description="B/N",
         readout_format=",.0f",
         continuous_update=False,
-        layout=W.Layout(width="60%"),
+        layout=widgets.Layout(width="60%"),
     )
     pod_btn.on_click(lambda _b: setattr(shape_box, "value", format_shape(get_chip(chip_dd.value).pod_shape)))
-    box = W.VBox()
+    box = widgets.VBox()
 
     def view(chip, shape, F, B):
         emit(box, picture_readout(chip, shape, F, B), lambda: render_picture(chip, shape, F, B), key=(chip, shape, F))
 
     controls = {"chip": chip_dd, "shape": shape_box, "F": f_box, "B": b_slider}
-    out = W.interactive_output(view, controls)
-    box.children = [W.HBox([chip_dd, shape_box, pod_btn]), f_box, b_slider, out]
+    out = widgets.interactive_output(view, controls)
+    box.children = [widgets.HBox([chip_dd, shape_box, pod_btn]), f_box, b_slider, out]
     values = lambda: (chip_dd.value, shape_box.value, f_box.value, b_slider.value)
     return attach(
         box, controls | {"pod": pod_btn}, out, lambda: picture_readout(*values()), lambda: render_picture(*values())

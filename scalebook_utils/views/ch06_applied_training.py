@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import ipywidgets as W
+import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
@@ -352,15 +352,17 @@ def budget_widget(
     checkpoints_per_layer: int = 2,
     batch_tokens: int = 4 * 2**20,
     chip: str = "tpu-v5p",
-) -> W.VBox:
+) -> widgets.VBox:
     """Model, training tokens, chips, an MFU slider and a checkpoints-per-layer slider; prints `budget_readout`."""
     models = list(tf.MODELS)
-    model_dd = W.Dropdown(options=models if model in models else [model] + models, value=model, description="model")
-    tokens_dd = W.Dropdown(
+    model_dd = widgets.Dropdown(
+        options=models if model in models else [model] + models, value=model, description="model"
+    )
+    tokens_dd = widgets.Dropdown(
         options=[("1T", 1e12), ("2T", 2e12), ("15T", 15e12), ("30T", 30e12)], value=tokens, description="tokens"
     )
-    chips_box = W.BoundedIntText(value=chips, min=1, max=10**7, description="chips")
-    mfu_sl = W.FloatSlider(
+    chips_box = widgets.BoundedIntText(value=chips, min=1, max=10**7, description="chips")
+    mfu_sl = widgets.FloatSlider(
         value=mfu,
         min=MFU_RANGE[0],
         max=MFU_RANGE[1],
@@ -369,8 +371,10 @@ def budget_widget(
         readout_format=".0%",
         continuous_update=False,
     )
-    ck_sl = W.IntSlider(value=checkpoints_per_layer, min=1, max=20, description="ckpt/layer", continuous_update=False)
-    box = W.VBox()
+    ck_sl = widgets.IntSlider(
+        value=checkpoints_per_layer, min=1, max=20, description="ckpt/layer", continuous_update=False
+    )
+    box = widgets.VBox()
 
     def view(model, tokens, chips, MFU, ckpt):
         emit(
@@ -381,8 +385,8 @@ def budget_widget(
         )
 
     controls = {"model": model_dd, "tokens": tokens_dd, "chips": chips_box, "MFU": mfu_sl, "ckpt": ck_sl}
-    out = W.interactive_output(view, controls)
-    box.children = [W.HBox([model_dd, tokens_dd, chips_box]), W.HBox([mfu_sl, ck_sl]), out]
+    out = widgets.interactive_output(view, controls)
+    box.children = [widgets.HBox([model_dd, tokens_dd, chips_box]), widgets.HBox([mfu_sl, ck_sl]), out]
     values = lambda: tuple(c.value for c in controls.values())  # noqa: E731
     return attach(
         box,

@@ -10,7 +10,7 @@ import functools
 import math
 from collections.abc import Sequence
 
-import ipywidgets as W
+import ipywidgets as widgets
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
@@ -196,18 +196,18 @@ _CAPS = [("none", None), ("2 ms", 2e-3), ("5 ms", 5e-3), ("10 ms", 1e-2), ("20 m
 
 def frontier_widget(
     model="llama3-70b", chip="tpu-v5e", precision="int8-weights", S=8192, max_latency=None, *, compare_precisions=False
-) -> W.VBox:
+) -> widgets.VBox:
     """Model, chip, precision, context S, a latency cap and "compare with bf16"; prints `frontier_readout`."""
-    model_dd = W.Dropdown(options=_model_options(model), value=model, description="model")
-    chip_dd = W.Dropdown(options=serving_chips(), value=get_chip(chip).name, description="chip")
-    prec_dd = W.Dropdown(
+    model_dd = widgets.Dropdown(options=_model_options(model), value=model, description="model")
+    chip_dd = widgets.Dropdown(options=serving_chips(), value=get_chip(chip).name, description="chip")
+    prec_dd = widgets.Dropdown(
         options=list(dict.fromkeys([precision, *inf.PRECISIONS])), value=precision, description="precision"
     )
-    s_dd = W.Dropdown(options=_contexts(S), value=S, description="context S")
+    s_dd = widgets.Dropdown(options=_contexts(S), value=S, description="context S")
     caps = _CAPS if max_latency in dict(_CAPS).values() else [*_CAPS, (f"{_sig(max_latency * 1e3)} ms", max_latency)]
-    cap_dd = W.Dropdown(options=caps, value=max_latency, description="latency cap")
-    cmp_cb = W.Checkbox(value=bool(compare_precisions), description="compare precisions")
-    box = W.VBox()
+    cap_dd = widgets.Dropdown(options=caps, value=max_latency, description="latency cap")
+    cmp_cb = widgets.Checkbox(value=bool(compare_precisions), description="compare precisions")
+    box = widgets.VBox()
 
     def view(model, chip, precision, S, cap, compare):
         emit(
@@ -218,8 +218,8 @@ def frontier_widget(
         )
 
     controls = {"model": model_dd, "chip": chip_dd, "precision": prec_dd, "S": s_dd, "cap": cap_dd, "compare": cmp_cb}
-    out = W.interactive_output(view, controls)
-    box.children = [W.HBox([model_dd, chip_dd, prec_dd]), W.HBox([s_dd, cap_dd, cmp_cb]), out]
+    out = widgets.interactive_output(view, controls)
+    box.children = [widgets.HBox([model_dd, chip_dd, prec_dd]), widgets.HBox([s_dd, cap_dd, cmp_cb]), out]
     v = lambda: tuple(w.value for w in controls.values())  # noqa: E731
     return attach(
         box,
@@ -318,15 +318,17 @@ def render_context_pareto(
     return fig
 
 
-def context_pareto_widget(model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision="int8-weights", S=8192) -> W.VBox:
+def context_pareto_widget(
+    model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision="int8-weights", S=8192
+) -> widgets.VBox:
     """A context-length slider "S" and a precision selector; prints `context_pareto_readout`."""
-    s_sl = W.SelectionSlider(
-        options=_contexts(S), value=S, description="S", continuous_update=False, layout=W.Layout(width="70%")
+    s_sl = widgets.SelectionSlider(
+        options=_contexts(S), value=S, description="S", continuous_update=False, layout=widgets.Layout(width="70%")
     )
-    prec_dd = W.Dropdown(
+    prec_dd = widgets.Dropdown(
         options=list(dict.fromkeys([precision, *inf.PRECISIONS])), value=precision, description="precision"
     )
-    box = W.VBox()
+    box = widgets.VBox()
 
     def view(S, precision):
         emit(
@@ -337,8 +339,8 @@ def context_pareto_widget(model="llama3-70b", chip="tpu-v5e", slice_="4x4", prec
         )
 
     controls = {"S": s_sl, "precision": prec_dd}
-    out = W.interactive_output(view, controls)
-    box.children = [W.HBox([s_sl, prec_dd]), out]
+    out = widgets.interactive_output(view, controls)
+    box.children = [widgets.HBox([s_sl, prec_dd]), out]
     return attach(
         box,
         controls,

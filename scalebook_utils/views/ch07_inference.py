@@ -29,7 +29,7 @@ import contextlib
 import math
 from collections.abc import Sequence
 
-import ipywidgets as W
+import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -247,12 +247,12 @@ def render_step_time(
 
 def step_time_widget(
     model="llama3-70b", chip="tpu-v5e", slice_="4x4", precision="int8-weights", S=8192, B=32, *, log=False
-) -> W.VBox:
+) -> widgets.VBox:
     """Model, chip, slice, precision, context S and a batch slider "B" (its end follows B_max); prints
     `step_time_readout` and draws `render_step_time`."""
-    model_dd = W.Dropdown(options=_model_options(model), value=model, description="model")
+    model_dd = widgets.Dropdown(options=_model_options(model), value=model, description="model")
     chips = serving_chips()
-    chip_dd = W.Dropdown(
+    chip_dd = widgets.Dropdown(
         options=chips if chip in dict(chips).values() else [(chip, chip), *chips], value=chip, description="chip"
     )
     try:
@@ -267,15 +267,15 @@ def step_time_widget(
             return [s0]
 
     opts = slices_for(chip)
-    slice_dd = W.Dropdown(options=opts if s0 in opts else [s0, *opts], value=s0, description="slice")
-    prec_dd = W.Dropdown(
+    slice_dd = widgets.Dropdown(options=opts if s0 in opts else [s0, *opts], value=s0, description="slice")
+    prec_dd = widgets.Dropdown(
         options=list(dict.fromkeys([precision, *inf.PRECISIONS])), value=precision, description="precision"
     )
-    s_dd = W.Dropdown(options=_contexts(S), value=S, description="context S")
-    b_sl = W.IntSlider(
-        value=B, min=1, max=max(B, 1), description="B", continuous_update=False, layout=W.Layout(width="70%")
+    s_dd = widgets.Dropdown(options=_contexts(S), value=S, description="context S")
+    b_sl = widgets.IntSlider(
+        value=B, min=1, max=max(B, 1), description="B", continuous_update=False, layout=widgets.Layout(width="70%")
     )
-    box = W.VBox()
+    box = widgets.VBox()
 
     def on_config(change=None):  # the slider's end follows the largest batch that fits
         if change is not None and getattr(box, "quiet", False):
@@ -312,8 +312,8 @@ def step_time_widget(
         )
 
     controls = {"model": model_dd, "chip": chip_dd, "slice_": slice_dd, "precision": prec_dd, "S": s_dd, "B": b_sl}
-    out = W.interactive_output(view, controls)
-    box.children = [W.HBox([model_dd, chip_dd, slice_dd]), W.HBox([prec_dd, s_dd]), b_sl, out]
+    out = widgets.interactive_output(view, controls)
+    box.children = [widgets.HBox([model_dd, chip_dd, slice_dd]), widgets.HBox([prec_dd, s_dd]), b_sl, out]
     values = lambda: tuple(w.value for w in controls.values())  # noqa: E731
     return attach(
         box, controls, out, lambda: step_time_readout(*values()), lambda: render_step_time(*values(), log=log)

@@ -5,7 +5,7 @@ Re-exported by `ch07_inference` (`inference_views`).
 
 from __future__ import annotations
 
-import ipywidgets as W
+import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -145,10 +145,10 @@ def render_kv(
     return fig
 
 
-def kv_explorer(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v5e", n_chips=8, B=8) -> W.VBox:
+def kv_explorer(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-v5e", n_chips=8, B=8) -> widgets.VBox:
     """Model, KV heads K (MHA … GQA … MQA), precision, context S, chips and a batch slider "B"; prints
     `kv_readout` and draws `render_kv`. Defaults to the book's 8 × v5e server."""
-    model_dd = W.Dropdown(options=_model_options(model), value=model, description="model")
+    model_dd = widgets.Dropdown(options=_model_options(model), value=model, description="model")
 
     def k_options(name):
         try:
@@ -171,16 +171,18 @@ def kv_explorer(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-
 
     ks = k_options(model)
     k0 = K if K is not None else own_k(model)
-    k_dd = W.Dropdown(options=ks, value=k0 if k0 in dict(ks).values() else ks[0][1], description="KV heads")
-    prec_dd = W.Dropdown(
+    k_dd = widgets.Dropdown(options=ks, value=k0 if k0 in dict(ks).values() else ks[0][1], description="KV heads")
+    prec_dd = widgets.Dropdown(
         options=list(dict.fromkeys([precision, *inf.PRECISIONS])), value=precision, description="precision"
     )
-    s_dd = W.Dropdown(options=_contexts(S), value=S, description="context S")
-    chip_dd = W.Dropdown(options=[n for _l, n in serving_chips()], value=get_chip(chip).name, description="chip")
-    n_dd = W.Dropdown(options=sorted({1, 2, 4, 8, 16, 32, 64, n_chips}), value=n_chips, description="chips")
-    b_sl = W.IntSlider(value=B, min=1, max=256, description="B", continuous_update=False, layout=W.Layout(width="70%"))
+    s_dd = widgets.Dropdown(options=_contexts(S), value=S, description="context S")
+    chip_dd = widgets.Dropdown(options=[n for _l, n in serving_chips()], value=get_chip(chip).name, description="chip")
+    n_dd = widgets.Dropdown(options=sorted({1, 2, 4, 8, 16, 32, 64, n_chips}), value=n_chips, description="chips")
+    b_sl = widgets.IntSlider(
+        value=B, min=1, max=256, description="B", continuous_update=False, layout=widgets.Layout(width="70%")
+    )
 
-    box = W.VBox()
+    box = widgets.VBox()
 
     def on_model(change):  # offer the new model's divisors of N, starting from its own K
         ks = k_options(change["new"])
@@ -209,8 +211,8 @@ def kv_explorer(model="llama2-13b", K=None, precision="bf16", S=8192, chip="tpu-
         "n_chips": n_dd,
         "B": b_sl,
     }
-    out = W.interactive_output(view, controls)
-    box.children = [W.HBox([model_dd, k_dd, prec_dd]), W.HBox([s_dd, chip_dd, n_dd]), b_sl, out]
+    out = widgets.interactive_output(view, controls)
+    box.children = [widgets.HBox([model_dd, k_dd, prec_dd]), widgets.HBox([s_dd, chip_dd, n_dd]), b_sl, out]
     values = lambda: tuple(w.value for w in controls.values())  # noqa: E731
     return attach(
         box,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import ipywidgets as W
+import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -327,21 +327,21 @@ def disaggregation_widget(
     mfu: float = 0.4,
     model=BOOK_70B,
     chip: str = "tpu-v5e",
-) -> W.VBox:
+) -> widgets.VBox:
     """Sliders for prompt length, decode length, batch "B" and MFU; precision and the two slices; prints
     `disaggregation_readout`."""
-    pr_sl = W.IntSlider(value=prompt, min=512, max=16384, step=512, description="prompt", continuous_update=False)
-    de_sl = W.IntSlider(value=decode, min=64, max=4096, step=64, description="decode", continuous_update=False)
+    pr_sl = widgets.IntSlider(value=prompt, min=512, max=16384, step=512, description="prompt", continuous_update=False)
+    de_sl = widgets.IntSlider(value=decode, min=64, max=4096, step=64, description="decode", continuous_update=False)
     span = (de_sl.min, de_sl.max)  # the figure's y axis holds every decode length the slider reaches
-    b_sl = W.IntSlider(value=B, min=1, max=128, description="B", continuous_update=False)
-    mfu_sl = W.FloatSlider(
+    b_sl = widgets.IntSlider(value=B, min=1, max=128, description="B", continuous_update=False)
+    mfu_sl = widgets.FloatSlider(
         value=mfu, min=0.1, max=1.0, step=0.05, description="MFU", readout_format=".0%", continuous_update=False
     )
-    prec_dd = W.Dropdown(options=list(BOOK_PRECISIONS), value=precision, description="precision")
+    prec_dd = widgets.Dropdown(options=list(BOOK_PRECISIONS), value=precision, description="precision")
     opts = lambda s: list(SLICES) if s in SLICES else [s, *SLICES]
-    pre_dd = W.Dropdown(options=opts(prefill_slice), value=prefill_slice, description="prefill on")
-    gen_dd = W.Dropdown(options=opts(generate_slice), value=generate_slice, description="generate on")
-    box = W.VBox()
+    pre_dd = widgets.Dropdown(options=opts(prefill_slice), value=prefill_slice, description="prefill on")
+    gen_dd = widgets.Dropdown(options=opts(generate_slice), value=generate_slice, description="generate on")
+    box = widgets.VBox()
 
     def view(prompt, decode, B, prefill_slice, generate_slice, precision, mfu):
         emit(
@@ -362,8 +362,13 @@ def disaggregation_widget(
         "precision": prec_dd,
         "mfu": mfu_sl,
     }
-    out = W.interactive_output(view, controls)
-    box.children = [W.HBox([pr_sl, de_sl]), W.HBox([b_sl, mfu_sl]), W.HBox([prec_dd, pre_dd, gen_dd]), out]
+    out = widgets.interactive_output(view, controls)
+    box.children = [
+        widgets.HBox([pr_sl, de_sl]),
+        widgets.HBox([b_sl, mfu_sl]),
+        widgets.HBox([prec_dd, pre_dd, gen_dd]),
+        out,
+    ]
     values = lambda: tuple(c.value for c in controls.values())
     named = {k: v for k, v in controls.items() if k != "mfu"} | {"MFU": mfu_sl}
     return attach(

@@ -7,7 +7,7 @@ Book ch. 8 "Serving LLaMA 3-70B on TPUs".
 
 from __future__ import annotations
 
-import ipywidgets as W
+import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -119,14 +119,16 @@ def render_tp_check(
 
 def tp_check_widget(
     slice_: str = "4x8", precision: str = "bf16", B: int = 64, model: str = "llama3-70b", chip: str = "tpu-v5e"
-) -> W.VBox:
+) -> widgets.VBox:
     """Slice and precision dropdowns and a batch slider "B"; prints `tp_check_readout`."""
-    slice_dd = W.Dropdown(
+    slice_dd = widgets.Dropdown(
         options=list(SLICES) if slice_ in SLICES else [slice_, *SLICES], value=slice_, description="slice"
     )
-    prec_dd = W.Dropdown(options=list(BOOK_PRECISIONS), value=precision, description="precision")
-    b_sl = W.IntSlider(value=B, min=1, max=1024, description="B", continuous_update=False, layout=W.Layout(width="60%"))
-    box = W.VBox()
+    prec_dd = widgets.Dropdown(options=list(BOOK_PRECISIONS), value=precision, description="precision")
+    b_sl = widgets.IntSlider(
+        value=B, min=1, max=1024, description="B", continuous_update=False, layout=widgets.Layout(width="60%")
+    )
+    box = widgets.VBox()
 
     def view(slice_, precision, B):
         emit(
@@ -137,8 +139,8 @@ def tp_check_widget(
         )
 
     controls = {"slice_": slice_dd, "precision": prec_dd, "B": b_sl}
-    out = W.interactive_output(view, controls)
-    box.children = [W.HBox([slice_dd, prec_dd]), b_sl, out]
+    out = widgets.interactive_output(view, controls)
+    box.children = [widgets.HBox([slice_dd, prec_dd]), b_sl, out]
     values = lambda: (slice_dd.value, prec_dd.value, b_sl.value)  # noqa: E731
     return attach(
         box,

@@ -23,7 +23,7 @@ import functools
 import html
 import time
 
-import ipywidgets as W
+import ipywidgets as widgets
 from IPython.display import Image
 
 from scalebook_utils.core import capstone as cap
@@ -139,8 +139,8 @@ def _figure_png_cached(model, train_chip, serve_chip, budget: cap.Budget, live: 
 # --- the app ------------------------------------------------------------------------------------------------------------
 
 
-def _label(text: str) -> W.HTML:
-    return W.HTML(f"<span style='color:#555;font-size:90%'>{html.escape(text)}</span>")
+def _label(text: str) -> widgets.HTML:
+    return widgets.HTML(f"<span style='color:#555;font-size:90%'>{html.escape(text)}</span>")
 
 
 def plan_app(
@@ -148,7 +148,7 @@ def plan_app(
     train_chip: str = "tpu-v5p",
     serve_chip: str = "tpu-v5e",
     budget: cap.Budget | None = None,
-) -> W.VBox:
+) -> widgets.VBox:
     """The chapter-11 app as ONE widget: model (presets or "custom…" with L, D, F, N, K, H, V), training chip, chip
     count (0 = the default: a TPU's pod, 1024 GPUs), tokens, batch, sequence length, achieved MFU, an optional
     deadline and money cap; serving chip, precision, context and latency cap. Below: the training and serving plans
@@ -160,8 +160,8 @@ def plan_app(
     b = budget or cap.Budget()
     models = list(tf.MODELS)
     style = {"description_width": "130px"}
-    wide = W.Layout(width="320px")
-    model_dd = W.Dropdown(
+    wide = widgets.Layout(width="320px")
+    model_dd = widgets.Dropdown(
         options=models + [CUSTOM],
         value=model if model in models else CUSTOM,
         description=MODEL_LABEL,
@@ -170,29 +170,32 @@ def plan_app(
     )
     base = model if isinstance(model, tf.TransformerConfig) else tf.get_model(model if model in models else "llama3-8b")
     dims = {
-        d: W.IntText(
-            value=getattr(base, d), description=d, layout=W.Layout(width="150px"), style={"description_width": "20px"}
+        d: widgets.IntText(
+            value=getattr(base, d),
+            description=d,
+            layout=widgets.Layout(width="150px"),
+            style={"description_width": "20px"},
         )
         for d in _DIMS
     }
-    custom_box = W.HBox(list(dims.values()))
+    custom_box = widgets.HBox(list(dims.values()))
     custom_box.layout.display = "" if model_dd.value == CUSTOM else "none"
     chips_all = chip_names()
-    train_dd = W.Dropdown(
+    train_dd = widgets.Dropdown(
         options=chips_all, value=get_chip(train_chip).name, description=TRAIN_CHIP_LABEL, style=style, layout=wide
     )
-    n_box = W.IntText(value=b.train_chips or 0, description="training chips", style=style, layout=wide)
-    tokens_box = W.FloatText(value=b.train_tokens / 1e12, description="tokens (T)", style=style, layout=wide)
+    n_box = widgets.IntText(value=b.train_chips or 0, description="training chips", style=style, layout=wide)
+    tokens_box = widgets.FloatText(value=b.train_tokens / 1e12, description="tokens (T)", style=style, layout=wide)
     batches = dict(_BATCHES)
     if b.batch_tokens not in batches.values():
         batches = {f"{b.batch_tokens:g}": b.batch_tokens} | batches
-    batch_dd = W.Dropdown(
+    batch_dd = widgets.Dropdown(
         options=list(batches.items()), value=b.batch_tokens, description="batch (tokens)", style=style, layout=wide
     )
-    seq_dd = W.Dropdown(
+    seq_dd = widgets.Dropdown(
         options=sorted({*_SEQS, b.seq_len}), value=b.seq_len, description="sequence length", style=style, layout=wide
     )
-    mfu_sl = W.FloatSlider(
+    mfu_sl = widgets.FloatSlider(
         value=b.mfu,
         min=0.05,
         max=1.0,
@@ -203,26 +206,26 @@ def plan_app(
         style=style,
         layout=wide,
     )
-    days_box = W.FloatText(value=b.max_days or 0, description="deadline (days)", style=style, layout=wide)
-    usd_box = W.FloatText(value=(b.max_usd or 0) / 1e6, description="money cap (M USD)", style=style, layout=wide)
-    serve_dd = W.Dropdown(
+    days_box = widgets.FloatText(value=b.max_days or 0, description="deadline (days)", style=style, layout=wide)
+    usd_box = widgets.FloatText(value=(b.max_usd or 0) / 1e6, description="money cap (M USD)", style=style, layout=wide)
+    serve_dd = widgets.Dropdown(
         options=chips_all, value=get_chip(serve_chip).name, description=SERVE_CHIP_LABEL, style=style, layout=wide
     )
-    prec_dd = W.Dropdown(
+    prec_dd = widgets.Dropdown(
         options=list(dict.fromkeys([b.serve_precision, *inf.PRECISIONS])),
         value=b.serve_precision,
         description="precision",
         style=style,
         layout=wide,
     )
-    ctx_dd = W.Dropdown(
+    ctx_dd = widgets.Dropdown(
         options=sorted({*_CONTEXTS, int(b.serve_context)}),
         value=int(b.serve_context),
         description="context (tokens)",
         style=style,
         layout=wide,
     )
-    lat_box = W.FloatText(value=b.max_latency * 1e3, description="latency cap (ms)", style=style, layout=wide)
+    lat_box = widgets.FloatText(value=b.max_latency * 1e3, description="latency cap (ms)", style=style, layout=wide)
 
     controls = {
         "model": model_dd,
@@ -241,13 +244,15 @@ def plan_app(
         "max_latency": lat_box,
     }
 
-    train_pane = W.HTML(layout=W.Layout(width="50%", padding="0 8px 0 0"))
-    serve_pane = W.HTML(layout=W.Layout(width="50%", padding="0 0 0 8px"))
+    train_pane = widgets.HTML(layout=widgets.Layout(width="50%", padding="0 8px 0 0"))
+    serve_pane = widgets.HTML(layout=widgets.Layout(width="50%", padding="0 0 0 8px"))
     train_pane.add_class(TRAIN_PANE_CLASS)
     serve_pane.add_class(SERVE_PANE_CLASS)
-    readout = W.HTML()
+    readout = widgets.HTML()
     readout.add_class(READOUT_CLASS)
-    image = W.Image(format="png", layout=W.Layout(max_width="100%", align_self="flex-start"))  # never upscaled
+    image = widgets.Image(
+        format="png", layout=widgets.Layout(max_width="100%", align_self="flex-start")
+    )  # never upscaled
 
     def current():
         """(model, train chip, serve chip, budget) from the controls; raises for bad values."""
@@ -276,7 +281,7 @@ def plan_app(
             return f"{CAPSTONE_PREFIX}{model_dd.value} → cannot plan: {error_text(exc)}"
         return capstone_readout(m, tc, sc, bud)
 
-    box = W.VBox()
+    box = widgets.VBox()
     box.quiet = False
     box.live_figure = LiveFigure()
 
@@ -319,13 +324,13 @@ def plan_app(
     for w in controls.values():
         w.observe(update, names="value")
 
-    title = W.HTML(
+    title = widgets.HTML(
         "<h3 style='margin:4px 0'>Plan your model — training and serving side by side</h3>"
         "<p style='margin:0 0 6px;color:#555'>Book ch. 11: the planners of ch. 5–6 (TPU training), ch. 12 "
         "(GPU training) and ch. 7–8 (serving). Step times are rooflines; the days use the MFU you expect "
         "to achieve.</p>"
     )
-    train_col = W.VBox(
+    train_col = widgets.VBox(
         [
             _label("Training"),
             train_dd,
@@ -340,13 +345,13 @@ def plan_app(
             _label("0 = no deadline / no cap"),
         ]
     )
-    serve_col = W.VBox([_label("Serving"), serve_dd, prec_dd, ctx_dd, lat_box])
+    serve_col = widgets.VBox([_label("Serving"), serve_dd, prec_dd, ctx_dd, lat_box])
     box.children = [
         title,
-        W.HBox([model_dd]),
+        widgets.HBox([model_dd]),
         custom_box,
-        W.HBox([train_col, serve_col]),
-        W.HBox([train_pane, serve_pane], layout=W.Layout(width="100%")),
+        widgets.HBox([train_col, serve_col]),
+        widgets.HBox([train_pane, serve_pane], layout=widgets.Layout(width="100%")),
         readout,
         image,
     ]

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import math
 
-import ipywidgets as W
+import ipywidgets as widgets
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator, NullFormatter
 
-from scalebook_utils.core.gpu import chips as G
+from scalebook_utils.core.gpu import chips as gpus
 from scalebook_utils.core.gpu.network import CLUSTER_CHIPS
 from scalebook_utils.core.units import format_si, format_time
 from scalebook_utils.views._kit import INPUT_ERRORS, attach, emit, error_text, message_figure, plain_formatter
@@ -49,14 +49,14 @@ def gpu_collective_readout(
     = bus bandwidth 450 GB/s, bottleneck node | …`` (bus bandwidth 2·bytes·(N − 1)/(N·time), NCCL's, AllReduce only)."""
     head = f"{GPU_COLLECTIVE_PREFIX}{kind} of {format_si(float(n_bytes), 'B', digits=3)} over {n_gpus} {chip} GPUs"
     try:
-        c = G.as_cluster(chip, n_sus)
-        cost = G.collective(kind, float(n_bytes), int(n_gpus), c, sharp=bool(sharp))
+        c = gpus.as_cluster(chip, n_sus)
+        cost = gpus.collective(kind, float(n_bytes), int(n_gpus), c, sharp=bool(sharp))
     except INPUT_ERRORS as exc:
         return f"{head} → cannot evaluate: {error_text(exc)}"
     tag = " (SHARP on)" if sharp else " (SHARP off)" if cost.kind == "all_reduce" else ""
     # bytes/time is not NCCL's "bus bandwidth" (the chapter's measured 370 GB/s): for an AllReduce print both
     bus = (
-        f" = bus bandwidth {bandwidth_text(G.bus_bandwidth(float(n_bytes), int(n_gpus), cost.seconds))}"
+        f" = bus bandwidth {bandwidth_text(gpus.bus_bandwidth(float(n_bytes), int(n_gpus), cost.seconds))}"
         if cost.kind == "all_reduce"
         else ""
     )
@@ -78,8 +78,8 @@ def render_gpu_collective(
     """Time of the collective against the number of GPUs (2 … the pod) for these bytes; for AllReduce with and
     without SHARP; node and SU boundaries marked, the current point starred. The pod has min(n_sus, max_sus) SUs."""
     try:
-        c = G.as_cluster(chip, n_sus)
-        kd = G.collective(kind, float(n_bytes), int(n_gpus), c, sharp=bool(sharp)).kind
+        c = gpus.as_cluster(chip, n_sus)
+        kd = gpus.collective(kind, float(n_bytes), int(n_gpus), c, sharp=bool(sharp)).kind
     except INPUT_ERRORS as exc:
         return message_figure(f"cannot draw: {error_text(exc)}")
     ns = [2**i for i in range(1, int(math.log2(c.total_gpus)) + 1)]
@@ -89,10 +89,10 @@ def render_gpu_collective(
     ax = fig.add_subplot()
     variants = [(False, "#1f4e9c")] + ([(True, "#e6550d")] if kd == "all_reduce" else [])
     for s, color in variants:
-        t = [G.collective(kd, float(n_bytes), n, c, sharp=s).seconds * 1e3 for n in ns]
+        t = [gpus.collective(kd, float(n_bytes), n, c, sharp=s).seconds * 1e3 for n in ns]
         label = kd + (" with SHARP" if s else " (ring / NCCL)" if kd == "all_reduce" else "")
         ax.plot(ns, t, "o-", color=color, lw=2, ms=4, label=label)
-    cur = G.collective(kd, float(n_bytes), int(n_gpus), c, sharp=bool(sharp)).seconds * 1e3
+    cur = gpus.collective(kd, float(n_bytes), int(n_gpus), c, sharp=bool(sharp)).seconds * 1e3
     ax.plot([n_gpus], [cur], "*", color="#d62728", ms=15, zorder=5, label=f"current: {n_gpus} GPUs")
     for lv in c.levels[:-1]:
         ax.axvline(lv.gpus, color="0.5", ls="--", lw=1)
@@ -126,13 +126,13 @@ def gpu_collective_widget(
     sharp: bool = False,
     chip: str = "h100",
     n_sus: int = 4,
-) -> W.VBox:
+) -> widgets.VBox:
     """Collective kind, a bytes slider (log), the GPU count and a SHARP toggle; prints `gpu_collective_readout`."""
-    kind_dd = W.Dropdown(options=list(G.KINDS), value=kind, description="collective")
-    chip_dd = W.Dropdown(options=list(CLUSTER_CHIPS), value=chip, description="GPU")
-    gpus_dd = W.Dropdown(options=[2**i for i in range(1, 11)], value=n_gpus, description="GPUs")
-    sharp_cb = W.Checkbox(value=sharp, description="SHARP (AllReduce)")
-    bytes_sl = W.FloatLogSlider(
+    kind_dd = widgets.Dropdown(options=list(gpus.KINDS), value=kind, description="collective")
+    chip_dd = widgets.Dropdown(options=list(CLUSTER_CHIPS), value=chip, description="GPU")
+    gpus_dd = widgets.Dropdown(options=[2**i for i in range(1, 11)], value=n_gpus, description="GPUs")
+    sharp_cb = widgets.Checkbox(value=sharp, description="SHARP (AllReduce)")
+    bytes_sl = widgets.FloatLogSlider(
         value=n_bytes,
         base=10,
         min=5,
@@ -141,9 +141,9 @@ def gpu_collective_widget(
         description="bytes",
         readout_format=".3g",
         continuous_update=False,
-        layout=W.Layout(width="60%"),
+        layout=widgets.Layout(width="60%"),
     )
-    box = W.VBox()
+    box = widgets.VBox()
 
     def view(kind, n_bytes, n_gpus, sharp, chip):
         s = sharp and kind == "all_reduce"
@@ -155,8 +155,8 @@ def gpu_collective_widget(
         )
 
     controls = {"kind": kind_dd, "n_bytes": bytes_sl, "n_gpus": gpus_dd, "sharp": sharp_cb, "chip": chip_dd}
-    out = W.interactive_output(view, controls)
-    box.children = [W.HBox([kind_dd, chip_dd]), W.HBox([gpus_dd, sharp_cb]), bytes_sl, out]
+    out = widgets.interactive_output(view, controls)
+    box.children = [widgets.HBox([kind_dd, chip_dd]), widgets.HBox([gpus_dd, sharp_cb]), bytes_sl, out]
 
     def values():
         return (
@@ -180,9 +180,9 @@ def render_sharded_all_gather(D: int = 8192, F: int = 32_768, chip: str = "h100"
     """AllGather_X of bf16[D_X, F_Y] over the whole pod against the inner axis Y (book ch. 12 pop quiz 3 figure):
     flat while Y stays inside a node, then falling as 1/Y."""
     try:
-        c = G.superpod(chip, n_sus)
+        c = gpus.superpod(chip, n_sus)
         ys = [2**i for i in range(0, int(math.log2(c.total_gpus)))]
-        t = [G.sharded_all_gather(2 * D * F, y, c.total_gpus, c) * 1e3 for y in ys]
+        t = [gpus.sharded_all_gather(2 * D * F, y, c.total_gpus, c) * 1e3 for y in ys]
     except INPUT_ERRORS as exc:
         return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(8.0, 4.2), layout="constrained")

@@ -12,11 +12,11 @@ which the other ch. 12 views share, and its cluster GPUs (`CLUSTER_CHIPS`, re-ex
 
 from __future__ import annotations
 
-import ipywidgets as W
+import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 
-from scalebook_utils.core.gpu import chips as G
+from scalebook_utils.core.gpu import chips as gpus
 from scalebook_utils.core.gpu.network import CLUSTER_CHIPS
 from scalebook_utils.core.units import format_si
 from scalebook_utils.views._kit import INPUT_ERRORS, attach, emit, error_text, message_figure, plain_formatter
@@ -44,7 +44,7 @@ def bandwidth_text(x: float) -> str:
 def topology_rows(chip: str = "h100", n_sus: int = 4) -> list[dict]:
     """One row per level: GPUs per unit, degree, switches per unit, per-GPU, cable and switch bandwidth, and the
     AllGather bandwidth D·W/(D − 1) of the level (book ch. 12 SuperPod tables)."""
-    c = G.superpod(chip, n_sus)
+    c = gpus.superpod(chip, n_sus)
     return [
         {
             "level": lv.name,
@@ -66,7 +66,7 @@ def topology_readout(chip: str = "h100", n_sus: int = 4) -> str:
     """``gpu topology: h100, SUs=4 → 1024 GPUs, 560 switches | node: 8 GPUs, 450 GB/s per GPU | …``."""
     head = f"{TOPOLOGY_PREFIX}{chip}, SUs={n_sus}"
     try:
-        c = G.superpod(chip, n_sus)
+        c = gpus.superpod(chip, n_sus)
         rows = topology_rows(chip, n_sus)
     except INPUT_ERRORS as exc:
         return f"{head} → cannot evaluate: {error_text(exc)}"
@@ -95,7 +95,7 @@ def render_topology(chip: str = "h100", n_sus: int = 4, *, max_sus: int | None =
     empty) and bandwidths — so a widget's SUs slider moves the bars, not the axes. Default: this pod alone."""
     try:
         rows = topology_rows(chip, n_sus)
-        c = G.superpod(chip, n_sus)
+        c = gpus.superpod(chip, n_sus)
         span = _span_rows(chip, n_sus, max_sus)
     except INPUT_ERRORS as exc:
         return message_figure(f"cannot draw: {error_text(exc)}")
@@ -145,18 +145,18 @@ def render_topology(chip: str = "h100", n_sus: int = 4, *, max_sus: int | None =
     return fig
 
 
-def topology_explorer(chip: str = "h100", n_sus: int = 4) -> W.VBox:
+def topology_explorer(chip: str = "h100", n_sus: int = 4) -> widgets.VBox:
     """GPU type and number of scalable units; prints `topology_readout` and draws `render_topology`."""
-    chip_dd = W.Dropdown(options=list(CLUSTER_CHIPS), value=chip, description="GPU")
-    su_sl = W.IntSlider(value=n_sus, min=1, max=8, description="SUs", continuous_update=False)  # 2 tiers
-    box = W.VBox()
+    chip_dd = widgets.Dropdown(options=list(CLUSTER_CHIPS), value=chip, description="GPU")
+    su_sl = widgets.IntSlider(value=n_sus, min=1, max=8, description="SUs", continuous_update=False)  # 2 tiers
+    box = widgets.VBox()
 
     def view(chip, n_sus):  # the axes hold every pod up to the slider's end: a step moves the bars
         emit(box, topology_readout(chip, n_sus), lambda: render_topology(chip, n_sus, max_sus=su_sl.max), key=(chip,))
 
     controls = {"chip": chip_dd, "n_sus": su_sl}
-    out = W.interactive_output(view, controls)
-    box.children = [W.HBox([chip_dd, su_sl]), out]
+    out = widgets.interactive_output(view, controls)
+    box.children = [widgets.HBox([chip_dd, su_sl]), out]
     values = lambda: (chip_dd.value, su_sl.value)  # noqa: E731
     return attach(
         box, controls, out, lambda: topology_readout(*values()), lambda: render_topology(*values(), max_sus=su_sl.max)

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import ipywidgets as W
+import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
-from scalebook_utils.core.gpu import chips as G
+from scalebook_utils.core.gpu import chips as gpus
 from scalebook_utils.core.gpu.network import CLUSTER_CHIPS
 from scalebook_utils.core.training import schedules as PS
 from scalebook_utils.core.training.costs import dp_min_batch_per_chip
@@ -51,8 +51,8 @@ def render_dp_thresholds(chips: Sequence[str] = ("h100", "b200", "gb200"), tpu_v
     try:
         if tpu_value is None:
             tpu_value = dp_min_batch_per_chip("tpu-v5p", M_X=3)
-        inside = [G.dp_critical_batch(c, across_nodes=False) for c in chips]
-        across = [G.dp_critical_batch(c) for c in chips]
+        inside = [gpus.dp_critical_batch(c, across_nodes=False) for c in chips]
+        across = [gpus.dp_critical_batch(c) for c in chips]
     except INPUT_ERRORS as exc:
         return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(8.0, 4.2), layout="constrained")
@@ -97,7 +97,7 @@ def gpu_roofline_readout(
         f" tokens, D={D}, F={F}" + (f", k={k}" if strategy == "ep" else "")
     )
     try:
-        r = G.mlp_roofline(
+        r = gpus.mlp_roofline(
             strategy,
             float(B),
             D,
@@ -130,9 +130,10 @@ def render_gpu_roofline(
     kk = int(k) if strategy == "ep" else 1
     try:
         rs = [
-            G.mlp_roofline(strategy, float(B), D, F, n, chip, across_nodes=bool(across_nodes), k=kk) for n in _DEGREES
+            gpus.mlp_roofline(strategy, float(B), D, F, n, chip, across_nodes=bool(across_nodes), k=kk)
+            for n in _DEGREES
         ]
-        cur = G.mlp_roofline(strategy, float(B), D, F, int(degree), chip, across_nodes=bool(across_nodes), k=kk)
+        cur = gpus.mlp_roofline(strategy, float(B), D, F, int(degree), chip, across_nodes=bool(across_nodes), k=kk)
     except INPUT_ERRORS as exc:
         return message_figure(f"cannot draw: {error_text(exc)}")
     fig = Figure(figsize=(8.5, 4.4), layout="constrained")
@@ -173,18 +174,18 @@ def gpu_roofline_widget(
     degree: int = 1024,
     across_nodes: bool = True,
     k: int = 8,
-) -> W.VBox:
+) -> widgets.VBox:
     """Parallelism (dp/tp/ep), GPU, batch (tokens, log slider), D, F, degree, experts per token k and where the
     collective runs; prints `gpu_roofline_readout` and draws `render_gpu_roofline`."""
-    strat_dd = W.Dropdown(
+    strat_dd = widgets.Dropdown(
         options=[("data (dp)", "dp"), ("tensor (tp)", "tp"), ("expert (ep)", "ep")],
         value=strategy,
         description="parallelism",
     )
-    chip_dd = W.Dropdown(options=list(CLUSTER_CHIPS), value=chip, description="GPU")
-    deg_dd = W.Dropdown(options=list(_DEGREES), value=degree, description="degree")
-    across_cb = W.Checkbox(value=across_nodes, description="across nodes")
-    B_sl = W.FloatLogSlider(
+    chip_dd = widgets.Dropdown(options=list(CLUSTER_CHIPS), value=chip, description="GPU")
+    deg_dd = widgets.Dropdown(options=list(_DEGREES), value=degree, description="degree")
+    across_cb = widgets.Checkbox(value=across_nodes, description="across nodes")
+    B_sl = widgets.FloatLogSlider(
         value=B,
         base=10,
         min=3,
@@ -193,12 +194,12 @@ def gpu_roofline_widget(
         description="B (tokens)",
         readout_format=".3g",
         continuous_update=False,
-        layout=W.Layout(width="60%"),
+        layout=widgets.Layout(width="60%"),
     )
-    D_dd = W.Dropdown(options=[4096, 8192, 16384], value=D, description="D")
-    F_dd = W.Dropdown(options=[2048, 8192, 16384, 28672, 53248], value=F, description="F")
-    k_dd = W.Dropdown(options=[1, 2, 4, 8], value=k, description="k (ep)")
-    box = W.VBox()
+    D_dd = widgets.Dropdown(options=[4096, 8192, 16384], value=D, description="D")
+    F_dd = widgets.Dropdown(options=[2048, 8192, 16384, 28672, 53248], value=F, description="F")
+    k_dd = widgets.Dropdown(options=[1, 2, 4, 8], value=k, description="k (ep)")
+    box = widgets.VBox()
 
     def view(strategy, chip, B, D, F, degree, across_nodes, k):
         emit(
@@ -217,8 +218,8 @@ def gpu_roofline_widget(
         "across_nodes": across_cb,
         "k": k_dd,
     }
-    out = W.interactive_output(view, controls)
-    box.children = [W.HBox([strat_dd, chip_dd, deg_dd]), W.HBox([D_dd, F_dd, k_dd, across_cb]), B_sl, out]
+    out = widgets.interactive_output(view, controls)
+    box.children = [widgets.HBox([strat_dd, chip_dd, deg_dd]), widgets.HBox([D_dd, F_dd, k_dd, across_cb]), B_sl, out]
 
     def values():
         return tuple(c.value for c in controls.values())

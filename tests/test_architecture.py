@@ -271,3 +271,54 @@ def test_no_module_is_over_500_lines():
     lines[ROOT] = len((PKG / "__init__.py").read_text().splitlines())
     assert not _too_long(lines), f"split these by idea (docs/conventions.md): {_too_long(lines)}"
     assert _too_long({"core.x": MAX_LINES, "core.y": MAX_LINES + 1}) == {"core.y": MAX_LINES + 1}
+
+
+#: the book's one-letter symbols (ch. 1–12: batch, d_model, d_ff, sequence, layers, heads, KV heads, head dim, mesh
+#: axes, vocab, bandwidth W, FLOPs/s C, GQA group G, experts E, …): a module alias must not reuse one
+BOOK_LETTERS = frozenset("BDFTLNKHXYZVSIGWCEPM")
+
+
+def _module_alias_clashes(source: str) -> list[str]:
+    """`import x as T` / `from p import module as V` aliases that reuse a book letter (a name alias, e.g.
+    `from jax.sharding import PartitionSpec as P`, is JAX's own spelling and not a module)."""
+    import importlib.util
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [f"import {a.name} as {a.asname}" for a in node.names if a.asname in BOOK_LETTERS]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for a in node.names:
+                if a.asname in BOOK_LETTERS:
+                    try:
+                        is_module = importlib.util.find_spec(f"{node.module}.{a.name}") is not None
+                    except (ImportError, ValueError):
+                        is_module = False
+                    if is_module:
+                        found.append(f"from {node.module} import {a.name} as {a.asname}")
+    return found
+
+
+def _notebook_code(path: Path) -> str:
+    import json
+
+    cells = json.loads(path.read_text())["cells"]
+    code = ("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    return "\n".join(
+        "\n".join(line for line in cell.splitlines() if not line.lstrip().startswith(("%", "!"))) for cell in code
+    )
+
+
+def test_no_module_alias_reuses_a_book_letter():
+    """`T` is the sequence length in the book; `import … planner as T` beside it misleads (DESIGN: module aliases
+    that do not reuse the book's letters). The package and every notebook, solution and exercise."""
+    repo = PKG.parent
+    sources = {m: _path(m).read_text() for m in MODULES}
+    for folder in ("notebooks", "solutions", "exercises"):
+        sources |= {str(p.relative_to(repo)): _notebook_code(p) for p in sorted((repo / folder).glob("*.ipynb"))}
+    clashes = {name: c for name, src in sources.items() if (c := _module_alias_clashes(src))}
+    assert not clashes, clashes
+    assert _module_alias_clashes("from scalebook_utils.core.training import planner as T\nimport numpy as np\n") == [
+        "from scalebook_utils.core.training import planner as T"
+    ]
+    assert _module_alias_clashes("from jax.sharding import PartitionSpec as P\n") == []

@@ -40,7 +40,6 @@ from __future__ import annotations
 import math  # noqa: F401 - kept name (see above)
 from collections.abc import Mapping  # noqa: F401 - kept name (see above)
 
-import ipywidgets as W  # noqa: F401 - kept name (see above)
 from IPython.display import clear_output  # noqa: F401 - kept name (see above)
 from matplotlib.figure import Figure  # noqa: F401 - kept name (see above)
 
